@@ -1,0 +1,112 @@
+"""What a perceptor returns for one frame: 3D detections and, optionally, local occupancy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .geometry.boxes import as_boxes
+
+
+@dataclass(frozen=True)
+class Detections3D:
+    """Oriented 3D detections in one frame of reference.
+
+    Attributes:
+        boxes: (N, 9) float64 9-DoF boxes (see geometry.boxes), metres and radians.
+        labels: (N,) int64 indices into ``class_names``.
+        scores: (N,) float64 confidences in [0, 1].
+        class_names: the label vocabulary of the perceptor that made them.
+        frame_id: frame the boxes are expressed in (``world`` after a perceptor ran).
+    """
+
+    boxes: np.ndarray
+    labels: np.ndarray
+    scores: np.ndarray
+    class_names: tuple[str, ...]
+    frame_id: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "boxes", as_boxes(self.boxes) if len(self.boxes) else np.zeros((0, 9)))
+        object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64).reshape(-1))
+        object.__setattr__(self, "scores", np.asarray(self.scores, dtype=np.float64).reshape(-1))
+        n = len(self.boxes)
+        if len(self.labels) != n or len(self.scores) != n:
+            raise ValueError(f"boxes ({n}), labels ({len(self.labels)}) and scores ({len(self.scores)}) differ in length")
+        if n and (self.labels.min() < 0 or self.labels.max() >= len(self.class_names)):
+            raise ValueError("a label is outside class_names")
+
+    def __len__(self) -> int:
+        return len(self.boxes)
+
+    @property
+    def names(self) -> list[str]:
+        """Class name of each detection."""
+        return [self.class_names[i] for i in self.labels]
+
+    @classmethod
+    def empty(cls, class_names: tuple[str, ...], frame_id: str) -> Detections3D:
+        return cls(np.zeros((0, 9)), np.zeros(0, np.int64), np.zeros(0), class_names, frame_id)
+
+    def select(self, keep: np.ndarray) -> Detections3D:
+        """Subset by a boolean mask or index array."""
+        return Detections3D(self.boxes[keep], self.labels[keep], self.scores[keep], self.class_names, self.frame_id)
+
+
+@dataclass(frozen=True)
+class Detections2D:
+    """Axis-aligned image detections.
+
+    Attributes:
+        boxes_xyxy: (N, 4) float64 pixel corners (x0, y0, x1, y1) in the colour image.
+        labels: (N,) int64 indices into ``class_names``.
+        scores: (N,) float64 confidences.
+        class_names: label vocabulary.
+    """
+
+    boxes_xyxy: np.ndarray
+    labels: np.ndarray
+    scores: np.ndarray
+    class_names: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.boxes_xyxy)
+
+
+@dataclass(frozen=True)
+class LocalOccupancy:
+    """A perceptor's occupancy grid around the camera (the Embodied Perceptron's 40x40x16 at 0.16 m).
+
+    Attributes:
+        labels: (X, Y, Z) int16 class index per voxel; -1 = empty.
+        T_world_grid: (4, 4) pose of the grid's voxel (0, 0, 0) corner in the world.
+        voxel_size: edge of one voxel in metres.
+        class_names: vocabulary of ``labels``.
+    """
+
+    labels: np.ndarray
+    T_world_grid: np.ndarray
+    voxel_size: float
+    class_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FramePerception:
+    """Everything one perceptor call produced for one frame.
+
+    Attributes:
+        frame_index: index of the source frame.
+        stamp_ns: stamp of the source frame, nanoseconds.
+        detections: 3D detections in the world frame.
+        detections_2d: the image detections they came from, when the perceptor has them.
+        occupancy: local occupancy, when the perceptor predicts it.
+        timings_s: seconds spent per named stage (e.g. "network", "lifting").
+    """
+
+    frame_index: int
+    stamp_ns: int
+    detections: Detections3D
+    detections_2d: Detections2D | None = None
+    occupancy: LocalOccupancy | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,1 @@
+"""geometry stage of the pipeline."""

@@ -1,0 +1,1 @@
+"""memory stage of the pipeline."""

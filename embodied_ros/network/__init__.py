@@ -1,0 +1,1 @@
+"""network stage of the pipeline."""

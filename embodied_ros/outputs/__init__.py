@@ -1,0 +1,1 @@
+"""outputs stage of the pipeline."""

@@ -1,0 +1,1 @@
+"""ros stage of the pipeline."""

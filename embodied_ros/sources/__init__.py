@@ -1,0 +1,1 @@
+"""sources stage of the pipeline."""

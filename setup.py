@@ -1,0 +1,44 @@
+"""embodied_ros: the ROS-free core installs with pip; colcon installs the same package for ROS 2."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = "embodied_ros"
+
+setup(
+    name=PACKAGE,
+    version="0.1.0",
+    description="Continuous 3D scene understanding (9-DoF detection, occupancy, grounding) from posed RGB-D for ROS 2",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=[PACKAGE, f"{PACKAGE}.*"]),
+    package_data={PACKAGE: ["resources/*", "resources/**/*"]},
+    data_files=[
+        ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
+        (f"share/{PACKAGE}", ["package.xml"]),
+        (f"share/{PACKAGE}/launch", glob("launch/*.py")),
+        (f"share/{PACKAGE}/config", glob("config/*")),
+        (f"share/{PACKAGE}/msg", glob("msg/*.msg")),
+        (f"share/{PACKAGE}/srv", glob("srv/*.srv")),
+        (f"share/{PACKAGE}/models", glob("models/*")),
+    ],
+    install_requires=[
+        "numpy>=1.23",
+        "scipy>=1.10",
+        "pillow>=9",
+        "opencv-python-headless>=4.8",
+        "av>=12",
+        "rosbags>=0.10",
+        "mcap>=1.1",
+        "mcap-ros2-support>=0.5",
+        "onnx>=1.15",
+        "onnxruntime>=1.17",
+        "torch>=2.1",
+        "tqdm>=4.60",
+        "matplotlib>=3.6",
+    ],
+    extras_require={"dev": ["pytest>=7", "ruff>=0.5"], "k4a": ["pyk4a>=1.5"]},
+    entry_points={"console_scripts": ["embodied-ros = embodied_ros.cli:main"]},
+    zip_safe=False,
+)
