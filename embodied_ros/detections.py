@@ -33,7 +33,9 @@ class Detections3D:
         object.__setattr__(self, "scores", np.asarray(self.scores, dtype=np.float64).reshape(-1))
         n = len(self.boxes)
         if len(self.labels) != n or len(self.scores) != n:
-            raise ValueError(f"boxes ({n}), labels ({len(self.labels)}) and scores ({len(self.scores)}) differ in length")
+            raise ValueError(
+                f"boxes ({n}), labels ({len(self.labels)}) and scores ({len(self.scores)}) differ in length"
+            )
         if n and (self.labels.min() < 0 or self.labels.max() >= len(self.class_names)):
             raise ValueError("a label is outside class_names")
 

@@ -1,0 +1,121 @@
+"""Benchmark: scene memory update time vs objects in memory, and occupancy integration time per frame.
+
+Run: .venv/bin/python benchmarks/bench_memory.py [--frames 200]
+
+The memory holds objects on a floor-plan grid (1.5 m apart) at the same density whatever
+their number, as a growing map would; each frame brings 10 detections: 8 jittered sightings
+of objects around a moving camera and 2 new objects. The update cost must not depend on how
+many objects the memory already holds (the ratio should stay near 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from embodied_ros.detections import Detections3D, FramePerception
+from embodied_ros.frame import Frame
+from embodied_ros.memory.occupancy import OccupancyMap
+from embodied_ros.memory.scene_memory import SceneMemory
+
+VOCAB = ("chair", "table", "cup", "sofa", "monitor")
+SPACING = 1.5  # metres between objects on the floor plan
+DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+
+
+def _grid_boxes(n: int, rng: np.random.Generator) -> np.ndarray:
+    side = int(np.ceil(np.sqrt(n)))
+    ij = np.stack(np.unravel_index(np.arange(n), (side, side)), axis=1).astype(np.float64)
+    boxes = np.zeros((n, 9))
+    boxes[:, 0:2] = ij * SPACING
+    boxes[:, 3:6] = rng.uniform(0.3, 0.9, (n, 3))
+    boxes[:, 2] = boxes[:, 5] / 2
+    boxes[:, 6] = rng.uniform(-np.pi / 2, np.pi / 2, n)
+    return boxes
+
+
+def _perception(index: int, boxes: np.ndarray, rng: np.random.Generator) -> FramePerception:
+    labels = rng.integers(0, len(VOCAB), len(boxes))
+    det = Detections3D(boxes, labels, rng.uniform(0.1, 0.95, len(boxes)), VOCAB, "world")
+    return FramePerception(frame_index=index, stamp_ns=index * 33_333_333, detections=det)
+
+
+def bench_memory(n_objects: int, n_frames: int, seed: int = 0) -> tuple[float, int]:
+    """Median milliseconds per update with ``n_objects`` already in memory; objects at the end."""
+    rng = np.random.default_rng(seed)
+    memory = SceneMemory()
+    boxes = _grid_boxes(n_objects, rng)
+    for start in range(0, n_objects, 100):  # fill the memory (non-overlapping: one object each)
+        memory.update(_perception(-1, boxes[start:start + 100], rng))
+    assert len(memory) == n_objects, len(memory)
+    extent = boxes[:, 0:2].max(axis=0)
+    times = []
+    for f in range(n_frames):
+        centre = rng.uniform(0, 1, 2) * extent  # the camera wanders over the whole map
+        near = np.argsort(np.linalg.norm(boxes[:, 0:2] - centre, axis=1))[:8]
+        seen = boxes[near].copy()
+        seen[:, 0:3] += rng.normal(0, 0.03, (8, 3))
+        new = np.zeros((2, 9))
+        new[:, 0:2] = centre + rng.uniform(-3, 3, (2, 2)) + SPACING / 2  # between grid objects
+        new[:, 3:6] = 0.2
+        new[:, 2] = 2.0  # above the others: new objects
+        perception = _perception(f, np.concatenate([seen, new]), rng)
+        t0 = time.perf_counter()
+        memory.update(perception)
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times), len(memory)
+
+
+def _frames() -> list[Frame]:
+    """Real redkitchen frames when the shared data is there, else a synthetic wall."""
+    folder = DATA / "redkitchen"
+    K = np.array([[585.0, 0, 320.0], [0, 585.0, 240.0], [0, 0, 1.0]])
+    if not folder.is_dir():
+        depth = np.full((480, 640), 2.0, np.float32)
+        return [Frame(np.zeros((480, 640, 3), np.uint8), depth, K, np.eye(4), i, i) for i in range(20)]
+    from PIL import Image
+
+    frames = []
+    for i in range(0, 1000, 10):
+        stem = folder / f"frame-{i:06d}"
+        depth = np.asarray(Image.open(f"{stem}.depth.png")).astype(np.float32) / 1000.0
+        color = np.zeros(depth.shape + (3,), np.uint8)  # colour is not used by the occupancy map
+        frames.append(Frame(color, depth, K, np.loadtxt(f"{stem}.pose.txt"), i, i))
+    return frames
+
+
+def bench_occupancy(pixel_stride: int = 4) -> tuple[float, float, int]:
+    """Median and max milliseconds per integrate_depth (640x480), and occupied voxels at the end."""
+    occ = OccupancyMap()
+    frames = _frames()
+    times = []
+    for frame in frames:
+        t0 = time.perf_counter()
+        occ.integrate_depth(frame, pixel_stride=pixel_stride)
+        times.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(times), 1e3 * max(times), occ.stats().n_occupied
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=200, help="timed memory updates per size")
+    args = parser.parse_args()
+    small, n_small = bench_memory(100, args.frames)
+    large, n_large = bench_memory(10_000, args.frames)
+    print(f"memory update, 10 detections/frame, 100 objects:    {small:7.2f} ms/frame (ends with {n_small})")
+    print(f"memory update, 10 detections/frame, 10,000 objects: {large:7.2f} ms/frame (ends with {n_large})")
+    print(f"ratio 10,000 / 100 objects: {large / small:.2f}")
+    source = "redkitchen" if (DATA / "redkitchen").is_dir() else "synthetic wall"
+    for stride in (4, 2):
+        med, worst, n_occ = bench_occupancy(stride)
+        print(f"occupancy integrate_depth 640x480 ({source}), pixel_stride={stride}: "
+              f"median {med:.1f} ms, max {worst:.1f} ms ({n_occ} occupied voxels)")
+
+
+if __name__ == "__main__":
+    main()

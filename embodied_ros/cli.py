@@ -1,0 +1,143 @@
+"""`embodied-ros`: the command line (run over a recording, demo)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from .errors import EmbodiedError, InputError
+
+log = logging.getLogger("embodied_ros")
+
+
+def default_data_dir() -> Path:
+    """../shared/data beside the checkout (or $EMBODIED_ROS_DATA): the real recordings used by demo and tests."""
+    env = os.environ.get("EMBODIED_ROS_DATA")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, required=True, help="output folder (scene.mcap, objects.json, pictures)")
+    p.add_argument("--model", default="yolo-fastest-1.1-xl", help="perceptor (default: %(default)s)")
+    p.add_argument("--weights", type=Path, default=None,
+                   help="weights file or folder (Darknet .weights with .cfg and coco.names beside it)")
+    p.add_argument("--download-weights", action="store_true",
+                   help="download the model's weights from its upstream URL (sha256-checked) if not found")
+    p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "torch"], help="(default: %(default)s)")
+    p.add_argument("--max-frames", type=int, default=None, help="stop after N frames")
+    p.add_argument("--stride", type=int, default=1, help="use every K-th frame (default: 1)")
+    p.add_argument("--score-threshold", type=float, default=0.075, help="(default: %(default)s)")
+    p.add_argument("--iou-threshold", type=float, default=0.15, help="(default: %(default)s)")
+    p.add_argument("--max-per-class", type=int, default=10, help="(default: %(default)s)")
+    p.add_argument("--per-class", action="store_true", help="associate detections per class (default: class-agnostic)")
+    p.add_argument("--depth-scale", type=float, default=1.0,
+                   help="for depth NOT registered to colour: depth_px = c + scale * (colour_px - c) + offset "
+                        "(c: principal point; default: %(default)s)")
+    p.add_argument("--depth-offset", type=float, nargs=2, metavar=("DX", "DY"), default=(0.0, 0.0),
+                   help="pixel offset of that mapping (default: 0 0)")
+    p.add_argument("--poses", type=Path, default=None, help="poses file for a .mkv recording")
+    p.add_argument("--no-inputs", action="store_true", help="do not copy colour/depth/camera_info/tf into the bag")
+    p.add_argument("--overwrite", action="store_true", help="replace outputs already in --out")
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if (out / "scene.mcap").exists():
+        if not overwrite:
+            raise InputError(f"{out} already holds a run (scene.mcap); pass --overwrite or choose another --out")
+        for name in ("scene.mcap", "metadata.yaml", "objects.json"):
+            (out / name).unlink(missing_ok=True)
+        for png in out.glob("*.png"):
+            png.unlink()
+        shutil.rmtree(out / "scene", ignore_errors=True)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .memory.occupancy import OccupancyMap
+    from .memory.scene_memory import SceneMemory
+    from .network.lifting import LiftingParams
+    from .network.registry import build_perceptor
+    from .pipeline import run
+    from .sources import open_source
+
+    _prepare_out(args.out, args.overwrite)
+    source = open_source(args.source, poses=args.poses)
+    lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
+    perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
+                                backend=args.backend, lifting=lifting)
+    memory = SceneMemory(score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
+                         max_per_class=args.max_per_class, class_agnostic=not args.per_class)
+    occupancy = OccupancyMap()
+    total = len(source)
+    n = (total + args.stride - 1) // args.stride if total else None
+    if n is not None and args.max_frames is not None:
+        n = min(n, args.max_frames)
+    with source:
+        summary = run(source, perceptor, memory, occupancy, args.out, stride=args.stride,
+                      max_frames=args.max_frames, write_inputs=not args.no_inputs,
+                      progress=lambda it: tqdm(it, total=n, unit="frame", desc=Path(str(args.source)).name))
+    print(f"{summary.frames_processed} frames processed, {len(summary.skipped)} skipped, "
+          f"{len(summary.objects)} objects published ({len(summary.all_objects)} in memory)")
+    print("objects: " + ", ".join(f"{k} x{v}" for k, v in summary.class_counts().items()))
+    print("mean ms per frame: " + ", ".join(f"{k} {v:.1f}" for k, v in summary.stage_ms.items()))
+    print(f"outputs in {args.out}: " + ", ".join(p.name for p in summary.outputs))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    data = default_data_dir()
+    scene, weights = data / "redkitchen", data / "yolo_fastest"
+    if not scene.is_dir() or not weights.is_dir():
+        raise InputError(
+            f"the demo needs the redkitchen recording and the Yolo-Fastest weights in {data} "
+            "(set EMBODIED_ROS_DATA to their folder); a built-in synthetic scene is not available yet"
+        )
+    run_args = argparse.Namespace(
+        source=str(scene), out=args.out, model="yolo-fastest-1.1-xl", weights=weights, download_weights=False,
+        backend="onnxruntime", max_frames=args.max_frames, stride=1, score_threshold=0.075, iou_threshold=0.15,
+        max_per_class=10, per_class=False, depth_scale=1.0, depth_offset=(0.0, 0.0), poses=None, no_inputs=False, overwrite=True,
+    )
+    return cmd_run(run_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="embodied-ros", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_run = sub.add_parser("run", help="run the pipeline over a recording and write a bag, objects.json and pictures")
+    p_run.add_argument("source", help="posed RGB-D folder (EmbodiedScan demo or 7-Scenes), Azure Kinect .mkv, "
+                                      "or rosbag2 folder/file")
+    _add_run_options(p_run)
+    p_run.set_defaults(func=cmd_run)
+
+    p_demo = sub.add_parser("demo", help="run on the built-in scene")
+    p_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder (default: %(default)s)")
+    p_demo.add_argument("--max-frames", type=int, default=None, help="stop after N frames")
+    p_demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except EmbodiedError as err:
+        print(f"embodied-ros: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("embodied-ros: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

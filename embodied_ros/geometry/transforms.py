@@ -1,0 +1,43 @@
+"""Rigid transforms and the alignment of a world frame to gravity (z up)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+
+def make_transform(R: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """(3, 3) rotation and (3,) translation -> (4, 4) homogeneous transform."""
+    T = np.eye(4)
+    T[:3, :3] = R
+    T[:3, 3] = np.asarray(t, dtype=np.float64).reshape(3)
+    return T
+
+
+def invert_transform(T: np.ndarray) -> np.ndarray:
+    """Inverse of a rigid (4, 4) transform without a general matrix inverse."""
+    R, t = T[:3, :3], T[:3, 3]
+    return make_transform(R.T, -R.T @ t)
+
+
+def transform_points(T: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Apply (4, 4) T to (N, 3) points."""
+    return points @ T[:3, :3].T + T[:3, 3]
+
+
+def gravity_alignment(gravity: np.ndarray) -> np.ndarray:
+    """(4, 4) rotation that maps a world whose gravity is ``gravity`` to a z-up world.
+
+    Args:
+        gravity: (3,) direction of gravity (pointing down) in the original world frame.
+
+    Returns:
+        T such that ``T[:3, :3] @ gravity`` is parallel to (0, 0, -1). The rotation is the
+        smallest one that does so (no yaw is added).
+    """
+    g = np.asarray(gravity, dtype=np.float64).reshape(3)
+    norm = np.linalg.norm(g)
+    if not np.isfinite(norm) or norm < 1e-9:
+        raise ValueError("gravity vector must be finite and non-zero")
+    R, _ = Rotation.align_vectors([[0.0, 0.0, -1.0]], [g / norm])
+    return make_transform(R.as_matrix(), np.zeros(3))

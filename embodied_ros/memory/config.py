@@ -1,0 +1,114 @@
+"""Configuration of the scene memory (objects) and of the world occupancy map."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+
+class ScoreMode(str, enum.Enum):
+    """How an object's score combines the scores of the detections fused into it."""
+
+    MAX = "max"
+    """Running maximum: the object is as confident as its best sighting (the reference demo
+    filters each frame's result alone, so its shown score is a single detection's score)."""
+    EMA = "ema"
+    """Exponential moving average with weight ``score_ema`` on the newest sighting: an object
+    whose detections become weak loses rank in ``published_objects``."""
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Parameters of :class:`embodied_ros.memory.scene_memory.SceneMemory`."""
+
+    # Detections with a score below this are dropped before association (the demo's 0.075).
+    score_threshold: float = 0.075
+    # Exact 9-DoF IoU strictly above this makes a detection the same object (the demo's 0.15).
+    iou_threshold: float = 0.15
+    # At most this many objects per class in published_objects(), highest score first (demo: 10).
+    max_per_class: int = 10
+    # True: associate and merge regardless of class (the demo's class-agnostic suppression);
+    # False: only objects whose class equals the detection's class can match or merge.
+    class_agnostic: bool = True
+    # How an object's score combines its detections' scores (see ScoreMode).
+    score_mode: ScoreMode = ScoreMode.MAX
+    # Weight of the newest sighting in ScoreMode.EMA, in (0, 1].
+    score_ema: float = 0.3
+    # Cap on an object's accumulated fusion weight (sum of fused scores). Below the cap the box
+    # is the exact score-weighted mean of its sightings; above it new sightings keep a weight of
+    # at least score / cap, so a box first seen partially can still grow to the whole object.
+    max_fusion_weight: float = 20.0
+    # Edge of a spatial-index cell in metres (about one object; see spatial_index.py).
+    cell_size: float = 1.0
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "score_mode", ScoreMode(self.score_mode))
+        except ValueError:
+            choices = [m.value for m in ScoreMode]
+            raise ConfigError(f"score_mode must be one of {choices}, got {self.score_mode!r}") from None
+        _check(0.0 <= self.score_threshold <= 1.0, "score_threshold must be in [0, 1]", self.score_threshold)
+        _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
+        _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
+        _check(0.0 < self.score_ema <= 1.0, "score_ema must be in (0, 1]", self.score_ema)
+        _check(self.max_fusion_weight > 0.0, "max_fusion_weight must be positive", self.max_fusion_weight)
+        _check(self.cell_size > 0.0, "cell_size must be positive (metres)", self.cell_size)
+
+
+@dataclass(frozen=True)
+class OccupancyConfig:
+    """Parameters of :class:`embodied_ros.memory.occupancy.OccupancyMap`.
+
+    Log-odds values are natural-log odds: 0.85 is p = 0.70 for one hit, -0.4 is p = 0.40 for one
+    miss (OctoMap's defaults); a clamp of 3.5 is p = 0.97 and -2.0 is p = 0.12, so a voxel can
+    change state after a few contrary observations instead of staying saturated forever.
+    """
+
+    # Voxel edge in metres (the Embodied Perceptron's occupancy grid uses 0.16 m).
+    voxel_size: float = 0.16
+    # Log-odds added to a voxel for each frame in which a ray ends in it (or the network says occupied).
+    log_odds_hit: float = 0.85
+    # Log-odds added to a voxel for each frame in which a ray passes through it (or the network says empty).
+    log_odds_miss: float = -0.4
+    # Lower clamp of a voxel's log-odds.
+    log_odds_min: float = -2.0
+    # Upper clamp of a voxel's log-odds.
+    log_odds_max: float = 3.5
+    # A voxel is occupied when its log-odds is strictly above this (0.0 = probability 0.5).
+    occupied_threshold: float = 0.0
+    # Default depth (camera z, metres) beyond which a pixel gives no hit; its ray is carved up to here.
+    max_range: float = 4.0
+    # Default pixel stride of integrate_depth in both image axes (4 on 640x480 = 19,200 rays).
+    pixel_stride: int = 4
+    # Bound on the voxels held in memory (allocated in blocks of 8x8x8); when exceeded, the blocks
+    # farthest from the latest camera position are evicted.
+    max_voxels: int = 2_000_000
+    # Class-vote weight of one occupied voxel of a network's local grid (detections vote with their score).
+    grid_class_weight: float = 1.0
+    # Optional axis-aligned world region (xmin, ymin, zmin, xmax, ymax, zmax), metres; voxels whose
+    # centre lies outside are never stored. None = unbounded.
+    bounds: tuple[float, float, float, float, float, float] | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.voxel_size > 0.0, "voxel_size must be positive (metres)", self.voxel_size)
+        _check(self.log_odds_hit > 0.0, "log_odds_hit must be positive", self.log_odds_hit)
+        _check(self.log_odds_miss < 0.0, "log_odds_miss must be negative", self.log_odds_miss)
+        _check(self.log_odds_min < self.occupied_threshold < self.log_odds_max,
+               "need log_odds_min < occupied_threshold < log_odds_max", self.occupied_threshold)
+        _check(self.max_range > 0.0, "max_range must be positive (metres)", self.max_range)
+        _check(self.pixel_stride >= 1, "pixel_stride must be at least 1", self.pixel_stride)
+        _check(self.max_voxels >= 512, "max_voxels must hold at least one 8x8x8 block (512)", self.max_voxels)
+        _check(self.grid_class_weight > 0.0, "grid_class_weight must be positive", self.grid_class_weight)
+        if self.bounds is not None:
+            b = tuple(float(v) for v in self.bounds)
+            _check(len(b) == 6 and all(math.isfinite(v) for v in b) and all(b[i] < b[i + 3] for i in range(3)),
+                   "bounds must be (xmin, ymin, zmin, xmax, ymax, zmax) with min < max", self.bounds)
+            object.__setattr__(self, "bounds", b)
+
+
+def _check(ok: bool, message: str, value: object) -> None:
+    if not ok:
+        raise ConfigError(f"{message}, got {value!r}")

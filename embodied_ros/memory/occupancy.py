@@ -1,0 +1,477 @@
+"""The world occupancy map: log-odds voxels fused from depth rays and networks' local grids, with class votes.
+
+Each voxel holds a clamped log-odds of being occupied (see OccupancyConfig for the numbers), a
+flag saying it was ever observed, and a class vote. Per frame, every voxel gets at most one
+update: a hit where a depth ray ends (or the network says occupied), else a miss where a ray
+passes (or the network says empty). Free space is carved by sampling each ray every half voxel
+from the camera up to one voxel short of its endpoint, so a surface is not erased by rays that
+graze it. Pixels deeper than ``max_range`` give no hit; their rays are carved up to
+``max_range``.
+
+Class votes use a weighted majority vote per voxel (one label and one weight, the
+Boyer-Moore scheme): the same class adds its weight, another class subtracts it and takes
+over when the weight goes below zero. It costs six bytes per voxel whatever the vocabulary
+and always keeps the majority class when one has more than half of the votes.
+
+Storage and eviction are in voxel_blocks.py (bounded by ``max_voxels``; farthest blocks from
+the latest camera position go first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..detections import Detections3D, LocalOccupancy
+from ..errors import ConfigError, FrameError, InputError
+from ..frame import Frame
+from ..geometry.boxes import box_corners, points_in_boxes
+from .config import OccupancyConfig
+from .voxel_blocks import MAX_VOXEL_COORD, VoxelBlocks
+
+UNLABELLED_CLASS = "occupied"
+"""Name of the extra class ``labels_grid`` gives occupied voxels that have no class vote."""
+
+_RAY_STEP = 0.5  # ray samples per voxel edge: half-voxel spacing visits every voxel a ray crosses but corners
+_RAY_GROUPS = 6  # rays are sampled in this many groups of similar length (less padding)
+_MASK_LIMIT = 1 << 25  # cells of the per-frame dense scratch mask; larger frames fall back to np.unique
+
+
+@dataclass(frozen=True, eq=False)
+class OccupiedVoxels:
+    """Occupied voxels, for publishing.
+
+    Attributes:
+        centers: (K, 3) float64 voxel centres, world frame, metres.
+        labels: (K,) int16 index into ``vocabulary``; -1 where no class voted.
+        vocabulary: class names of the map.
+        log_odds: (K,) float32 clamped log-odds (> the occupied threshold).
+        voxel_size: voxel edge, metres.
+    """
+
+    centers: np.ndarray
+    labels: np.ndarray
+    vocabulary: tuple[str, ...]
+    log_odds: np.ndarray
+    voxel_size: float
+
+    def __len__(self) -> int:
+        return len(self.centers)
+
+    @property
+    def probability(self) -> np.ndarray:
+        """(K,) float64 occupancy probability in [0, 1]."""
+        return 1.0 / (1.0 + np.exp(-self.log_odds.astype(np.float64)))
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """Per voxel, its class name, or "" where no class voted."""
+        names = self.vocabulary + ("",)
+        return tuple(names[i] for i in self.labels.tolist())
+
+
+@dataclass(frozen=True, eq=False)
+class VoxelSample:
+    """Map values at query points.
+
+    Attributes:
+        log_odds: (N,) float32; 0.0 where never observed.
+        observed: (N,) bool, True where the voxel was ever updated.
+        labels: (N,) int16 class index into the map's vocabulary; -1 for none.
+    """
+
+    log_odds: np.ndarray
+    observed: np.ndarray
+    labels: np.ndarray
+
+
+@dataclass(frozen=True)
+class IntegrationResult:
+    """What one integration did: rays cast, voxels given a hit, voxels given a miss."""
+
+    n_rays: int
+    n_hit: int
+    n_free: int
+
+
+@dataclass(frozen=True)
+class OccupancyStats:
+    """Size of the map: blocks and voxels held, observed, occupied, free, labelled; frames; bytes."""
+
+    n_blocks: int
+    n_allocated: int
+    n_observed: int
+    n_occupied: int
+    n_free: int
+    n_labelled: int
+    n_frames: int
+    n_evicted_blocks: int
+    nbytes: int
+
+
+class OccupancyMap:
+    """A world voxel map of occupancy log-odds and class votes; thread-safe.
+
+    Args:
+        voxel_size, log_odds_hit, log_odds_miss, log_odds_min, log_odds_max,
+            occupied_threshold, max_range, pixel_stride, max_voxels, grid_class_weight,
+            bounds: see :class:`OccupancyConfig` (same names and defaults).
+
+    Raises:
+        ConfigError: if a parameter cannot work.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        try:
+            self.config = OccupancyConfig(**kwargs)
+        except TypeError as err:
+            raise ConfigError(f"OccupancyMap: {err}") from None
+        self.voxel_size = self.config.voxel_size
+        self._lock = threading.RLock()
+        self._blocks = VoxelBlocks(self.config.max_voxels, {
+            "log_odds": (np.float32, 0.0), "observed": (np.bool_, False),
+            "label": (np.int16, -1), "label_weight": (np.float32, 0.0),
+        })
+        self._vocabulary: list[str] = []
+        self._class_of: dict[str, int] = {}
+        self._n_frames = 0
+
+    @classmethod
+    def from_config(cls, config: OccupancyConfig) -> OccupancyMap:
+        """A map with the parameters of ``config``."""
+        return cls(**asdict(config))
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        """The map's vocabulary: every class name that ever voted, in order of arrival."""
+        return tuple(self._vocabulary)
+
+    def reset(self) -> None:
+        """Forget every voxel and the vocabulary."""
+        with self._lock:
+            self._blocks.clear()
+            self._vocabulary.clear()
+            self._class_of.clear()
+            self._n_frames = 0
+
+    # ------------------------------------------------------------------ integration
+
+    def integrate_depth(self, frame: Frame, max_range: float | None = None,
+                        pixel_stride: int | None = None) -> IntegrationResult:
+        """Fuse one depth image: endpoint voxels get a hit, voxels along the rays a miss.
+
+        Args:
+            frame: posed RGB-D frame (depth in metres, pose camera-to-world).
+            max_range: depth (camera z, metres) beyond which a pixel gives no hit; default from config.
+            pixel_stride: use every n-th pixel in both axes; default from config.
+        """
+        max_range = self.config.max_range if max_range is None else float(max_range)
+        stride = self.config.pixel_stride if pixel_stride is None else int(pixel_stride)
+        if not max_range > 0 or stride < 1:
+            raise ConfigError(f"max_range must be positive and pixel_stride >= 1, got {max_range}, {stride}")
+        depth = frame.depth[::stride, ::stride]
+        v, u = np.nonzero(np.isfinite(depth) & (depth > 0))
+        z = depth[v, u].astype(np.float64)
+        pix = np.stack([u * stride, v * stride, np.ones_like(u)], axis=1).astype(np.float64)
+        rays = pix @ np.linalg.inv(frame.K).T  # (R, 3) camera-frame point at depth 1
+        hit = z <= max_range
+        R_wc, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
+        inv_vs = 1.0 / self.voxel_size
+        origin = t * inv_vs  # voxel units
+        seg = (rays * np.minimum(z, max_range)[:, None]) @ R_wc.T * inv_vs  # (R, 3) camera -> endpoint
+        with self._lock:
+            fh, ff = self._apply(*_trace(origin, seg, hit), near=origin)
+            self._n_frames += 1
+        return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
+
+    def integrate_local_grid(self, occ: LocalOccupancy) -> IntegrationResult:
+        """Fuse a network's local grid: label -1 -> miss; a class -> hit plus a class vote.
+
+        Raises:
+            FrameError: if the grid is not 3-D, its pose not finite or a label outside its vocabulary.
+        """
+        labels = np.asarray(occ.labels)
+        T = np.asarray(occ.T_world_grid, dtype=np.float64)
+        if labels.ndim != 3 or T.shape != (4, 4) or not np.all(np.isfinite(T)) or not occ.voxel_size > 0:
+            raise FrameError(f"local occupancy grid must be 3-D with a finite 4x4 pose, got {labels.shape}")
+        lab = labels.reshape(-1).astype(np.int64)
+        if lab.size and (lab.min() < -1 or lab.max() >= len(occ.class_names)):
+            raise FrameError("local occupancy grid has a label outside -1..len(class_names)-1")
+        centres = (np.indices(labels.shape).reshape(3, -1).T + 0.5) * occ.voxel_size
+        world = centres @ T[:3, :3].T + T[:3, 3]
+        vox = np.floor(world / self.voxel_size).astype(np.int64)
+        occupied = lab >= 0
+        lin, lo, dims = _linearise(vox)
+        hit_lin = np.unique(lin[occupied])
+        free_lin = np.setdiff1d(np.unique(lin[~occupied]), hit_lin, assume_unique=True)  # a hit wins
+        centre = T[:3, :3] @ (0.5 * occ.voxel_size * np.array(labels.shape, dtype=np.float64)) + T[:3, 3]
+        with self._lock:
+            fh, ff = self._apply(_unlinearise(hit_lin, lo, dims), _unlinearise(free_lin, lo, dims),
+                                 near=centre / self.voxel_size)
+            names = np.array([self._class_index(n) for n in occ.class_names] or [0], dtype=np.int64)
+            at = np.searchsorted(hit_lin, lin[occupied])
+            self._vote(fh[at], names[lab[occupied]], np.full(at.size, self.config.grid_class_weight))
+            self._n_frames += 1
+        return IntegrationResult(0, int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
+
+    def add_detection_evidence(self, detections: Detections3D) -> int:
+        """Occupied voxels inside each world-frame detection box vote for its class (weight = score).
+
+        Returns:
+            Number of (voxel, detection) votes cast.
+        """
+        flats, classes, weights = [], [], []
+        with self._lock:
+            lo_arr, seen = self._blocks.data["log_odds"], self._blocks.data["observed"]
+            for box, name, score in zip(detections.boxes, detections.names, detections.scores, strict=True):
+                if not (np.all(np.isfinite(box)) and np.isfinite(score) and score > 0):
+                    continue
+                corners = box_corners(box)[0]
+                lo = np.floor(corners.min(axis=0) / self.voxel_size).astype(np.int64)
+                hi = np.floor(corners.max(axis=0) / self.voxel_size).astype(np.int64)
+                if np.any(lo < -MAX_VOXEL_COORD) or np.any(hi >= MAX_VOXEL_COORD):
+                    continue
+                flat = self._blocks.voxels_in_range(lo, hi)
+                flat = flat[seen[flat] & (lo_arr[flat] > self.config.occupied_threshold)]
+                centres = (self._blocks.voxel_coords(flat) + 0.5) * self.voxel_size
+                flat = flat[points_in_boxes(centres, box[None])[0]]
+                flats.append(flat)
+                classes.append(np.full(flat.size, self._class_index(name)))
+                weights.append(np.full(flat.size, float(score)))
+            if not flats:
+                return 0
+            flat = np.concatenate(flats)
+            self._vote(flat, np.concatenate(classes), np.concatenate(weights))
+            return int(flat.size)
+
+    # ------------------------------------------------------------------ queries
+
+    def occupied_voxels(self) -> OccupiedVoxels:
+        """Every voxel whose log-odds is above the occupied threshold."""
+        with self._lock:
+            d = self._blocks.data
+            flat = np.flatnonzero(d["observed"] & (d["log_odds"] > self.config.occupied_threshold))
+            centres = (self._blocks.voxel_coords(flat) + 0.5) * self.voxel_size
+            return OccupiedVoxels(centres, d["label"][flat].copy(), self.class_names, d["log_odds"][flat].copy(),
+                                  self.voxel_size)
+
+    def sample(self, points: np.ndarray) -> VoxelSample:
+        """Map values at (N, 3) world points (metres); unknown voxels read log-odds 0, not observed, label -1."""
+        pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        vox = np.floor(pts / self.voxel_size)
+        ok = np.all(np.isfinite(vox) & (vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+        n = len(pts)
+        log_odds, observed, labels = np.zeros(n, np.float32), np.zeros(n, bool), np.full(n, -1, np.int16)
+        with self._lock:
+            flat = np.full(n, -1, dtype=np.int64)
+            flat[ok] = self._blocks.lookup(vox[ok].astype(np.int64))
+            have = flat >= 0
+            d = self._blocks.data
+            log_odds[have], observed[have], labels[have] = d["log_odds"][flat[have]], d["observed"][flat[have]], \
+                d["label"][flat[have]]
+        return VoxelSample(log_odds, observed, labels)
+
+    def labels_grid(self, T_world_grid: np.ndarray, shape: tuple[int, int, int] = (40, 40, 16),
+                    voxel_size: float | None = None) -> LocalOccupancy:
+        """Sample the map on a local grid (e.g. to score occupancy against a network's grid).
+
+        Args:
+            T_world_grid: (4, 4) pose of the grid's voxel (0, 0, 0) corner in the world.
+            shape: grid size in voxels.
+            voxel_size: grid voxel edge in metres; default the map's.
+
+        Returns:
+            LocalOccupancy whose labels are -1 for free or unknown voxels, a class index for
+            occupied voxels with a class vote, and ``len(self.class_names)`` (the class named
+            UNLABELLED_CLASS, appended to the vocabulary) for occupied voxels without one.
+        """
+        vs = self.voxel_size if voxel_size is None else float(voxel_size)
+        T = np.asarray(T_world_grid, dtype=np.float64)
+        centres = (np.indices(shape).reshape(3, -1).T + 0.5) * vs
+        with self._lock:
+            s = self.sample(centres @ T[:3, :3].T + T[:3, 3])
+            vocab = self.class_names
+        occupied = s.observed & (s.log_odds > self.config.occupied_threshold)
+        labels = np.where(occupied, np.where(s.labels >= 0, s.labels, len(vocab)), -1).astype(np.int16)
+        return LocalOccupancy(labels.reshape(shape), T.copy(), vs, vocab + (UNLABELLED_CLASS,))
+
+    def stats(self) -> OccupancyStats:
+        """Counts of blocks and voxels (allocated, observed, occupied, free, labelled), frames and bytes."""
+        with self._lock:
+            d = self._blocks.data
+            seen = d["observed"]
+            occ = seen & (d["log_odds"] > self.config.occupied_threshold)
+            return OccupancyStats(
+                self._blocks.n_blocks, self._blocks.n_blocks * 512, int(seen.sum()), int(occ.sum()),
+                int(np.count_nonzero(seen & ~occ)), int(np.count_nonzero(occ & (d["label"] >= 0))),
+                self._n_frames, self._blocks.n_evicted, self._blocks.nbytes,
+            )
+
+    # ------------------------------------------------------------------ persistence
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the map (config, vocabulary, used blocks) to an ``.npz`` file."""
+        with self._lock:
+            config = json.dumps(asdict(self.config))
+            arrays = self._blocks.export()
+            meta = json.dumps({"vocabulary": self._vocabulary, "n_frames": self._n_frames})
+        with open(path, "wb") as f:
+            np.savez_compressed(f, config=np.array(config), meta=np.array(meta), **arrays)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> OccupancyMap:
+        """Read a map written by ``save``.
+
+        Raises:
+            InputError: if the file is missing or not an occupancy map.
+        """
+        try:
+            with np.load(Path(path), allow_pickle=False) as z:
+                config = json.loads(str(z["config"]))
+                meta = json.loads(str(z["meta"]))
+                arrays = {k: z[k] for k in z.files if k not in ("config", "meta")}
+            config["bounds"] = tuple(config["bounds"]) if config.get("bounds") else None
+            occ = cls(**config)
+            occ._blocks.restore(arrays)
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise InputError(f"{path}: not an occupancy map: {err}") from None
+        occ._vocabulary = [str(n) for n in meta["vocabulary"]]
+        occ._class_of = {n: i for i, n in enumerate(occ._vocabulary)}
+        occ._n_frames = int(meta["n_frames"])
+        return occ
+
+    # ------------------------------------------------------------------ internals
+
+    def _class_index(self, name: str) -> int:
+        if name not in self._class_of:
+            if len(self._vocabulary) >= np.iinfo(np.int16).max:
+                raise ConfigError("occupancy map vocabulary is full (32767 class names)")
+            self._class_of[name] = len(self._vocabulary)
+            self._vocabulary.append(name)
+        return self._class_of[name]
+
+    def _apply(self, hit_vox: np.ndarray, free_vox: np.ndarray, near: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One hit per voxel of ``hit_vox``, one miss per voxel of ``free_vox`` (each unique, disjoint).
+
+        Returns:
+            Flat indices of the hit and the free voxels, aligned with the inputs; -1 where a voxel
+            is outside the bounds or did not fit in memory.
+        """
+        vox = np.concatenate([hit_vox, free_vox])
+        ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+        if self.config.bounds is not None:
+            c = (vox + 0.5) * self.voxel_size
+            b = np.asarray(self.config.bounds)
+            ok &= np.all((c >= b[:3]) & (c <= b[3:]), axis=1)
+        flat = np.full(len(vox), -1, dtype=np.int64)
+        flat[ok] = self._blocks.lookup(vox[ok], allocate=True, near=near)
+        fh, ff = flat[: len(hit_vox)], flat[len(hit_vox):]
+        d, c = self._blocks.data, self.config
+        f = ff[ff >= 0]
+        d["log_odds"][f] = np.maximum(d["log_odds"][f] + c.log_odds_miss, c.log_odds_min)
+        d["observed"][f] = True
+        f = fh[fh >= 0]
+        d["log_odds"][f] = np.minimum(d["log_odds"][f] + c.log_odds_hit, c.log_odds_max)
+        d["observed"][f] = True
+        return fh, ff
+
+    def _vote(self, flat: np.ndarray, classes: np.ndarray, weights: np.ndarray) -> None:
+        """Weighted majority vote: per voxel, this call's strongest class (summed weight) votes once."""
+        ok = flat >= 0
+        flat, classes, weights = flat[ok], classes[ok].astype(np.int64), weights[ok]
+        if flat.size == 0:
+            return
+        n_cls = max(len(self._vocabulary), 1)
+        keys, inverse = np.unique(flat * n_cls + classes, return_inverse=True)
+        total = np.bincount(inverse.reshape(-1), weights=weights)
+        vox, cls = np.divmod(keys, n_cls)
+        order = np.lexsort((-total, vox))
+        first = order[np.r_[True, vox[order][1:] != vox[order][:-1]]]
+        vox, cls, w = vox[first], cls[first], total[first].astype(np.float32)
+        label, weight = self._blocks.data["label"], self._blocks.data["label_weight"]
+        same = label[vox] == cls
+        weight[vox[same]] += w[same]
+        other, c_other, w_other = vox[~same], cls[~same], w[~same]
+        left = weight[other] - w_other
+        flip = left < 0
+        label[other[flip]] = c_other[flip]
+        weight[other] = np.abs(left)
+
+
+def _trace(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Voxels of a bundle of rays, in voxel units.
+
+    Args:
+        origin: (3,) ray origin (the camera), voxel units.
+        seg: (R, 3) vector from the origin to each ray's endpoint, voxel units.
+        hit: (R,) bool, True where the endpoint is a surface (a hit).
+
+    Returns:
+        (H, 3) int64 unique endpoint voxels of the hit rays and (F, 3) int64 unique voxels
+        crossed by the rays (samples every half voxel up to one voxel short of the endpoint),
+        without the endpoint voxels.
+    """
+    if len(seg) == 0:
+        return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
+    length = np.linalg.norm(seg, axis=1)
+    n = np.where(length > 1.0, np.floor((length - 1.0) / _RAY_STEP).astype(np.int64) + 1, 0)
+    end = origin + seg
+    lo = np.floor(np.minimum(origin, end.min(axis=0))).astype(np.int64) - 1  # a voxel of margin for rounding
+    dims = np.floor(np.maximum(origin, end.max(axis=0))).astype(np.int64) - lo + 2
+    size = int(np.prod(dims.astype(np.float64)))
+    hit_lin = _linear(np.floor(end[hit]).astype(np.int64) - lo, dims)
+    rel = (origin - lo).astype(np.float32)
+    idx_dtype = np.int32 if size < 2**31 else np.int64
+    chunks = []
+    # Rays sorted by sample count and cut into a few groups; within a group all rays are sampled
+    # at once on a (rays, most samples) grid, a ray's surplus samples clamped onto its last one,
+    # so the padding repeats a cell instead of needing a mask and stays small.
+    carve = np.flatnonzero(n > 0)
+    carve = carve[np.argsort(n[carve], kind="stable")]
+    for group in np.array_split(carve, min(_RAY_GROUPS, len(carve))) if len(carve) else []:
+        ng = n[group]
+        unit = (seg[group] / length[group, None]).astype(np.float32)
+        t = np.minimum(np.arange(int(ng[-1]), dtype=np.float32)[None, :] * np.float32(_RAY_STEP),
+                       ((ng - 1) * _RAY_STEP).astype(np.float32)[:, None])  # (rays, samples)
+        lin = np.zeros(t.shape, dtype=idx_dtype)
+        for a in range(3):
+            cell = unit[:, a, None] * t
+            cell += rel[a]
+            lin *= idx_dtype(dims[a])
+            lin += cell.astype(idx_dtype)  # non-negative (one voxel of margin), so truncation is floor
+        chunks.append(lin.reshape(-1))
+    # Duplicates vanish by marking a dense scratch mask around the frustum instead of sorting
+    # hundreds of thousands of samples.
+    if size <= _MASK_LIMIT:
+        free_mask = np.zeros(size, dtype=bool)
+        for lin in chunks:
+            free_mask[lin] = True
+        hit_mask = np.zeros(size, dtype=bool)
+        hit_mask[hit_lin] = True
+        hit_cells, free_cells = np.flatnonzero(hit_mask), np.flatnonzero(free_mask & ~hit_mask)
+    else:
+        hit_cells = np.unique(hit_lin)
+        free_cells = np.setdiff1d(np.unique(np.concatenate(chunks)), hit_cells, assume_unique=True)
+    return _unlinearise(hit_cells, lo, dims), _unlinearise(free_cells, lo, dims)
+
+
+def _linear(cells: np.ndarray, dims: np.ndarray) -> np.ndarray:
+    return (cells[:, 0] * dims[1] + cells[:, 1]) * dims[2] + cells[:, 2]
+
+
+def _linearise(vox: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(M, 3) int64 voxels -> (M,) int64 linear indices in their bounding box, the box origin and size."""
+    lo = vox.min(axis=0) if len(vox) else np.zeros(3, np.int64)
+    dims = (vox.max(axis=0) - lo + 1) if len(vox) else np.ones(3, np.int64)
+    return _linear(vox - lo, dims), lo, dims
+
+
+def _unlinearise(lin: np.ndarray, lo: np.ndarray, dims: np.ndarray) -> np.ndarray:
+    """Inverse of _linearise: (M,) linear indices -> (M, 3) int64 voxels."""
+    return np.stack(np.unravel_index(lin, tuple(int(d) for d in dims)), axis=1).astype(np.int64) + lo

@@ -1,0 +1,81 @@
+"""Perceptors by name: the one place that turns `--model NAME --weights PATH` into a Perceptor."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import ModelError
+from .lifted_perceptor import LiftedPerceptor
+from .lifting import LiftingParams
+from .perceptor import Perceptor
+from .weights import DEFAULT_MODEL, KNOWN_MODELS, ModelFiles, resolve_known_model
+from .yolo_detector import YoloDetector2D
+
+MODELS_ENV = "EMBODIED_ROS_MODELS"
+_REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
+
+# The 2D detector keeps candidates well below Darknet's display threshold (0.25): the scene
+# memory applies the project's 0.075 score rule, and repeated weak sightings accumulate.
+DETECTOR_SCORE_THRESHOLD = 0.1
+
+
+def _search_dirs(weights: Path | None) -> list[Path]:
+    """Where a known model's files are looked for, in order."""
+    dirs: list[Path] = []
+    if weights is not None:
+        dirs.append(weights if weights.is_dir() else weights.parent)
+    if os.environ.get(MODELS_ENV):
+        dirs.append(Path(os.environ[MODELS_ENV]))
+    dirs.append(_REPO_MODELS)
+    return dirs
+
+
+def _custom_darknet_files(weights: Path) -> ModelFiles:
+    """A user's own Darknet model: NAME.weights with NAME.cfg and one *.names file beside it."""
+    cfg = weights.with_suffix(".cfg")
+    names = sorted(weights.parent.glob("*.names"))
+    if not cfg.is_file() or not names:
+        raise ModelError(f"{weights}: a Darknet model needs {cfg.name} and a .names file in the same folder")
+    return ModelFiles(cfg, weights, names[0])
+
+
+def build_perceptor(
+    name: str = DEFAULT_MODEL,
+    *,
+    weights: Path | None = None,
+    download: bool = False,
+    backend: str = "onnxruntime",
+    lifting: LiftingParams | None = None,
+    detector_score_threshold: float = DETECTOR_SCORE_THRESHOLD,
+) -> Perceptor:
+    """Build the perceptor called ``name``.
+
+    Args:
+        name: a known model (see ``weights.KNOWN_MODELS``) or "darknet" for a user's own
+            Darknet files given by ``weights``.
+        weights: a weights file or the folder holding the model's files.
+        download: fetch missing files from their upstream URL (sha256-checked).
+        backend: "onnxruntime" or "torch".
+        lifting: 2D -> 3D lifting settings.
+        detector_score_threshold: 2D detections below this are dropped before lifting.
+
+    Raises:
+        ModelError: unknown model, files missing (with how to get them) or unusable.
+    """
+    if weights is not None and not weights.exists():
+        raise ModelError(f"--weights {weights}: no such file or folder")
+    if name in KNOWN_MODELS:
+        try:
+            files = resolve_known_model(name, search_dirs=_search_dirs(weights), download=download)
+        except ModelError as err:
+            raise ModelError(f"{err} (or pass --weights DIR holding {name}'s .cfg, .weights and coco.names)") from err
+    elif name == "darknet":
+        if weights is None or not weights.is_file():
+            raise ModelError("--model darknet needs --weights PATH.weights")
+        files = _custom_darknet_files(weights)
+    else:
+        raise ModelError(f"unknown model {name!r}; known: {', '.join([*sorted(KNOWN_MODELS), 'darknet'])}")
+    detector = YoloDetector2D(files.cfg, files.weights, files.names, backend=backend,
+                              score_threshold=detector_score_threshold)
+    return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")

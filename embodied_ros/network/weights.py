@@ -1,0 +1,211 @@
+"""Model files: a registry of known checkpoints, sha256 checks, and downloads only when asked."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..errors import ModelError
+
+CACHE_ENV = "EMBODIED_ROS_CACHE"
+_URL_SCHEMES = ("http", "https", "file")
+_YOLO_FASTEST_URL = (
+    "https://github.com/dog-qiuqiu/Yolo-Fastest/raw/96a2900d163196c396e73f3fdab04ca4dd9a2f70/"
+    "ModelZoo/yolo-fastest-1.1_coco/"
+)
+
+
+@dataclass(frozen=True)
+class KnownFile:
+    """One published file: its name, where it can be fetched and its sha256 (hex)."""
+
+    filename: str
+    url: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    """A Darknet YOLO checkpoint: cfg, weights and class-name files, all checksummed."""
+
+    name: str
+    cfg: KnownFile
+    weights: KnownFile
+    names: KnownFile
+
+    @property
+    def files(self) -> tuple[KnownFile, KnownFile, KnownFile]:
+        return self.cfg, self.weights, self.names
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """Local, verified paths of one model's files."""
+
+    cfg: Path
+    weights: Path
+    names: Path
+
+
+def _yolo_fastest_file(filename: str, sha256: str) -> KnownFile:
+    return KnownFile(filename, _YOLO_FASTEST_URL + filename, sha256)
+
+
+_COCO_NAMES = _yolo_fastest_file("coco.names", "634a1132eb33f8091d60f2c346ababe8b905ae08387037aed883953b7329af84")
+
+# Yolo-Fastest 1.1 (dog-qiuqiu/Yolo-Fastest, commit 96a2900), COCO, 320x320 input.
+KNOWN_MODELS: dict[str, KnownModel] = {
+    "yolo-fastest-1.1-xl": KnownModel(
+        "yolo-fastest-1.1-xl",
+        _yolo_fastest_file(
+            "yolo-fastest-1.1-xl.cfg", "c458427acc4fbeabceff4528ef7b65b066c0308ce599460f8ba299eba63abad3"
+        ),
+        _yolo_fastest_file(
+            "yolo-fastest-1.1-xl.weights", "fac5fb41786c1f38f04972a658443b189f48720d7d117f9a044100e98a35b0c5"
+        ),
+        _COCO_NAMES,
+    ),
+    "yolo-fastest-1.1": KnownModel(
+        "yolo-fastest-1.1",
+        _yolo_fastest_file("yolo-fastest-1.1.cfg", "f6df5775c1e862998cf69046eba9265be3ae84dfe8b2caab7529823f0795bf70"),
+        _yolo_fastest_file(
+            "yolo-fastest-1.1.weights", "1c445c42bbd6df63edea2cc69f99667b5650d663ca11e34b116240740cd42890"
+        ),
+        _COCO_NAMES,
+    ),
+}
+DEFAULT_MODEL = "yolo-fastest-1.1-xl"
+
+
+def cache_dir() -> Path:
+    """The download/export cache: ``$EMBODIED_ROS_CACHE`` or ``~/.cache/embodied_ros``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "embodied_ros"
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes.
+
+    Raises:
+        ModelError: the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ModelError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
+    return digest.hexdigest()
+
+
+def verify_sha256(path: str | Path, expected: str) -> None:
+    """Raise ModelError unless ``path`` hashes to ``expected`` (hex sha256, case-insensitive)."""
+    actual = sha256_file(path)
+    if actual != expected.lower():
+        raise ModelError(
+            f"{path}: sha256 {actual} does not match the expected {expected.lower()}; corrupt or wrong file"
+        )
+
+
+def is_url(source: str | Path) -> bool:
+    """Whether ``source`` is a URL this module can fetch (http, https or file)."""
+    return isinstance(source, str) and urlparse(source).scheme in _URL_SCHEMES
+
+
+def resolve_file(
+    source: str | Path,
+    *,
+    sha256: str | None = None,
+    download: bool = False,
+    cache: str | Path | None = None,
+    timeout_s: float = 60.0,
+) -> Path:
+    """A local path to a model file, verified; a URL is fetched into the cache only if ``download``.
+
+    Args:
+        source: a local path, or an http(s)/file URL.
+        sha256: expected hex digest; required for URLs (an unchecked download is never used).
+        download: allow fetching ``source`` when it is a URL and not already cached.
+        cache: cache directory (default ``cache_dir()``); downloads go to ``<cache>/downloads/``.
+        timeout_s: network timeout for one download.
+
+    Returns:
+        Path of the verified file.
+
+    Raises:
+        ModelError: missing file, checksum mismatch, download not allowed or failed.
+    """
+    if not is_url(source):
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise ModelError(f"model file not found: {path}")
+        if sha256:
+            verify_sha256(path, sha256)
+        return path
+    url = str(source)
+    if not sha256:
+        raise ModelError(f"{url}: a sha256 is required to use a downloaded model file")
+    name = Path(urlparse(url).path).name or "download"
+    target = Path(cache or cache_dir()) / "downloads" / sha256.lower()[:16] / name
+    if target.is_file() and sha256_file(target) == sha256.lower():
+        return target
+    if not download:
+        raise ModelError(
+            f"{name} is not cached at {target}; downloading {url} needs explicit consent: "
+            "pass download=True (CLI: --download-weights) or give a local path"
+        )
+    _download(url, target, sha256.lower(), timeout_s)
+    return target
+
+
+def resolve_known_model(
+    name: str = DEFAULT_MODEL,
+    *,
+    search_dirs: Iterable[str | Path] = (),
+    download: bool = False,
+    cache: str | Path | None = None,
+) -> ModelFiles:
+    """Find a registered model's files locally (``search_dirs``, then the cache), or download them if allowed.
+
+    Every file is verified against the registry's sha256, wherever it was found.
+
+    Raises:
+        ModelError: unknown name, a file not found (and ``download`` not given), or a checksum mismatch.
+    """
+    if name not in KNOWN_MODELS:
+        raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(KNOWN_MODELS))}")
+    found: list[Path] = []
+    for known in KNOWN_MODELS[name].files:
+        local = next((Path(d) / known.filename for d in search_dirs if (Path(d) / known.filename).is_file()), None)
+        if local is not None:
+            found.append(resolve_file(local, sha256=known.sha256))
+        else:
+            found.append(resolve_file(known.url, sha256=known.sha256, download=download, cache=cache))
+    return ModelFiles(*found)
+
+
+def _download(url: str, target: Path, sha256: str, timeout_s: float) -> None:
+    """Stream ``url`` to a temporary file beside ``target``, check it, then move it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout_s) as response:
+            shutil.copyfileobj(response, out, length=1 << 20)
+        actual = sha256_file(tmp)
+        if actual != sha256:
+            raise ModelError(f"download of {url} has sha256 {actual}, expected {sha256}; not used")
+        os.replace(tmp, target)
+    except (OSError, urllib.error.URLError) as exc:
+        raise ModelError(f"download of {url} failed: {getattr(exc, 'reason', None) or exc}") from exc
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -1,0 +1,262 @@
+"""YoloDetector2D: a Darknet YOLO (Yolo-Fastest by default) run through ONNX Runtime or PyTorch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import Enum
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..detections import Detections2D
+from ..errors import InputError, ModelError
+from .darknet import Darknet, load_darknet_weights, parse_cfg
+from .onnx_export import export_onnx
+from .onnx_runtime import OrtSession
+from .weights import DEFAULT_MODEL, cache_dir, resolve_known_model, sha256_file
+from .yolo_decode import (
+    DEFAULT_IOU_THRESHOLD,
+    DEFAULT_SCORE_THRESHOLD,
+    YoloHeadSpec,
+    decode_yolo,
+    letterbox_size,
+)
+
+INPUT_NAME = "image"
+_EXPORT_VERSION = 1  # bump when the export changes, so stale cached graphs are not reused
+_UNIT_LUT = (np.arange(256, dtype=np.float64) / 255.0).astype(np.float32)  # Darknet: pixel / 255.
+
+
+class Backend(str, Enum):
+    """Where the network runs; both share preprocessing and decode."""
+
+    ONNXRUNTIME = "onnxruntime"
+    TORCH = "torch"
+
+
+def read_class_names(path: str | Path) -> tuple[str, ...]:
+    """Class names, one per non-empty line (Darknet's .names format)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ModelError(f"cannot read class names {path}: {exc.strerror or exc}") from exc
+    return tuple(s.strip() for s in lines if s.strip())
+
+
+def darknet_resize(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Darknet's ``resize_image``: separable bilinear with corner-aligned sampling, no antialiasing.
+
+    Reproduces its quirks: the last column copies the source's last column; the last row takes
+    only the ``(1 - dy)`` share of its upper neighbour (Darknet skips the lower one there).
+
+    Args:
+        image: (H, W, C) float32, or uint8 which is read as Darknet reads pixels (value / 255).
+        width, height: output size in pixels (each >= 2).
+
+    Returns:
+        (height, width, C) float32.
+    """
+    src_h, src_w = image.shape[:2]
+    w_scale = np.float32(src_w - 1) / np.float32(width - 1)
+    h_scale = np.float32(src_h - 1) / np.float32(height - 1)
+    # Horizontal pass: (src_h, width, C). In-place products keep Darknet's (1 - d) * a + d * b order.
+    sx = np.arange(width - 1, dtype=np.float32) * w_scale
+    ix = sx.astype(np.int64)
+    dx = (sx - ix.astype(np.float32))[None, :, None]
+    part = np.empty((src_h, width, image.shape[2]), np.float32)
+    # uint8 columns are gathered before the /255 table: half the bytes moved for a 640-wide frame.
+    unit = _to_unit if image.dtype == np.uint8 else np.float32
+    left = unit(np.take(image, ix, axis=1))
+    left *= np.float32(1) - dx
+    right = unit(np.take(image, np.minimum(ix + 1, src_w - 1), axis=1))
+    right *= dx
+    np.add(left, right, out=part[:, :-1])
+    part[:, -1] = unit(image[:, -1])
+    # Vertical pass: (height, width, C).
+    sy = np.arange(height, dtype=np.float32) * h_scale
+    iy = sy.astype(np.int64)
+    dy = (sy - iy.astype(np.float32))[:, None, None]
+    out = np.take(part, iy, axis=0)
+    out *= np.float32(1) - dy
+    below = np.take(part, np.minimum(iy[:-1] + 1, src_h - 1), axis=0)
+    below *= dy[:-1]
+    out[:-1] += below
+    return out
+
+
+def _to_unit(pixels: np.ndarray) -> np.ndarray:
+    return _UNIT_LUT[pixels]
+
+
+def preprocess(image: np.ndarray, net_wh: tuple[int, int], letterbox: bool = False) -> np.ndarray:
+    """Colour image -> network input, as Darknet's ``test_detector`` prepares it.
+
+    Args:
+        image: (H, W, 3) uint8 RGB.
+        net_wh: network input (width, height) in pixels.
+        letterbox: keep the aspect ratio and pad with 0.5 grey (Darknet's ``letter_box=1``);
+            otherwise stretch to ``net_wh`` (Darknet's default, and Yolo-Fastest's).
+
+    Returns:
+        (1, 3, net_h, net_w) float32 RGB in [0, 1].
+
+    Raises:
+        InputError: not an (H, W, 3) uint8 image.
+    """
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or min(image.shape[:2]) < 2:
+        raise InputError(f"expected an (H, W, 3) uint8 RGB image, got {image.dtype} {image.shape}")
+    net_w, net_h = net_wh
+    if not letterbox:
+        resized = darknet_resize(image, net_w, net_h)
+    else:
+        new_w, new_h = letterbox_size((image.shape[1], image.shape[0]), net_wh)
+        resized = np.full((net_h, net_w, 3), 0.5, np.float32)
+        x0, y0 = (net_w - new_w) // 2, (net_h - new_h) // 2
+        resized[y0 : y0 + new_h, x0 : x0 + new_w] = darknet_resize(image, new_w, new_h)
+    return np.ascontiguousarray(resized.transpose(2, 0, 1)[None])  # (1, 3, H, W)
+
+
+class YoloDetector2D:
+    """COCO 2D detector from a Darknet cfg/weights pair, run by ONNX Runtime (default) or PyTorch.
+
+    The ONNX graph (input ``image`` (1, 3, H, W) float32, outputs ``head_i`` raw head tensors) is
+    exported once and cached under ``<cache>/onnx/``, keyed by the weights' and cfg's sha256.
+
+    Attributes:
+        name: model name (the weights file's stem).
+        class_names: label vocabulary from the .names file.
+        input_size: network input (width, height) in pixels.
+        backend: where the network runs.
+        onnx_path: the ONNX file in use (None for the torch backend).
+    """
+
+    def __init__(
+        self,
+        cfg_path: str | Path,
+        weights_path: str | Path,
+        names_path: str | Path,
+        *,
+        backend: Backend | str = Backend.ONNXRUNTIME,
+        score_threshold: float = DEFAULT_SCORE_THRESHOLD,
+        iou_threshold: float = DEFAULT_IOU_THRESHOLD,
+        letterbox: bool | None = None,
+        onnx_path: str | Path | None = None,
+        cache: str | Path | None = None,
+        providers: Sequence[str] | None = None,
+        intra_op_threads: int = 0,
+        inter_op_threads: int = 0,
+    ):
+        """Build the detector.
+
+        Args:
+            cfg_path, weights_path, names_path: the Darknet model files.
+            backend: ``"onnxruntime"`` or ``"torch"``.
+            score_threshold: minimum objectness * class probability (Darknet's ``-thresh``).
+            iou_threshold: per-class NMS IoU.
+            letterbox: override the cfg's ``letter_box`` flag (None = as the cfg says).
+            onnx_path: use this ONNX file as is instead of the cached export.
+            cache: cache folder (default ``weights.cache_dir()``).
+            providers, intra_op_threads, inter_op_threads: passed to OrtSession.
+
+        Raises:
+            ModelError: files unreadable or inconsistent, export or session creation failed.
+        """
+        self.backend = Backend(backend)
+        if not 0.0 <= score_threshold <= 1.0 or not 0.0 <= iou_threshold <= 1.0:
+            raise ModelError(f"thresholds must lie in [0, 1], got score {score_threshold}, IoU {iou_threshold}")
+        self.score_threshold, self.iou_threshold = score_threshold, iou_threshold
+        self.name = Path(weights_path).stem
+        self._net = Darknet(parse_cfg(cfg_path), source=str(cfg_path))
+        self._net.eval().requires_grad_(False)
+        self.class_names = read_class_names(names_path)
+        counts = {spec.num_classes for spec in self._net.heads}
+        if counts != {len(self.class_names)}:
+            raise ModelError(
+                f"{names_path}: {len(self.class_names)} names, but the cfg's heads have {sorted(counts)} classes"
+            )
+        self.input_size = self._net.input_size
+        self.letterbox = self._net.letterbox if letterbox is None else letterbox
+        self.output_names = tuple(f"head_{i}" for i in range(len(self._net.heads)))
+        self.onnx_path: Path | None = None
+        self._session: OrtSession | None = None
+        if self.backend is Backend.TORCH:
+            load_darknet_weights(self._net, weights_path)
+            return
+        if onnx_path is None:
+            onnx_path = self._cached_onnx_path(cfg_path, weights_path, cache)
+            if not onnx_path.is_file():
+                load_darknet_weights(self._net, weights_path)
+                example = torch.zeros(1, self._net.channels, self.input_size[1], self.input_size[0])
+                export_onnx(self._net, (example,), onnx_path, input_names=(INPUT_NAME,), output_names=self.output_names)
+        self.onnx_path = Path(onnx_path)
+        self._session = OrtSession(
+            self.onnx_path, providers=providers, intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads
+        )
+        if self._session.input_names != (INPUT_NAME,) or self._session.output_names != self.output_names:
+            raise ModelError(
+                f"{self.onnx_path}: graph has inputs {self._session.input_names} and outputs "
+                f"{self._session.output_names}, expected ('{INPUT_NAME}',) and {self.output_names}"
+            )
+
+    @classmethod
+    def from_known(
+        cls,
+        name: str = DEFAULT_MODEL,
+        *,
+        search_dirs: Iterable[str | Path] = (),
+        download: bool = False,
+        cache: str | Path | None = None,
+        **kwargs,
+    ) -> YoloDetector2D:
+        """A registered model (see ``weights.KNOWN_MODELS``), its files found locally or, if allowed, downloaded.
+
+        Raises:
+            ModelError: unknown name, files not found and ``download`` not given, or a checksum mismatch.
+        """
+        files = resolve_known_model(name, search_dirs=search_dirs, download=download, cache=cache)
+        return cls(files.cfg, files.weights, files.names, cache=cache, **kwargs)
+
+    @property
+    def heads(self) -> list[YoloHeadSpec]:
+        """The YOLO heads' anchors and class counts, in output order."""
+        return self._net.heads
+
+    def infer(self, batch: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Raw head tensors for a preprocessed (1, 3, H, W) float32 input: (1, A*(5+C), Hg, Wg) each."""
+        if self._session is not None:
+            out = self._session.run({INPUT_NAME: batch})
+            return tuple(out[n] for n in self.output_names)
+        with torch.inference_mode():
+            return tuple(t.numpy() for t in self._net(torch.from_numpy(batch)))
+
+    def detect(self, image: np.ndarray) -> Detections2D:
+        """Detect objects in one colour image.
+
+        Args:
+            image: (H, W, 3) uint8 RGB (``Frame.color``).
+
+        Returns:
+            Detections2D: boxes (N, 4) xyxy in the image's pixels, COCO labels, scores, best first.
+
+        Raises:
+            InputError: the image is not (H, W, 3) uint8.
+            ModelError: the runtime failed.
+        """
+        heads = self.infer(preprocess(image, self.input_size, self.letterbox))
+        return decode_yolo(
+            heads,
+            self._net.heads,
+            self.input_size,
+            (image.shape[1], image.shape[0]),
+            self.class_names,
+            score_threshold=self.score_threshold,
+            iou_threshold=self.iou_threshold,
+            letterbox=self.letterbox,
+        )
+
+    def _cached_onnx_path(self, cfg_path: str | Path, weights_path: str | Path, cache: str | Path | None) -> Path:
+        w_sha, c_sha = sha256_file(weights_path), sha256_file(cfg_path)
+        width, height = self.input_size
+        filename = f"{self.name}-{w_sha[:16]}-cfg{c_sha[:8]}-{width}x{height}-v{_EXPORT_VERSION}.onnx"
+        return Path(cache or cache_dir()) / "onnx" / filename

@@ -1,0 +1,125 @@
+"""The offline runner's rosbag2 (MCAP, bag format 8 for Humble): inputs and scene outputs on ROS topics."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rosbags.rosbag2 import StoragePlugin, Writer
+
+from ..frame import Frame
+from ..sources.images import depth_to_ros, rgb_to_compressed
+from .ros_convert import camera_info_msg, header_msg, transform_stamped_msg
+from .ros_types import msg_class, typestore
+from .scene_messages import (
+    ObjectLike,
+    OccupiedVoxels,
+    detection3d_array,
+    marker_array,
+    occupancy_cloud,
+    scene_object_array,
+)
+
+BAG_VERSION = 8  # rosbag2 metadata version Humble reads; Jazzy reads it too
+BAG_FILE = "scene.mcap"
+
+
+@dataclass(frozen=True)
+class OutputTopics:
+    """Topic names of a written bag (outputs match the node's; inputs match the Azure Kinect driver's)."""
+
+    markers: str = "/embodied/markers"  # visualization_msgs/MarkerArray
+    detections: str = "/embodied/detections"  # vision_msgs/Detection3DArray
+    objects: str = "/embodied/objects"  # embodied_ros/SceneObjectArray
+    occupancy: str = "/embodied/occupancy"  # sensor_msgs/PointCloud2
+    color: str = "/rgb/image_raw/compressed"  # sensor_msgs/CompressedImage (JPEG)
+    depth: str = "/depth_to_rgb/image_raw"  # sensor_msgs/Image 16UC1 (mm)
+    camera_info: str = "/rgb/camera_info"  # sensor_msgs/CameraInfo
+    tf: str = "/tf"  # tf2_msgs/TFMessage: world -> camera at every frame
+
+
+_TYPES = {
+    "markers": "visualization_msgs/msg/MarkerArray",
+    "detections": "vision_msgs/msg/Detection3DArray",
+    "objects": "embodied_ros/msg/SceneObjectArray",
+    "occupancy": "sensor_msgs/msg/PointCloud2",
+    "color": "sensor_msgs/msg/CompressedImage",
+    "depth": "sensor_msgs/msg/Image",
+    "camera_info": "sensor_msgs/msg/CameraInfo",
+    "tf": "tf2_msgs/msg/TFMessage",
+}
+
+
+class SceneBagWriter:
+    """Writes DIR/scene.mcap + DIR/metadata.yaml, so DIR is a rosbag2 folder and the .mcap opens in Foxglove.
+
+    rosbags writes a bag into a fresh folder named like its file; we write into DIR/scene/
+    and move the two files up on close.
+    """
+
+    def __init__(self, out_dir: Path, topics: OutputTopics = OutputTopics(), write_inputs: bool = True,
+                 jpeg_quality: int = 90) -> None:
+        self.out_dir = Path(out_dir)
+        self.topics = topics
+        self.write_inputs = write_inputs
+        self.jpeg_quality = jpeg_quality
+        self._store = typestore()
+        self._tmp = self.out_dir / "scene"
+        if self._tmp.exists():
+            shutil.rmtree(self._tmp)
+        self._writer = Writer(self._tmp, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
+        self._writer.open()
+        self._conns: dict[str, Any] = {
+            key: self._writer.add_connection(getattr(topics, key), msgtype, typestore=self._store)
+            for key, msgtype in _TYPES.items()
+            if write_inputs or key not in ("color", "depth", "camera_info", "tf")
+        }
+        self.messages_written = 0
+
+    def _write(self, key: str, stamp_ns: int, msg: Any) -> None:
+        data = self._store.serialize_cdr(msg, _TYPES[key])
+        self._writer.write(self._conns[key], int(stamp_ns), data)
+        self.messages_written += 1
+
+    def write_inputs_of(self, frame: Frame) -> None:
+        """The frame as the Azure Kinect driver would publish it, plus its pose on /tf."""
+        if not self.write_inputs:
+            return
+        stamp, cam = frame.stamp_ns, frame.camera_frame
+        fmt, jpeg = rgb_to_compressed(frame.color, "jpeg", self.jpeg_quality)
+        CompressedImage = msg_class("sensor_msgs/msg/CompressedImage")
+        self._write("color", stamp, CompressedImage(header=header_msg(cam, stamp), format=fmt, data=jpeg))
+        Image = msg_class("sensor_msgs/msg/Image")
+        depth = depth_to_ros(frame.depth, "16UC1")
+        self._write("depth", stamp, Image(header=header_msg(cam, stamp), **depth._asdict()))
+        self._write("camera_info", stamp, camera_info_msg(frame.K, frame.width, frame.height, cam, stamp))
+        tf = transform_stamped_msg(frame.T_world_camera, frame.world_frame, cam, stamp)
+        self._write("tf", stamp, msg_class("tf2_msgs/msg/TFMessage")(transforms=[tf]))
+
+    def write_scene(self, stamp_ns: int, frame_id: str, objects: Sequence[ObjectLike],
+                    occupancy: OccupiedVoxels | None) -> None:
+        """The scene outputs at one instant (all objects as published: at most N per class)."""
+        self._write("markers", stamp_ns, marker_array(objects, occupancy, frame_id, stamp_ns))
+        self._write("detections", stamp_ns, detection3d_array(objects, frame_id, stamp_ns))
+        self._write("objects", stamp_ns, scene_object_array(objects, frame_id, stamp_ns))
+        self._write("occupancy", stamp_ns, occupancy_cloud(occupancy or OccupiedVoxels.empty(), frame_id, stamp_ns))
+
+    def close(self) -> Path:
+        """Finish the bag; returns the path of scene.mcap."""
+        self._writer.close()
+        for name in (BAG_FILE, "metadata.yaml"):
+            target = self.out_dir / name
+            if target.exists():
+                target.unlink()
+            shutil.move(str(self._tmp / name), target)
+        self._tmp.rmdir()
+        return self.out_dir / BAG_FILE
+
+    def __enter__(self) -> SceneBagWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

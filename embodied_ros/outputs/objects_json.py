@@ -1,0 +1,46 @@
+"""objects.json: the scene's objects for people and scripts (read back by `embodied-ros ground`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..geometry import boxes as box_convention
+
+FORMAT_VERSION = 1
+
+
+def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON document for a list of scene objects (memory.SceneObject).
+
+    Each object: id, class, score, box (9-DoF), class_scores, first/last seen frame and
+    stamp, number of observations.
+    """
+    return {
+        "format_version": FORMAT_VERSION,
+        "frame_id": frame_id,
+        "box_convention": "x y z dx dy dz alpha beta gamma; metres, radians; "
+        f"R = Rz(alpha) Rx(beta) Ry(gamma) (intrinsic {box_convention.EULER_ORDER})",
+        "objects": [
+            {
+                "id": int(o.id),
+                "class": o.class_name,
+                "score": round(float(o.score), 4),
+                "box": [round(float(v), 5) for v in o.box],
+                "class_scores": {k: round(float(v), 4) for k, v in dict(o.class_scores).items()},
+                "first_seen_frame": int(o.first_seen_frame),
+                "last_seen_frame": int(o.last_seen_frame),
+                "first_seen_ns": int(o.first_seen_ns),
+                "last_seen_ns": int(o.last_seen_ns),
+                "n_observations": int(o.n_observations),
+            }
+            for o in objects
+        ],
+        **(extra or {}),
+    }
+
+
+def write_objects_json(path: Path, objects: Sequence[Any], frame_id: str, extra: dict[str, Any] | None = None) -> None:
+    path.write_text(json.dumps(objects_document(objects, frame_id, extra), indent=1))

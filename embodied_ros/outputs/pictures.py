@@ -1,0 +1,121 @@
+"""Pictures people look at instead of reading numbers: boxes drawn on frames, a top-down map."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from ..frame import Frame
+from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners
+from ..geometry.transforms import invert_transform, transform_points
+from .colors import class_color, class_color_float
+from .scene_messages import ObjectLike, OccupiedVoxels
+
+_NEAR_M = 0.05
+
+
+def _clip_segment_to_near_plane(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Clip a camera-frame segment to z >= near; None when wholly behind the camera."""
+    if a[2] < _NEAR_M and b[2] < _NEAR_M:
+        return None
+    if a[2] < _NEAR_M or b[2] < _NEAR_M:
+        t = (_NEAR_M - a[2]) / (b[2] - a[2])
+        p = a + t * (b - a)
+        return (p, b) if a[2] < _NEAR_M else (a, p)
+    return a, b
+
+
+def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: int = 2) -> np.ndarray:
+    """The frame's colour image with the objects' world boxes projected into it.
+
+    Returns:
+        (H, W, 3) uint8 RGB image.
+    """
+    image = np.ascontiguousarray(frame.color.copy())
+    if not objects:
+        return image
+    T_cam_world = invert_transform(frame.T_world_camera)
+    corners = box_corners(as_boxes(np.stack([o.box for o in objects])))  # (N, 8, 3) world
+    h, w = image.shape[:2]
+    for obj, world_corners in zip(objects, corners, strict=True):
+        cam = transform_points(T_cam_world, world_corners)
+        if (cam[:, 2] < _NEAR_M).all():
+            continue
+        color = class_color(obj.class_name)
+        drawn: list[np.ndarray] = []
+        for i, j in BOX_EDGES:
+            seg = _clip_segment_to_near_plane(cam[i], cam[j])
+            if seg is None:
+                continue
+            uv = np.stack([frame.K @ p / p[2] for p in seg])[:, :2]
+            a, b = (tuple(int(v) for v in np.round(p)) for p in uv)
+            ok, p0, p1 = cv2.clipLine((0, 0, w, h), a, b)
+            if ok:
+                cv2.line(image, p0, p1, color, thickness, cv2.LINE_AA)
+                drawn += [np.array(p0), np.array(p1)]
+        if drawn:
+            top_left = np.min(drawn, axis=0)
+            label = f"{obj.class_name} #{obj.id}"
+            org = (int(np.clip(top_left[0], 0, w - 80)), int(np.clip(top_left[1] - 6, 14, h - 4)))
+            cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 3, cv2.LINE_AA)
+            cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, 0.5, color, 1, cv2.LINE_AA)
+    return image
+
+
+def save_rgb(path: Path, rgb: np.ndarray) -> None:
+    """Write an RGB uint8 image as PNG."""
+    if not cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)):
+        raise OSError(f"cannot write {path}")
+
+
+def save_top_down_map(
+    path: Path,
+    objects: Sequence[ObjectLike],
+    occupancy: OccupiedVoxels | None,
+    camera_positions: np.ndarray | None = None,
+    title: str = "",
+) -> None:
+    """Top-down (x-y, world z up) map: occupied voxels, object footprints with labels, camera path.
+
+    Args:
+        path: PNG file to write.
+        objects: scene objects (world frame).
+        occupancy: occupied voxels, drawn as small squares coloured by class (grey when none).
+        camera_positions: (T, 3) camera centres along the trajectory, drawn as a line.
+        title: figure title.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Polygon
+
+    fig, ax = plt.subplots(figsize=(9, 9), dpi=110)
+    if occupancy is not None and len(occupancy.centers):
+        colors = [class_color_float(c) if c else (0.72, 0.72, 0.72) for c in occupancy.class_names]
+        order = np.argsort(occupancy.centers[:, 2])  # higher voxels drawn last
+        ax.scatter(occupancy.centers[order, 0], occupancy.centers[order, 1], s=6, marker="s",
+                   c=[colors[i] for i in order], linewidths=0, alpha=0.5)
+    if camera_positions is not None and len(camera_positions):
+        ax.plot(camera_positions[:, 0], camera_positions[:, 1], "-", color="0.2", lw=1.2, label="camera path")
+        ax.plot(*camera_positions[0, :2], "o", color="0.2", ms=5)
+    if objects:
+        corners = box_corners(as_boxes(np.stack([o.box for o in objects])))
+        for obj, c in zip(objects, corners, strict=True):
+            color = class_color_float(obj.class_name)
+            ax.add_patch(Polygon(c[:4, :2], closed=True, fill=False, edgecolor=color, lw=2))
+            ax.text(obj.box[0], obj.box[1], f"{obj.class_name} #{obj.id}", fontsize=7, ha="center",
+                    va="center", color=color, bbox=dict(facecolor="white", alpha=0.6, lw=0, pad=1))
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.grid(True, lw=0.3)
+    ax.set_title(title or f"{len(objects)} objects, top-down (world z up)")
+    if camera_positions is not None and len(camera_positions):
+        ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

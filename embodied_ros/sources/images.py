@@ -1,0 +1,345 @@
+"""Image decoding and encoding shared by the sources and the bag writer.
+
+ROS ``sensor_msgs/Image`` pixel buffers <-> numpy arrays, ``sensor_msgs/CompressedImage``
+decoding, and image files on disk. Core conventions: colour is (H, W, 3) uint8 RGB, depth is
+(H, W) float32 metres with 0 or NaN where invalid.
+
+Byte order: ``is_bigendian`` says how multi-byte samples (16UC1, mono16, 32FC1, rgb16, ...)
+are stored in ``data``; the decoders honour it either way. The encoders always write
+little-endian samples and ``is_bigendian=0``, which is what every ROS 2 driver on x86 and ARM
+publishes. Rows may be padded: ``step`` is the row length in bytes and may exceed
+``width * bytes_per_pixel``.
+
+Decoders raise FrameError (a bad or unsupported image is a bad frame); encoders raise
+ValueError (asking for an unsupported encoding is a programming or configuration error).
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import NamedTuple
+
+import cv2
+import numpy as np
+
+from ..errors import FrameError
+
+# encoding -> (channels, numpy sample type, channel order of the first three channels)
+_COLOR_LAYOUTS: dict[str, tuple[int, str, str]] = {
+    "rgb8": (3, "u1", "rgb"),
+    "rgba8": (4, "u1", "rgb"),
+    "bgr8": (3, "u1", "bgr"),
+    "bgra8": (4, "u1", "bgr"),
+    "mono8": (1, "u1", "mono"),
+    "8UC1": (1, "u1", "mono"),
+    "8UC3": (3, "u1", "bgr"),  # OpenCV's default channel order for untyped 3-channel images
+    "rgb16": (3, "u2", "rgb"),
+    "rgba16": (4, "u2", "rgb"),
+    "bgr16": (3, "u2", "bgr"),
+    "bgra16": (4, "u2", "bgr"),
+    "mono16": (1, "u2", "mono"),
+}
+COLOR_ENCODINGS: tuple[str, ...] = tuple(_COLOR_LAYOUTS)
+"""sensor_msgs/Image encodings that ``image_to_rgb`` decodes."""
+
+DEPTH_ENCODINGS: tuple[str, ...] = ("16UC1", "mono16", "32FC1")
+"""sensor_msgs/Image encodings that ``depth_to_metres`` decodes (16-bit: millimetres; 32FC1: metres)."""
+
+MM_PER_M = 1000.0
+
+
+class RosImage(NamedTuple):
+    """The pixel fields of a sensor_msgs/Image, in the message's field order.
+
+    ``data`` is a 1-D uint8 array (what rosbags message classes expect); build a message with
+    ``Image(header=..., **ros_image._asdict())``.
+    """
+
+    height: int
+    width: int
+    encoding: str
+    is_bigendian: int
+    step: int
+    data: np.ndarray
+
+
+def _pixel_rows(
+    height: int, width: int, step: int, data: bytes | np.ndarray, channels: int, sample: str, is_bigendian: bool
+) -> np.ndarray:
+    """View ``data`` as (H, W, C) samples of native byte order, dropping row padding."""
+    itemsize = np.dtype(sample).itemsize
+    row_bytes = width * channels * itemsize
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if step < row_bytes or buf.size < step * height:
+        raise FrameError(
+            f"image buffer too small: {buf.size} bytes for {width}x{height}, step {step} "
+            f"(need step >= {row_bytes} and {step * height} bytes)"
+        )
+    rows = buf[: step * height].reshape(height, step)[:, :row_bytes]
+    dtype = np.dtype(sample).newbyteorder(">" if is_bigendian else "<")
+    pixels = np.ascontiguousarray(rows).view(dtype).reshape(height, width, channels)
+    return pixels.astype(np.dtype(sample), copy=False)
+
+
+def image_to_rgb(
+    encoding: str, height: int, width: int, step: int, data: bytes | np.ndarray, is_bigendian: bool = False
+) -> np.ndarray:
+    """Decode sensor_msgs/Image fields into RGB.
+
+    Args:
+        encoding: one of COLOR_ENCODINGS (16-bit encodings are scaled to 8 bits by >> 8;
+            alpha is dropped; mono is replicated to three channels).
+        height, width: image size in pixels.
+        step: row length in bytes (>= width * bytes per pixel).
+        data: the pixel buffer, ``step * height`` bytes or more.
+        is_bigendian: byte order of 16-bit samples.
+
+    Returns:
+        (height, width, 3) uint8 RGB, a new array.
+
+    Raises:
+        FrameError: unknown encoding or a buffer that does not fit the size.
+    """
+    layout = _COLOR_LAYOUTS.get(encoding)
+    if layout is None:
+        raise FrameError(f"unsupported colour encoding {encoding!r} (supported: {', '.join(COLOR_ENCODINGS)})")
+    channels, sample, order = layout
+    pixels = _pixel_rows(height, width, step, data, channels, sample, is_bigendian)
+    if sample == "u2":
+        pixels = (pixels >> 8).astype(np.uint8)
+    if order == "mono":
+        return np.repeat(pixels[:, :, :1], 3, axis=2)
+    rgb = pixels[:, :, 2::-1] if order == "bgr" else pixels[:, :, :3]
+    return np.ascontiguousarray(rgb, dtype=np.uint8)
+
+
+def depth_to_metres(
+    encoding: str, height: int, width: int, step: int, data: bytes | np.ndarray, is_bigendian: bool = False
+) -> np.ndarray:
+    """Decode sensor_msgs/Image depth fields into metres.
+
+    Args:
+        encoding: "16UC1" or "mono16" (unsigned millimetres, 0 = invalid) or "32FC1" (metres).
+        height, width, step, data, is_bigendian: as in ``image_to_rgb``.
+
+    Returns:
+        (height, width) float32 metres; 0 or NaN where invalid (32FC1 inf and negative
+        values become NaN).
+
+    Raises:
+        FrameError: unknown encoding or a buffer that does not fit the size.
+    """
+    if encoding in ("16UC1", "mono16"):
+        mm = _pixel_rows(height, width, step, data, 1, "u2", is_bigendian)[:, :, 0]
+        return mm.astype(np.float32) / np.float32(MM_PER_M)
+    if encoding == "32FC1":
+        metres = _pixel_rows(height, width, step, data, 1, "f4", is_bigendian)[:, :, 0].astype(np.float32)
+        metres[~np.isfinite(metres) | (metres < 0)] = np.nan
+        return metres
+    raise FrameError(f"unsupported depth encoding {encoding!r} (supported: {', '.join(DEPTH_ENCODINGS)})")
+
+
+def rgb_to_ros(rgb: np.ndarray, encoding: str = "rgb8") -> RosImage:
+    """Encode (H, W, 3) uint8 RGB as sensor_msgs/Image pixel fields.
+
+    Args:
+        rgb: (H, W, 3) uint8 RGB.
+        encoding: "rgb8", "bgr8", "rgba8", "bgra8" (alpha 255) or "mono8" (ITU-R 601 luma).
+
+    Returns:
+        RosImage with little-endian samples, unpadded rows.
+
+    Raises:
+        ValueError: bad array or unsupported encoding.
+    """
+    rgb = np.asarray(rgb)
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f"rgb must be HxWx3 uint8, got {rgb.shape} {rgb.dtype}")
+    h, w = rgb.shape[:2]
+    if encoding == "mono8":
+        pixels = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)[:, :, None]
+    elif encoding in ("rgb8", "bgr8", "rgba8", "bgra8"):
+        pixels = rgb[:, :, ::-1] if encoding.startswith("bgr") else rgb
+        if encoding.endswith("a8"):
+            pixels = np.dstack([pixels, np.full((h, w), 255, np.uint8)])
+    else:
+        raise ValueError(f"cannot encode colour as {encoding!r} (use rgb8, bgr8, rgba8, bgra8 or mono8)")
+    flat = np.ascontiguousarray(pixels, dtype=np.uint8).reshape(-1)
+    return RosImage(h, w, encoding, 0, w * pixels.shape[2], flat)
+
+
+def depth_to_ros(depth_m: np.ndarray, encoding: str = "16UC1") -> RosImage:
+    """Encode (H, W) depth in metres as sensor_msgs/Image pixel fields.
+
+    Args:
+        depth_m: (H, W) depth, metres; NaN, inf and <= 0 mean invalid.
+        encoding: "16UC1" (millimetres, rounded, clipped to 65535, invalid -> 0) or
+            "32FC1" (metres, invalid -> NaN, the REP-118 convention).
+
+    Returns:
+        RosImage with little-endian samples, unpadded rows.
+
+    Raises:
+        ValueError: bad array or unsupported encoding.
+    """
+    depth = np.asarray(depth_m, dtype=np.float64)
+    if depth.ndim != 2:
+        raise ValueError(f"depth must be HxW, got shape {depth.shape}")
+    h, w = depth.shape
+    invalid = ~np.isfinite(depth) | (depth <= 0)
+    if encoding == "16UC1":
+        mm = np.clip(np.rint(np.where(invalid, 0.0, depth) * MM_PER_M), 0, 65535).astype("<u2")
+        return RosImage(h, w, encoding, 0, w * 2, mm.reshape(-1).view(np.uint8))
+    if encoding == "32FC1":
+        metres = np.where(invalid, np.nan, depth).astype("<f4")
+        return RosImage(h, w, encoding, 0, w * 4, metres.reshape(-1).view(np.uint8))
+    raise ValueError(f"cannot encode depth as {encoding!r} (use 16UC1 or 32FC1)")
+
+
+def _imdecode(data: bytes | np.ndarray, what: str) -> np.ndarray:
+    buf = np.frombuffer(data, dtype=np.uint8)
+    image = cv2.imdecode(buf, cv2.IMREAD_UNCHANGED) if buf.size else None
+    if image is None:
+        raise FrameError(f"cannot decode {what} ({buf.size} bytes)")
+    return image
+
+
+def _bgr_any_to_rgb(image: np.ndarray) -> np.ndarray:
+    """OpenCV's decoded image (gray, BGR or BGRA; 8 or 16 bit) -> (H, W, 3) uint8 RGB."""
+    if image.dtype == np.uint16:
+        image = (image >> 8).astype(np.uint8)
+    if image.dtype != np.uint8:
+        raise FrameError(f"colour image has unsupported sample type {image.dtype}")
+    if image.ndim == 2:
+        return np.repeat(image[:, :, None], 3, axis=2)
+    return np.ascontiguousarray(image[:, :, 2::-1])
+
+
+def decode_compressed_rgb(fmt: str, data: bytes | np.ndarray) -> np.ndarray:
+    """Decode a sensor_msgs/CompressedImage (JPEG or PNG) into RGB.
+
+    image_transport's "compressed" plugin writes JPEG/PNG in BGR (or gray) order whatever the
+    original encoding, so the pixel order comes from the codec, not from ``fmt``.
+
+    Args:
+        fmt: the message's ``format`` field, e.g. "jpeg", "rgb8; jpeg compressed bgr8".
+        data: the compressed bytes.
+
+    Returns:
+        (H, W, 3) uint8 RGB.
+
+    Raises:
+        FrameError: undecodable data or a compressedDepth message on a colour topic.
+    """
+    if "compresseddepth" in fmt.lower():
+        raise FrameError(f"compressed format {fmt!r} is depth, not colour")
+    return _bgr_any_to_rgb(_imdecode(data, f"compressed colour image (format {fmt!r})"))
+
+
+# compressed_depth_image_transport prefixes the PNG with a ConfigHeader:
+# int32 format enum, float32 depthQuantA, float32 depthQuantB (little-endian, 12 bytes).
+_DEPTH_HEADER = struct.Struct("<iff")
+
+
+def decode_compressed_depth(fmt: str, data: bytes | np.ndarray) -> np.ndarray:
+    """Decode a compressed depth image into metres.
+
+    Handles image_transport's "compressedDepth" PNG ("16UC1; compressedDepth png": millimetres;
+    "32FC1; compressedDepth png": inverse-depth quantised, depth = A / (q - B)) and plain
+    16-bit PNG/TIFF in millimetres ("png", "16UC1; png compressed ...").
+
+    Args:
+        fmt: the message's ``format`` field.
+        data: the compressed bytes.
+
+    Returns:
+        (H, W) float32 metres; 0 or NaN where invalid.
+
+    Raises:
+        FrameError: undecodable data or an unsupported variant (e.g. RVL).
+    """
+    raw = data.tobytes() if isinstance(data, np.ndarray) else bytes(data)
+    lowered = fmt.lower()
+    if "compresseddepth" in lowered:
+        if "rvl" in lowered:
+            raise FrameError(f"compressed depth format {fmt!r} (RVL) is not supported; republish as png")
+        if len(raw) <= _DEPTH_HEADER.size:
+            raise FrameError(f"compressed depth message too short ({len(raw)} bytes)")
+        _, quant_a, quant_b = _DEPTH_HEADER.unpack_from(raw)
+        image = _imdecode(raw[_DEPTH_HEADER.size :], f"compressed depth image (format {fmt!r})")
+        if lowered.startswith("32fc1"):
+            q = image.astype(np.float32)
+            with np.errstate(divide="ignore"):
+                metres = np.where(q > 0, np.float32(quant_a) / (q - np.float32(quant_b)), np.nan)
+            return metres.astype(np.float32)
+    else:
+        image = _imdecode(raw, f"compressed depth image (format {fmt!r})")
+    if image.ndim != 2 or image.dtype != np.uint16:
+        raise FrameError(
+            f"compressed depth (format {fmt!r}) decoded to {image.dtype} {image.shape}, expected 16-bit millimetres"
+        )
+    return image.astype(np.float32) / np.float32(MM_PER_M)
+
+
+def rgb_to_compressed(rgb: np.ndarray, fmt: str = "jpeg", quality: int = 90) -> tuple[str, np.ndarray]:
+    """Encode (H, W, 3) uint8 RGB for a sensor_msgs/CompressedImage, as image_transport does.
+
+    Args:
+        rgb: (H, W, 3) uint8 RGB.
+        fmt: "jpeg" or "png".
+        quality: JPEG quality 1-100 (ignored for PNG).
+
+    Returns:
+        (format field, 1-D uint8 data), format as image_transport writes it,
+        e.g. "rgb8; jpeg compressed bgr8".
+
+    Raises:
+        ValueError: bad array, unknown format or an encoder failure.
+    """
+    rgb = np.asarray(rgb)
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f"rgb must be HxWx3 uint8, got {rgb.shape} {rgb.dtype}")
+    if fmt not in ("jpeg", "png"):
+        raise ValueError(f"cannot compress colour as {fmt!r} (use jpeg or png)")
+    params = [cv2.IMWRITE_JPEG_QUALITY, int(quality)] if fmt == "jpeg" else []
+    ok, buf = cv2.imencode(".jpg" if fmt == "jpeg" else ".png", rgb[:, :, ::-1], params)
+    if not ok:
+        raise ValueError(f"OpenCV could not encode a {rgb.shape[1]}x{rgb.shape[0]} image as {fmt}")
+    return f"rgb8; {fmt} compressed bgr8", buf.reshape(-1)
+
+
+def read_color_file(path: Path) -> np.ndarray:
+    """Read a colour image file (JPEG, PNG, ...) as (H, W, 3) uint8 RGB.
+
+    Raises:
+        FrameError: the file is missing, unreadable or not an image.
+    """
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise FrameError(f"cannot read image file {path}")
+    try:
+        return _bgr_any_to_rgb(image)
+    except FrameError as err:
+        raise FrameError(f"{path}: {err}") from None
+
+
+def read_depth_file(path: Path, invalid_values: tuple[int, ...] = ()) -> np.ndarray:
+    """Read a 16-bit depth PNG in millimetres as (H, W) float32 metres.
+
+    Args:
+        path: the PNG file.
+        invalid_values: raw values that also mean "no depth" besides 0 (7-Scenes uses 65535).
+
+    Raises:
+        FrameError: the file is missing, unreadable or not single-channel 16-bit.
+    """
+    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    if image is None:
+        raise FrameError(f"cannot read depth image file {path}")
+    if image.ndim != 2 or image.dtype != np.uint16:
+        raise FrameError(f"{path}: depth must be single-channel 16-bit millimetres, got {image.dtype} {image.shape}")
+    metres = image.astype(np.float32) / np.float32(MM_PER_M)
+    for value in invalid_values:
+        metres[image == value] = 0.0
+    return metres

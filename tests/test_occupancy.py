@@ -1,0 +1,209 @@
+"""World occupancy map: depth carving, clamping, memory bound, local grids, class votes, real data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from embodied_ros.detections import Detections3D, LocalOccupancy
+from embodied_ros.errors import ConfigError, FrameError, InputError
+from embodied_ros.frame import Frame
+from embodied_ros.memory.config import OccupancyConfig
+from embodied_ros.memory.occupancy import UNLABELLED_CLASS, OccupancyMap
+
+DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+REDKITCHEN = DATA / "redkitchen"
+K = np.array([[585.0, 0.0, 320.0], [0.0, 585.0, 240.0], [0.0, 0.0, 1.0]])
+
+
+def _pose(t=(0.0, 0.0, 0.0)) -> np.ndarray:
+    T = np.eye(4)
+    T[:3, 3] = t
+    return T
+
+
+def _wall_frame(distance: float = 2.0, T: np.ndarray | None = None, index: int = 0) -> Frame:
+    """A camera looking straight at a flat wall (depth constant, camera z = world z here)."""
+    depth = np.full((480, 640), distance, dtype=np.float32)
+    return Frame(np.zeros((480, 640, 3), np.uint8), depth, K, _pose() if T is None else T, index * 1000, index)
+
+
+def _column(x: float, y: float, z: np.ndarray) -> np.ndarray:
+    return np.stack([np.full_like(z, x), np.full_like(z, y), z], axis=1)
+
+
+def test_wall_is_occupied_space_before_it_free_behind_it_unknown():
+    occ = OccupancyMap()
+    result = occ.integrate_depth(_wall_frame(2.0))
+    assert result.n_rays == 160 * 120
+    grid = np.linspace(-0.6, 0.6, 7)
+    wall = np.array([[x, y, 2.0] for x in grid for y in grid])
+    s = occ.sample(wall)
+    assert s.observed.all() and np.all(s.log_odds == np.float32(0.85))
+    free = occ.sample(np.concatenate([_column(x, y, np.linspace(0.6, 1.9, 11)) for x in (-0.2, 0.2) for y in (0, 0.2)]))
+    assert free.observed.all() and np.all(free.log_odds == np.float32(-0.4))  # one miss each
+    behind = occ.sample(_column(0.0, 0.0, np.array([2.1, 2.3, 3.0])))
+    assert not behind.observed.any()
+    out_of_view = occ.sample(np.array([[0.0, 3.0, 1.0]]))  # far outside the field of view
+    assert not out_of_view.observed.any()
+    voxels = occ.occupied_voxels()
+    assert len(voxels) > 0
+    assert np.all(np.abs(voxels.centers[:, 2] - 2.0) <= 0.08 + 1e-9)  # only the wall's voxel layer
+    assert occ.stats().n_occupied == len(voxels) and occ.stats().n_free > len(voxels)
+
+
+def test_repeated_integration_saturates_at_the_clamp():
+    occ = OccupancyMap()
+    for i in range(10):
+        occ.integrate_depth(_wall_frame(2.0, index=i))
+    assert occ.sample(np.array([[0.0, 0.0, 2.0]])).log_odds[0] == np.float32(3.5)
+    assert occ.sample(np.array([[0.0, 0.0, 1.0]])).log_odds[0] == np.float32(-2.0)
+    assert occ.occupied_voxels().probability.max() == pytest.approx(1.0 / (1.0 + np.exp(-3.5)))
+    # The clamp lets the map change its mind: the wall moves back to 2.5 m.
+    for i in range(3):
+        occ.integrate_depth(_wall_frame(2.5, index=10 + i))
+    assert occ.sample(np.array([[0.0, 0.0, 2.0]])).log_odds[0] == pytest.approx(3.5 - 3 * 0.4, abs=1e-6)
+    for i in range(6):
+        occ.integrate_depth(_wall_frame(2.5, index=13 + i))
+    assert occ.sample(np.array([[0.0, 0.0, 2.0]])).log_odds[0] < 0.0  # 3.5 - 9 x 0.4
+
+
+def test_pixels_beyond_max_range_carve_but_do_not_hit():
+    occ = OccupancyMap()
+    result = occ.integrate_depth(_wall_frame(5.0), max_range=4.0)
+    assert result.n_hit == 0 and result.n_free > 0
+    assert occ.sample(np.array([[0.0, 0.0, 3.5]])).log_odds[0] < 0.0
+    assert not occ.sample(np.array([[0.0, 0.0, 4.5], [0.0, 0.0, 5.0]])).observed.any()
+
+
+def test_max_voxels_bound_evicts_far_blocks():
+    occ = OccupancyMap(max_voxels=512 * 40)
+    for i in range(12):
+        T = _pose((1.5 * i, 0.0, 0.0))
+        occ.integrate_depth(_wall_frame(2.0, T, index=i))
+        stats = occ.stats()
+        assert stats.n_allocated <= 512 * 40
+        s = occ.sample(np.array([[1.5 * i, 0.0, 2.0], [1.5 * i, 0.0, 1.0]]))
+        assert s.log_odds[0] > 0 and s.log_odds[1] < 0  # the latest view is kept
+    assert occ.stats().n_evicted_blocks > 0
+    assert not occ.sample(np.array([[0.0, 0.0, 2.0]])).observed[0]  # the first wall, farthest, went
+
+
+def test_local_grid_round_trip_through_labels_grid():
+    labels = np.full((40, 40, 16), -1, dtype=np.int16)
+    labels[10:14, 10:14, 2:6] = 0  # a chair
+    labels[20:30, 5:10, 4] = 1  # a table top
+    T = _pose((-3.2, -1.6, -0.8))  # on voxel boundaries of the map: grid voxels are map voxels
+    grid = LocalOccupancy(labels, T, 0.16, ("chair", "table"))
+    occ = OccupancyMap()
+    result = occ.integrate_local_grid(grid)
+    assert result.n_hit == int((labels >= 0).sum()) and result.n_free == int((labels < 0).sum())
+    back = occ.labels_grid(T, (40, 40, 16))
+    assert back.class_names == ("chair", "table", UNLABELLED_CLASS)
+    np.testing.assert_array_equal(back.labels, labels)
+    voxels = occ.occupied_voxels()
+    assert sorted(set(voxels.class_names)) == ["chair", "table"]
+    # A rotated, offset grid: every labelled voxel centre lands in an occupied voxel of its class.
+    c, s = np.cos(0.5), np.sin(0.5)
+    R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    T2 = _pose((0.37, 0.11, -0.05))
+    T2[:3, :3] = R
+    occ2 = OccupancyMap()
+    occ2.integrate_local_grid(LocalOccupancy(labels, T2, 0.16, ("chair", "table")))
+    idx = np.argwhere(labels >= 0)
+    sample = occ2.sample(((idx + 0.5) * 0.16) @ R.T + T2[:3, 3])
+    assert np.all(sample.log_odds > 0)
+    np.testing.assert_array_equal(sample.labels, labels[labels >= 0])
+    with pytest.raises(FrameError):
+        occ2.integrate_local_grid(LocalOccupancy(labels, T2, 0.16, ("chair",)))  # label 1 unknown
+
+
+def test_detection_evidence_labels_voxels_inside_the_box():
+    occ = OccupancyMap()
+    occ.integrate_depth(_wall_frame(2.0))
+    vocab = ("tv", "monitor")
+    box = np.array([[0.0, 0.0, 2.0, 0.6, 0.6, 0.4, 0.3, 0.0, 0.0]])
+    n = occ.add_detection_evidence(Detections3D(box, [0], [0.8], vocab, "world"))
+    assert 4 <= n <= 30
+    inside, outside = np.array([[0.0, 0.0, 2.0]]), np.array([[0.9, 0.0, 2.0]])
+    assert occ.class_names[occ.sample(inside).labels[0]] == "tv"
+    assert occ.sample(outside).labels[0] == -1
+    voxels = occ.occupied_voxels()
+    assert sum(name == "tv" for name in voxels.class_names) == n
+    assert occ.stats().n_labelled == n
+    # Weighted majority vote: 0.8 for tv, then 2 x 0.5 for monitor -> monitor.
+    for _ in range(2):
+        occ.add_detection_evidence(Detections3D(box, [1], [0.5], vocab, "world"))
+    assert occ.class_names[occ.sample(inside).labels[0]] == "monitor"
+    assert occ.add_detection_evidence(Detections3D(box + [5, 0, 0, 0, 0, 0, 0, 0, 0], [0], [0.8], vocab, "w")) == 0
+
+
+def test_bounds_and_save_load(tmp_path):
+    occ = OccupancyMap(bounds=(-0.5, -0.5, 0.0, 0.5, 0.5, 3.0))
+    occ.integrate_depth(_wall_frame(2.0))
+    occ.add_detection_evidence(Detections3D(np.array([[0, 0, 2.0, 0.5, 0.5, 0.5, 0, 0, 0]]), [0], [0.9], ("tv",), "w"))
+    voxels = occ.occupied_voxels()
+    assert len(voxels) > 0
+    assert np.all(np.abs(voxels.centers[:, :2]) <= 0.5)
+    assert not occ.sample(np.array([[0.9, 0.0, 2.0]])).observed[0]
+    occ.save(tmp_path / "map.npz")
+    loaded = OccupancyMap.load(tmp_path / "map.npz")
+    assert loaded.config == occ.config and loaded.class_names == ("tv",)
+    assert loaded.stats() == occ.stats()
+    back = loaded.occupied_voxels()
+    np.testing.assert_array_equal(back.centers, voxels.centers)
+    np.testing.assert_array_equal(back.labels, voxels.labels)
+    np.testing.assert_array_equal(back.log_odds, voxels.log_odds)
+    with pytest.raises(InputError):
+        OccupancyMap.load(tmp_path / "missing.npz")
+
+
+def test_config_validation_and_reset():
+    with pytest.raises(ConfigError):
+        OccupancyMap(log_odds_miss=0.4)
+    with pytest.raises(ConfigError):
+        OccupancyMap(max_voxels=10)
+    with pytest.raises(ConfigError):
+        OccupancyMap(voxel_size=0.16, bogus=1)
+    occ = OccupancyMap.from_config(OccupancyConfig(voxel_size=0.1))
+    assert occ.voxel_size == 0.1
+    occ.integrate_depth(_wall_frame(1.0))
+    assert occ.stats().n_occupied > 0
+    occ.reset()
+    assert occ.stats().n_observed == 0 and len(occ.occupied_voxels()) == 0
+
+
+def _redkitchen_frame(index: int) -> Frame:
+    stem = REDKITCHEN / f"frame-{index:06d}"
+    depth = np.asarray(Image.open(f"{stem}.depth.png")).astype(np.float32) / 1000.0
+    color = np.asarray(Image.open(f"{stem}.color.jpg").convert("RGB"))
+    intrinsics = np.loadtxt(REDKITCHEN / "camera-intrinsics.txt")
+    return Frame(color, depth, intrinsics, np.loadtxt(f"{stem}.pose.txt"), index * 33_333_333, index,
+                 source_name=str(stem))
+
+
+@pytest.mark.skipif(not REDKITCHEN.is_dir(), reason=f"real data not found at {REDKITCHEN} (set EMBODIED_ROS_DATA)")
+def test_real_redkitchen_frames():
+    occ = OccupancyMap()
+    frame = _redkitchen_frame(0)
+    result = occ.integrate_depth(frame)
+    stats = occ.stats()
+    assert result.n_rays > 10_000
+    # A kitchen corner seen from ~1-3 m: a few hundred to a few thousand 16 cm surface voxels.
+    assert 200 <= stats.n_occupied <= 5_000 and stats.n_free > stats.n_occupied
+    # Every sampled depth point (within range) lies in an occupied voxel.
+    v, u = np.mgrid[0:480:4, 0:640:4]
+    z = frame.depth[v, u]
+    ok = (z > 0) & (z <= 4.0)
+    cam = np.stack([(u[ok] - 320.0) / 585.0 * z[ok], (v[ok] - 240.0) / 585.0 * z[ok], z[ok]], axis=1)
+    world = cam @ frame.T_world_camera[:3, :3].T + frame.T_world_camera[:3, 3]
+    assert np.all(occ.sample(world).log_odds > 0)
+    centres = occ.occupied_voxels().centers
+    assert np.linalg.norm(centres - frame.T_world_camera[:3, 3], axis=1).max() < 4.0 * 1.3 + 0.3
+    for i in (10, 20, 30, 40):
+        occ.integrate_depth(_redkitchen_frame(i))
+    assert occ.stats().n_occupied > stats.n_occupied

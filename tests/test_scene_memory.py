@@ -1,0 +1,336 @@
+"""Scene memory: association, fusion, duplicates, publishing, snapshots, persistence, spatial index."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from embodied_ros.detections import Detections3D, FramePerception
+from embodied_ros.errors import ConfigError, FrameError, InputError
+from embodied_ros.geometry.boxes import box_rotations, make_boxes
+from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.box_fusion import align_box, fuse_boxes
+from embodied_ros.memory.config import MemoryConfig, ScoreMode
+from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.memory.spatial_index import SpatialHashGrid
+
+VOCAB = ("chair", "sofa", "table", "cup")
+
+
+def _box(x=0.0, y=0.0, z=0.5, dx=1.0, dy=1.0, dz=1.0, yaw=0.0, beta=0.0, gamma=0.0) -> np.ndarray:
+    return np.array([x, y, z, dx, dy, dz, yaw, beta, gamma], dtype=np.float64)
+
+
+def _frame(index, boxes, scores, names, frame_id="world") -> FramePerception:
+    boxes = np.array(boxes, dtype=np.float64).reshape(-1, 9)
+    labels = np.array([VOCAB.index(n) for n in names], dtype=np.int64)
+    det = Detections3D(boxes, labels, np.asarray(scores, dtype=np.float64), VOCAB, frame_id)
+    return FramePerception(frame_index=index, stamp_ns=1_000_000 * index, detections=det)
+
+
+def _random_boxes(rng: np.random.Generator, n: int, extent: float = 6.0, general: bool = True) -> np.ndarray:
+    centres = rng.uniform(-extent, extent, (n, 3))
+    sizes = rng.uniform(0.2, 1.5, (n, 3))
+    angles = rng.uniform(-np.pi, np.pi, (n, 3)) * ([1, 1, 1] if general else [1, 0, 0])
+    return np.concatenate([centres, sizes, angles], axis=1)
+
+
+def test_same_box_ten_times_is_one_object():
+    memory = SceneMemory()
+    for i in range(10):
+        memory.update(_frame(i, [_box(1, 2, 0.5, 1.0, 0.6, 0.8, 0.3)], [0.6], ["chair"]))
+    (obj,) = memory.objects()
+    assert obj.n_observations == 10
+    assert (obj.first_seen_frame, obj.last_seen_frame) == (0, 9)
+    assert (obj.first_seen_ns, obj.last_seen_ns) == (0, 9_000_000)
+    np.testing.assert_allclose(obj.box, _box(1, 2, 0.5, 1.0, 0.6, 0.8, 0.3), atol=1e-12)
+    assert obj.class_name == "chair" and dict(obj.class_scores)["chair"] == pytest.approx(6.0)
+
+
+def test_jittered_box_fuses_to_score_weighted_mean():
+    rng = np.random.default_rng(1)
+    boxes = np.array([_box(1, 2, 0.5, 1.2, 0.8, 0.9, 0.4) for _ in range(12)])
+    boxes[:, 0:3] += rng.normal(0, 0.03, (12, 3))
+    boxes[:, 3:6] += rng.normal(0, 0.02, (12, 3))
+    boxes[:, 6] += rng.normal(0, 0.02, 12)
+    scores = rng.uniform(0.3, 0.9, 12)
+    memory = SceneMemory()
+    for i in range(12):
+        memory.update(_frame(i, [boxes[i]], [scores[i]], ["table"]))
+    (obj,) = memory.objects()
+    expected = np.average(boxes, axis=0, weights=scores)  # below the fusion weight cap: exact mean
+    np.testing.assert_allclose(obj.box, expected, atol=1e-9)
+    assert obj.score == pytest.approx(scores.max())  # ScoreMode.MAX
+
+
+def test_separated_objects_stay_separate():
+    memory = SceneMemory()
+    for i in range(5):
+        memory.update(_frame(i, [_box(0, 0), _box(3, 0)], [0.5, 0.4], ["chair", "chair"]))
+    objs = memory.objects()
+    assert [o.n_observations for o in objs] == [5, 5]
+    assert [o.id for o in objs] == [0, 1]
+
+
+def test_score_threshold():
+    memory = SceneMemory()
+    result = memory.update(_frame(0, [_box(0, 0), _box(3, 0), _box(6, 0)], [0.0749, 0.075, 0.5], ["cup"] * 3))
+    assert result.n_low_score == 1
+    assert sorted(o.box[0] for o in memory.objects()) == [3.0, 6.0]  # >= 0.075 enters
+    for i in range(1, 20):
+        memory.update(_frame(i, [_box(10, 0)], [0.07], ["cup"]))
+    assert len(memory) == 2
+
+
+def test_iou_threshold_is_strict():
+    a, b = _box(0, 0), _box(0.74, 0)  # unit cubes: IoU = 0.26 / 1.74 = 0.149...
+    iou = float(box_iou_3d(a[None], b[None])[0, 0])
+    assert iou == pytest.approx(0.26 / 1.74, abs=1e-12)
+
+    def n_objects(threshold: float) -> int:
+        memory = SceneMemory(iou_threshold=threshold)
+        memory.update(_frame(0, [a], [0.9], ["chair"]))
+        memory.update(_frame(1, [b], [0.9], ["chair"]))
+        return len(memory)
+
+    assert n_objects(iou) == 2  # IoU equal to the threshold: not the same object
+    assert n_objects(np.nextafter(iou, -np.inf)) == 1
+    assert n_objects(0.15) == 2  # the demo's threshold
+    close = _box(0.72, 0)  # IoU = 0.28 / 1.72 = 0.163 > 0.15
+    memory = SceneMemory()
+    memory.update(_frame(0, [a], [0.9], ["chair"]))
+    memory.update(_frame(1, [close], [0.9], ["chair"]))
+    assert len(memory) == 1
+
+
+def test_class_agnostic_and_per_class():
+    chair, sofa = _box(0, 0, 0.5, 1.0, 1.0, 1.0), _box(0.1, 0, 0.5, 1.2, 1.0, 1.0)
+    agnostic = SceneMemory()
+    agnostic.update(_frame(0, [chair], [0.6], ["chair"]))
+    agnostic.update(_frame(1, [sofa], [0.5], ["sofa"]))
+    (obj,) = agnostic.objects()
+    assert obj.class_name == "chair" and dict(obj.class_scores) == pytest.approx({"chair": 0.6, "sofa": 0.5})
+
+    per_class = SceneMemory(class_agnostic=False)
+    per_class.update(_frame(0, [chair], [0.6], ["chair"]))
+    per_class.update(_frame(1, [sofa], [0.5], ["sofa"]))
+    assert sorted(o.class_name for o in per_class.objects()) == ["chair", "sofa"]
+    # In one frame too: class-agnostic suppression drops the weaker overlapping detection.
+    one = SceneMemory()
+    result = one.update(_frame(0, [chair, sofa], [0.6, 0.5], ["chair", "sofa"]))
+    assert len(one) == 1 and result.n_suppressed == 1
+
+
+def test_class_is_argmax_of_evidence():
+    memory = SceneMemory()
+    for i, (name, score) in enumerate([("chair", 0.5), ("sofa", 0.9), ("chair", 0.5), ("chair", 0.5)]):
+        memory.update(_frame(i, [_box()], [score], [name]))
+        if i == 1:
+            assert memory.objects()[0].class_name == "sofa"  # 0.9 > 0.5
+    (obj,) = memory.objects()
+    assert obj.class_name == "chair"  # 1.5 > 0.9
+    assert obj.class_scores[0][0] == "chair" and obj.n_observations == 4
+
+
+def test_several_detections_of_one_object_in_one_frame_are_greedy_by_score():
+    memory = SceneMemory()
+    memory.update(_frame(0, [_box()], [0.5], ["chair"]))
+    result = memory.update(_frame(1, [_box(0.05), _box(-0.05)], [0.3, 0.8], ["chair", "sofa"]))
+    (obj,) = memory.objects()
+    assert result.updated == (0,) and result.n_suppressed == 1 and not result.created
+    assert obj.n_observations == 2
+    assert dict(obj.class_scores) == pytest.approx({"chair": 0.5, "sofa": 0.8})  # the 0.8 one was used
+    np.testing.assert_allclose(obj.box[0], (0.5 * 0.0 + 0.8 * -0.05) / 1.3)
+
+
+def test_merge_keeps_older_id_and_ids_are_never_reused():
+    memory = SceneMemory()
+    first = memory.update(_frame(0, [_box(0.0), _box(0.8)], [0.5, 0.5], ["chair", "chair"]))
+    assert first.created == (0, 1)  # IoU 0.2 / 1.8 = 0.11: two objects
+    # A detection at 0.35 matches both (IoU 0.48 and 0.35) and takes the better, object 0, which
+    # moves to x = 0.175 and now overlaps object 1 with IoU 0.23 > 0.15: 1 is merged into 0.
+    result = memory.update(_frame(1, [_box(0.35)], [0.5], ["chair"]))
+    assert result.merged == ((1, 0),) and result.updated == (0,)
+    (obj,) = memory.objects()
+    assert obj.id == 0 and obj.n_observations == 3 and obj.first_seen_frame == 0 and obj.last_seen_frame == 1
+    np.testing.assert_allclose(obj.box[0], (1.0 * 0.175 + 0.5 * 0.8) / 1.5)  # fusion weights 1.0 and 0.5
+    assert memory.get(1) is None
+    assert memory.update(_frame(2, [_box(5.0)], [0.5], ["cup"])).created == (2,)  # not 1
+    memory.reset()
+    assert len(memory) == 0 and memory.objects() == []
+    assert memory.update(_frame(3, [_box(0.0)], [0.5], ["cup"])).created == (3,)  # ids keep counting
+
+
+def test_published_objects_cap_per_class():
+    memory = SceneMemory()
+    scores = np.linspace(0.2, 0.9, 15)
+    chairs = [_box(3.0 * i, 0) for i in range(15)]
+    memory.update(_frame(0, chairs + [_box(0, 5)], list(scores) + [0.1], ["chair"] * 15 + ["cup"]))
+    published = memory.published_objects()
+    assert len(memory.objects()) == 16
+    assert [o.class_name for o in published].count("chair") == 10
+    assert [o.score for o in published if o.class_name == "chair"] == pytest.approx(sorted(scores)[::-1][:10])
+    assert published[-1].class_name == "cup"  # best score first overall
+    assert len(SceneMemory(max_per_class=3).published_objects()) == 0
+
+
+def test_yaw_fusion_across_the_quarter_turn_symmetry():
+    long_x = _box(0, 0, 0.5, 2.0, 1.0, 0.8, 0.1)
+    long_y = _box(0, 0, 0.5, 1.0, 2.0, 0.8, 0.1 + np.pi / 2 + 0.04)  # the same box, 0.04 rad more
+    assert box_iou_3d(long_x[None], long_y[None])[0, 0] > 0.9
+    memory = SceneMemory()
+    memory.update(_frame(0, [long_x], [0.5], ["table"]))
+    memory.update(_frame(1, [long_y], [0.5], ["table"]))
+    (obj,) = memory.objects()
+    np.testing.assert_allclose(obj.box[3:6], [2.0, 1.0, 0.8])  # not averaged into a square
+    assert obj.box[6] == pytest.approx(0.12)  # yaw averaged modulo the symmetry
+    assert obj.box[7] == 0.0 and obj.box[8] == 0.0
+    # Near the wrap-around of yaw (pi-periodic): -pi/2 + 0.01 and pi/2 - 0.01 average to about pi/2.
+    fused = fuse_boxes(_box(yaw=-np.pi / 2 + 0.01, dx=2.0), 1.0, _box(yaw=np.pi / 2 - 0.01, dx=2.0), 1.0)
+    assert abs(np.sin(fused[6] - np.pi / 2)) < 1e-9
+    np.testing.assert_allclose(fused[3:6], [2.0, 1.0, 1.0])
+
+
+def test_general_rotation_fusion_resolves_axis_symmetry():
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        box = _random_boxes(rng, 1)[0]
+        R = box_rotations(box)[0]
+        # The same box with its axes relabelled: rotate by 90 degrees about its own x axis.
+        P = np.array([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]])
+        same = make_boxes(box[0:3], box[3:6][[0, 2, 1]], (R @ P)[None])[0]
+        assert box_iou_3d(box[None], same[None])[0, 0] == pytest.approx(1.0, abs=1e-6)
+        aligned = align_box(same, box)
+        np.testing.assert_allclose(box_rotations(aligned)[0], R, atol=1e-9)
+        np.testing.assert_allclose(aligned[3:6], box[3:6], atol=1e-12)
+        fused = fuse_boxes(box, 0.7, same, 0.3)
+        np.testing.assert_allclose(box_rotations(fused)[0], R, atol=1e-9)
+        np.testing.assert_allclose(fused[3:6], box[3:6], atol=1e-12)
+    # Two different rotations: the fused one lies between them on the geodesic.
+    a, b = _box(beta=0.2), _box(beta=0.5)
+    fused = fuse_boxes(a, 1.0, b, 1.0)
+    np.testing.assert_allclose(box_rotations(fused)[0], box_rotations(_box(beta=0.35))[0], atol=1e-9)
+
+
+def test_snapshot_is_immutable_and_unaffected_by_later_updates():
+    memory = SceneMemory()
+    memory.update(_frame(0, [_box(0)], [0.5], ["chair"]))
+    snap = memory.snapshot()
+    memory.update(_frame(1, [_box(0.1)], [0.9], ["sofa"]))
+    memory.update(_frame(2, [_box(5.0)], [0.9], ["cup"]))
+    assert len(snap) == 1 and snap.objects[0].n_observations == 1 and snap.objects[0].box[0] == 0.0
+    assert snap.frame_index == 0 and memory.snapshot().frame_index == 2
+    with pytest.raises(ValueError):
+        snap.boxes[0, 0] = 3.0
+    with pytest.raises(ValueError):
+        snap.objects[0].box[0] = 3.0
+    assert memory.snapshot() is memory.snapshot()  # cached until the next change
+
+
+def test_snapshots_from_another_thread_while_updating():
+    memory = SceneMemory()
+    rng = np.random.default_rng(5)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader() -> None:
+        try:
+            while not stop.is_set():
+                snap = memory.snapshot()
+                assert len(snap.ids) == len(snap.objects) == len(snap.boxes)
+                assert list(snap.ids) == sorted(snap.ids)
+        except BaseException as err:  # noqa: BLE001 - reported to the main thread
+            errors.append(err)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for i in range(60):
+        boxes = _random_boxes(rng, 5, extent=3.0, general=False)
+        memory.update(_frame(i, boxes, rng.uniform(0.1, 1.0, 5), ["chair"] * 5))
+    stop.set()
+    thread.join()
+    assert not errors
+    assert len(memory) > 0
+
+
+def test_save_load_round_trip(tmp_path):
+    rng = np.random.default_rng(7)
+    memory = SceneMemory(max_per_class=4, score_mode=ScoreMode.EMA)
+    for i in range(15):
+        memory.update(_frame(i, _random_boxes(rng, 6, extent=2.5), rng.uniform(0.05, 1.0, 6),
+                             list(rng.choice(VOCAB, 6))))
+    path = tmp_path / "memory.json"
+    memory.save(path)
+    loaded = SceneMemory.load(path)
+    assert loaded.objects() == memory.objects()
+    assert loaded.config == memory.config and loaded.frame_id == "world"
+    assert all(0.0 <= o.score <= 1.0 for o in loaded.objects())
+    # Both go on identically (same fusion weights, same id counter).
+    nxt = _frame(15, _random_boxes(rng, 6, extent=2.5), rng.uniform(0.1, 1.0, 6), ["cup"] * 6)
+    assert loaded.update(nxt) == memory.update(nxt)
+    assert loaded.objects() == memory.objects()
+    assert SceneMemory.from_dict(memory.to_dict(), max_per_class=2).config.max_per_class == 2
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(InputError):
+        SceneMemory.load(tmp_path / "bad.json")
+    with pytest.raises(InputError):
+        SceneMemory.load(tmp_path / "missing.json")
+
+
+def test_config_and_validation():
+    memory = SceneMemory.from_config(MemoryConfig(iou_threshold=0.25, class_agnostic=False))
+    assert memory.config.iou_threshold == 0.25 and not memory.config.class_agnostic
+    with pytest.raises(ConfigError):
+        SceneMemory(score_threshold=1.5)
+    with pytest.raises(ConfigError):
+        SceneMemory(score_mode="median")
+    memory.update(_frame(0, [_box()], [0.5], ["cup"]))
+    with pytest.raises(FrameError):
+        memory.update(_frame(1, [_box()], [0.5], ["cup"], frame_id="map"))
+    bad = _box(dx=-1.0)
+    result = memory.update(_frame(2, [bad, _box(np.nan)], [0.5, 0.5], ["cup", "cup"]))
+    assert result.n_invalid == 2 and len(memory) == 1
+
+
+def test_spatial_index_matches_brute_force():
+    rng = np.random.default_rng(11)
+    for trial in range(4):
+        objects = _random_boxes(rng, 300, extent=5.0, general=trial % 2 == 0)
+        objects[:5, 3:6] *= 8.0  # a few huge boxes exercise the index's list of large objects
+        index = SpatialHashGrid(cell_size=1.0)
+        for i, box in enumerate(objects):
+            index.insert(i, box)
+        moved = rng.choice(300, 40, replace=False)  # updates and removals keep the index exact
+        objects[moved, 0:3] += rng.normal(0, 1.0, (40, 3))
+        for i in moved:
+            index.update(int(i), objects[i])
+        removed = set(rng.choice(300, 30, replace=False).tolist())
+        for i in removed:
+            index.remove(i)
+        alive = np.array(sorted(set(range(300)) - removed))
+        queries = _random_boxes(rng, 60, extent=5.0, general=True)
+        iou = box_iou_3d(queries, objects[alive])
+        for q in range(len(queries)):
+            found = set(index.query(queries[q]).tolist())
+            overlapping = set(alive[iou[q] > 0].tolist())
+            assert overlapping <= found  # never misses an overlap
+            assert found <= set(alive.tolist())
+
+
+def test_memory_with_index_equals_memory_without():
+    """Cells far larger than the scene make the index a brute-force scan: results must not change."""
+    rng = np.random.default_rng(13)
+    indexed, brute = SceneMemory(cell_size=0.7), SceneMemory(cell_size=1000.0)
+    for i in range(40):
+        frame = _frame(i, _random_boxes(rng, 6, extent=4.0, general=bool(i % 2)), rng.uniform(0.1, 1.0, 6),
+                       list(rng.choice(VOCAB, 6)))
+        assert indexed.update(frame) == brute.update(frame)
+    assert indexed.objects() == brute.objects()
+    assert len(indexed) > 20
+    # No two objects overlap above the threshold: duplicates were merged.
+    boxes = indexed.snapshot().boxes
+    pair = box_iou_3d(boxes, boxes)
+    np.fill_diagonal(pair, 0.0)
+    assert pair.max() <= 0.15

@@ -1,0 +1,101 @@
+"""Model-file resolution: sha256 checks, the known-model registry, and downloads only with consent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from embodied_ros.errors import ModelError
+from embodied_ros.network import weights
+from embodied_ros.network.weights import (
+    KNOWN_MODELS,
+    cache_dir,
+    resolve_file,
+    resolve_known_model,
+    sha256_file,
+    verify_sha256,
+)
+
+DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+YOLO = DATA / "yolo_fastest"
+needs_yolo = pytest.mark.skipif(not YOLO.is_dir(), reason=f"Yolo-Fastest files not found in {YOLO}")
+XL = KNOWN_MODELS["yolo-fastest-1.1-xl"]
+
+
+def test_registry_lists_both_models_with_pinned_urls() -> None:
+    assert weights.DEFAULT_MODEL == "yolo-fastest-1.1-xl"
+    assert set(KNOWN_MODELS) == {"yolo-fastest-1.1-xl", "yolo-fastest-1.1"}
+    for model in KNOWN_MODELS.values():
+        for f in model.files:
+            assert len(f.sha256) == 64 and f.url.endswith("/" + f.filename)
+            assert "96a2900d163196c396e73f3fdab04ca4dd9a2f70" in f.url
+
+
+def test_cache_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(weights.CACHE_ENV, str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+    monkeypatch.delenv(weights.CACHE_ENV)
+    assert cache_dir() == Path.home() / ".cache" / "embodied_ros"
+
+
+@needs_yolo
+def test_real_weights_verify_and_a_corrupted_copy_does_not(tmp_path: Path) -> None:
+    real = YOLO / XL.weights.filename
+    verify_sha256(real, XL.weights.sha256)
+    assert resolve_file(real, sha256=XL.weights.sha256) == real
+    bad = tmp_path / XL.weights.filename
+    data = bytearray(real.read_bytes())
+    data[1000] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ModelError, match="does not match"):
+        resolve_file(bad, sha256=XL.weights.sha256)
+    for f in (XL.cfg, XL.names):
+        shutil.copy(YOLO / f.filename, tmp_path)
+    with pytest.raises(ModelError, match=f"{XL.weights.filename}: sha256 .* does not match"):
+        resolve_known_model(search_dirs=[tmp_path, YOLO], cache=tmp_path)
+
+
+@needs_yolo
+def test_known_model_found_in_a_search_dir() -> None:
+    for name, model in KNOWN_MODELS.items():
+        files = resolve_known_model(name, search_dirs=["/nonexistent", YOLO])
+        assert files.weights == YOLO / model.weights.filename and files.names.name == "coco.names"
+
+
+def test_url_without_consent_raises_and_says_how(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="download=True"):
+        resolve_file(XL.weights.url, sha256=XL.weights.sha256, cache=tmp_path)
+    with pytest.raises(ModelError, match="download=True"):
+        resolve_known_model(search_dirs=[tmp_path], cache=tmp_path)
+    with pytest.raises(ModelError, match="sha256 is required"):
+        resolve_file("https://example.invalid/x.weights", download=True, cache=tmp_path)
+    assert not any(tmp_path.rglob("*.weights"))
+
+
+def test_missing_file_and_unknown_model(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="model file not found"):
+        resolve_file(tmp_path / "absent.weights")
+    with pytest.raises(ModelError, match="unknown model 'yolo-v99'"):
+        resolve_known_model("yolo-v99")
+
+
+@needs_yolo
+def test_download_with_consent_verifies_and_caches(tmp_path: Path) -> None:
+    # A file:// URL exercises the download path without the network.
+    src = tmp_path / "upstream" / "coco.names"
+    src.parent.mkdir()
+    shutil.copy(YOLO / "coco.names", src)
+    cache = tmp_path / "cache"
+    got = resolve_file(src.as_uri(), sha256=XL.names.sha256, download=True, cache=cache)
+    assert got.is_relative_to(cache) and sha256_file(got) == XL.names.sha256
+    src.unlink()  # a second call is served from the cache, even without consent
+    assert resolve_file(src.as_uri(), sha256=XL.names.sha256, cache=cache) == got
+    shutil.copy(YOLO / "coco.names", src)
+    with pytest.raises(ModelError, match="expected 0{64}; not used"):
+        resolve_file(src.as_uri(), sha256="0" * 64, download=True, cache=cache)
+    assert not [p for p in cache.rglob("*") if p.is_file() and p != got]  # no partial file left behind
+    with pytest.raises(ModelError, match="download of .* failed"):
+        resolve_file((tmp_path / "gone.names").as_uri(), sha256="1" * 64, download=True, cache=cache)
