@@ -102,7 +102,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     run_args = argparse.Namespace(
         source=str(scene), out=args.out, model="yolo-fastest-1.1-xl", weights=weights, download_weights=False,
         backend="onnxruntime", max_frames=args.max_frames, stride=1, score_threshold=0.075, iou_threshold=0.15,
-        max_per_class=10, per_class=False, depth_scale=1.0, depth_offset=(0.0, 0.0), poses=None, no_inputs=False, overwrite=True,
+        max_per_class=10, per_class=False, depth_scale=1.0, depth_offset=(0.0, 0.0), poses=None,
+        no_inputs=False, overwrite=True,
     )
     return cmd_run(run_args)
 

@@ -20,7 +20,6 @@ from .network.perceptor import Perceptor
 from .outputs.bag_writer import SceneBagWriter
 from .outputs.objects_json import write_objects_json
 from .outputs.pictures import draw_boxes_on_frame, save_rgb, save_top_down_map
-from .outputs.scene_messages import OccupiedVoxels
 from .sources.base import FrameSource
 
 log = logging.getLogger(__name__)
@@ -76,12 +75,6 @@ class RunSummary:
         for o in self.objects:
             counts[o.class_name] += 1
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def occupied_voxels_of(occupancy: OccupancyMap) -> OccupiedVoxels:
-    """The occupancy map's occupied voxels in the form the outputs draw and publish."""
-    centers, names, probability = occupancy.occupied_voxels()
-    return OccupiedVoxels(centers, names, probability, occupancy.voxel_size)
 
 
 def _picture_indices(n_frames: int, count: int) -> set[int]:
@@ -162,7 +155,7 @@ def run(
             with timer.stage("writing"):
                 writer.write_inputs_of(frame)
                 writer.write_scene(frame.stamp_ns, frame.world_frame, memory.published_objects(),
-                                   occupied_voxels_of(occupancy))
+                                   occupancy.occupied_voxels())
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_positions.append(frame.T_world_camera[:3, 3].copy())
@@ -176,7 +169,7 @@ def run(
         raise InputError(f"{source.name}: no usable frame ({len(skipped)} skipped; first: {reason})")
 
     objects = tuple(memory.published_objects())
-    voxels = occupied_voxels_of(occupancy)
+    voxels = occupancy.occupied_voxels()
     outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json"]
     write_objects_json(outputs[2], objects, last_frame_id,
                        extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)})

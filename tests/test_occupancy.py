@@ -168,7 +168,7 @@ def test_config_validation_and_reset():
     with pytest.raises(ConfigError):
         OccupancyMap(max_voxels=10)
     with pytest.raises(ConfigError):
-        OccupancyMap(voxel_size=0.16, bogus=1)
+        OccupancyMap(bounds=(0.0, 0.0, 0.0, -1.0, 1.0, 1.0))
     occ = OccupancyMap.from_config(OccupancyConfig(voxel_size=0.1))
     assert occ.voxel_size == 0.1
     occ.integrate_depth(_wall_frame(1.0))

@@ -1,19 +1,20 @@
 """Exact intersection volume and IoU of 9-DoF oriented boxes, vectorised over box pairs.
 
 The intersection of two boxes is a convex polytope. Its boundary is made of the faces of
-each box clipped to the other box's six half-spaces (Sutherland-Hodgman, in 3D), so its
-volume follows from the divergence theorem without building the polytope:
-``V = 1/3 * sum_f offset_f * area_f`` over the clipped faces, with ``offset_f`` the
-signed distance of face f's plane from the origin. All pairs are clipped at once in numpy.
+each box clipped to the other box's six half-spaces, so its volume follows from the
+divergence theorem without building the polytope: ``V = 1/3 * sum_f offset_f * area_f``
+over the clipped faces, with ``offset_f`` the signed distance of face f's plane from the
+origin. Each face is a rectangle in its own 2D coordinates, clipped by the other box's
+planes (Sutherland-Hodgman); all faces of all pairs are clipped together in numpy.
 
 Conventions that make it robust where pytorch3d's ``box3d_overlap`` raises:
 
 * Each pair is computed in the frame of its smaller box, scaled by the pair's largest
   extent, so tiny (1e-6 m) and huge boxes behave like unit boxes and IoU(a, b) is the
   very same computation as IoU(b, a).
-* A face of the larger box that lies (within a rounding tolerance) on a face plane of the
-  smaller box with the same outward normal is the same piece of boundary: it is counted
-  once (the smaller box's face), else identical boxes would count every face twice.
+* A face of one box that lies (within a rounding tolerance) on a face plane of the other
+  with the same outward normal is the same piece of boundary: it is counted once (the
+  smaller box's face), else identical boxes would count every face twice.
 * Pairs that are separated or only touch along any of the 15 separating axes (faces,
   edge cross products) within that tolerance have zero volume and are never clipped; a
   bounding-sphere test over all (N, M) pairs comes first, so disjoint pairs cost nothing.
@@ -54,6 +55,9 @@ _FACE_SIGN = _FACE_NORMALS[np.arange(6), _FACE_AXIS]  # (6,) +1 / -1
 # area of a counter-clockwise polygon seen from outside is positive.
 _FACE_U = np.where(_FACE_SIGN > 0, (_FACE_AXIS + 1) % 3, (_FACE_AXIS + 2) % 3)
 _FACE_V = np.where(_FACE_SIGN > 0, (_FACE_AXIS + 2) % 3, (_FACE_AXIS + 1) % 3)
+_EDGE_PAD = 1e-10  # added to |Q| in the edge-axis tests, see _separated
+_EDGE_I1 = np.array([1, 2, 0])  # (i + 1) % 3
+_EDGE_I2 = np.array([2, 0, 1])  # (i + 2) % 3
 _UNIT_SQUARE = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])  # CCW
 
 
@@ -78,6 +82,8 @@ def _valid(boxes: np.ndarray) -> np.ndarray:
 
 def _rotations(boxes: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """(N, 3, 3) rotations of the valid boxes; identity for the others (never used)."""
+    if np.all(valid):
+        return box_rotations(boxes)
     R = np.broadcast_to(np.eye(3), (len(boxes), 3, 3)).copy()
     if np.any(valid):
         R[valid] = box_rotations(boxes[valid])
@@ -96,17 +102,27 @@ def _separated(c: np.ndarray, Q: np.ndarray, ha: np.ndarray, hb: np.ndarray, tol
     Returns:
         (K,) bool, True where the boxes overlap by at most ``tol`` along some axis.
     """
-    k = len(c)
-    b_axes = np.swapaxes(Q, 1, 2)  # (K, 3, 3) rows are b's axes
-    a_axes = np.broadcast_to(np.eye(3), (k, 3, 3))
-    edges = np.cross(a_axes[:, :, None, :], b_axes[:, None, :, :]).reshape(k, 9, 3)
-    axes = np.concatenate([a_axes, b_axes, edges], axis=1)  # (K, 15, 3), not normalised
-    dist = np.abs(np.einsum("kac,kc->ka", axes, c))
-    r_a = np.einsum("kac,kc->ka", np.abs(axes), ha)
-    r_b = np.einsum("kam,km->ka", np.abs(axes @ Q), hb)
-    # Degenerate edge axes (parallel edges) have |axis| ~ 0 and never separate: 0 > 0 is False.
-    slack = tol[:, None] * np.linalg.norm(axes, axis=2)
-    return np.any(dist > r_a + r_b - slack, axis=1)
+    absQ = np.abs(Q)
+    tol = tol[:, None]
+    # a's face normals e_i, then b's face normals q_j.
+    sep = np.any(np.abs(c) > ha + np.einsum("kij,kj->ki", absQ, hb) - tol, axis=1)
+    sep |= np.any(np.abs(np.einsum("kij,ki->kj", Q, c)) > np.einsum("kij,ki->kj", absQ, ha) + hb - tol, axis=1)
+    # Edge axes e_i x q_j = (0, -Q[2j], Q[1j]) for i = 0 and cyclic: radii and distance
+    # along the axis in closed form (Ericson, Real-Time Collision Detection, 4.4.1).
+    i1, i2 = _EDGE_I1[:, None], _EDGE_I2[:, None]  # (3, 1)
+    j1, j2 = _EDGE_I1[None, :], _EDGE_I2[None, :]  # (1, 3)
+    jj = np.arange(3)[None, :]
+    ii = np.arange(3)[:, None]
+    # These use Q's orthonormality, which rounding breaks for nearly parallel edges (tiny
+    # axes): padding |Q| keeps such axes from separating anything (Ericson's epsilon).
+    absQ = absQ + _EDGE_PAD
+    dist = np.abs(c[:, i2] * Q[:, i1, jj] - c[:, i1] * Q[:, i2, jj])  # (K, 3, 3)
+    r_a = ha[:, i1] * absQ[:, i2, jj] + ha[:, i2] * absQ[:, i1, jj]
+    r_b = hb[:, j1] * absQ[:, ii, j2] + hb[:, j2] * absQ[:, ii, j1]
+    # |e_i x q_j| = sqrt(1 - Q_ij^2) scales the touching tolerance to the axis length.
+    norm = np.sqrt(np.maximum(1.0 - Q * Q, 0.0))
+    sep |= np.any(dist > r_a + r_b - tol[:, :, None] * norm, axis=(1, 2))
+    return sep
 
 
 def _directed_planes(
@@ -147,45 +163,57 @@ def _near_planes(hx: np.ndarray, normals: np.ndarray, offsets: np.ndarray, tol: 
     return (s_f * n_i > 0.5) & (dist <= tol[:, None, None, None])
 
 
-def _clip_2d(poly: np.ndarray, lines: np.ndarray) -> np.ndarray:
+def _clip_2d(pu: np.ndarray, pv: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Clip convex polygons by one half-plane each (Sutherland-Hodgman in 2D).
 
     Args:
-        poly: (P, V, 2) closed polygons; repeated vertices are allowed (zero-length edges).
-        lines: (P, 3) half-planes ``a * u + b * v <= r`` as rows ``(a, b, r)``; ``(0, 0, 1)``
-            keeps everything.
+        pu, pv: (P, V) vertex coordinates of closed polygons; repeated vertices are allowed
+            (zero-length edges).
+        line: (P, 3) half-planes ``a * u + b * v <= r`` as rows ``(a, b, r)``.
 
     Returns:
-        (P, V', 2) clipped polygons, padded by repeating their first vertex; an emptied
-        polygon collapses to one repeated point (zero area).
+        ``(pu, pv)``: (P, V') clipped polygons, padded by repeating their first vertex; an
+        emptied polygon collapses to one repeated point (zero area).
     """
-    p, v, _ = poly.shape
-    d = poly[:, :, 0] * lines[:, 0:1] + poly[:, :, 1] * lines[:, 1:2] - lines[:, 2:3]
+    p, v = pu.shape
+    d = pu * line[:, 0:1] + pv * line[:, 1:2] - line[:, 2:3]
     inside = d <= 0.0
-    nxt = np.concatenate([poly[:, 1:], poly[:, :1]], axis=1)
+    nu = np.concatenate([pu[:, 1:], pu[:, :1]], axis=1)
+    nv = np.concatenate([pv[:, 1:], pv[:, :1]], axis=1)
     d_nxt = np.concatenate([d[:, 1:], d[:, :1]], axis=1)
     crosses = inside != (d_nxt <= 0.0)
     # Where an edge crosses, exactly one end has d <= 0 < d_other, so d - d_nxt != 0.
     t = d / np.where(crosses, d - d_nxt, 1.0)
-    cand = np.empty((p, v, 2, 2))
-    cand[:, :, 0] = poly
-    cand[:, :, 1] = poly + t[..., None] * (nxt - poly)
-    keep = np.stack([inside, crosses], axis=2).reshape(p, 2 * v)
-    count = keep.sum(axis=1)
+    # Each edge emits its start (if inside) and its crossing point (if any), in order.
+    keep = np.empty((p, v, 2), dtype=bool)
+    keep[:, :, 0], keep[:, :, 1] = inside, crosses
+    cand_u, cand_v = np.empty((p, v, 2)), np.empty((p, v, 2))
+    cand_u[:, :, 0], cand_u[:, :, 1] = pu, pu + t * (nu - pu)
+    cand_v[:, :, 0], cand_v[:, :, 1] = pv, pv + t * (nv - pv)
+    keep = keep.reshape(p, 2 * v)
+    rank = np.cumsum(keep, axis=1)
+    count = rank[:, -1]
     # A convex polygon gains at most one vertex per cut; rounding near the line can add
     # more, so the buffer follows the batch's largest count instead of assuming v + 1.
     width = max(int(count.max()), 1)
-    order = np.argsort(~keep, axis=1, kind="stable")[:, :width]
-    out = cand.reshape(p * 2 * v, 2)[order + (2 * v) * np.arange(p)[:, None]]
-    pad = np.arange(width)[None, :] >= count[:, None]
-    return np.where(pad[..., None], out[:, :1], out)
+    # Stable compaction by scattering each kept point to its rank; the rest go to a spare
+    # last column. Slots past a polygon's count keep its first point (zero-length edges).
+    rows = (width + 1) * np.arange(p)[:, None]
+    dest = (np.where(keep, rank - 1, width) + rows).ravel()
+    first = np.argmax(keep, axis=1) + 2 * v * np.arange(p)
+    out = []
+    for cand in (cand_u.reshape(-1), cand_v.reshape(-1)):
+        buf = np.empty((p, width + 1))
+        buf[:] = cand[first][:, None]
+        buf.reshape(-1)[dest] = cand
+        out.append(buf[:, :width])
+    return out[0], out[1]
 
 
-def _shoelace(poly: np.ndarray) -> np.ndarray:
-    """(P, V, 2) closed polygons -> (P,) signed areas (positive counter-clockwise)."""
-    rel = poly - poly[:, :1]  # about the first vertex: less cancellation
-    nxt = np.concatenate([rel[:, 1:], rel[:, :1]], axis=1)
-    return 0.5 * np.sum(rel[:, :, 0] * nxt[:, :, 1] - rel[:, :, 1] * nxt[:, :, 0], axis=1)
+def _shoelace(pu: np.ndarray, pv: np.ndarray) -> np.ndarray:
+    """(P, V) closed polygons -> (P,) signed areas (positive counter-clockwise)."""
+    ru, rv = pu - pu[:, :1], pv - pv[:, :1]  # about the first vertex: less cancellation
+    return 0.5 * np.sum(ru[:, :-1] * rv[:, 1:] - rv[:, :-1] * ru[:, 1:], axis=1)
 
 
 def _clipped_face_areas(hu: np.ndarray, hv: np.ndarray, lines: np.ndarray, wanted: np.ndarray) -> np.ndarray:
@@ -212,21 +240,26 @@ def _clipped_face_areas(hu: np.ndarray, hv: np.ndarray, lines: np.ndarray, wante
     cuts = (mid + spread > 0.0) & (mid - spread <= 0.0)  # (F, 6)
     alive = wanted & ~np.any(mid - spread > 0.0, axis=1)
     area = np.where(alive, 4.0 * hu * hv, 0.0)
-    n_cuts = np.where(alive, cuts.sum(axis=1), 0)
+    cuts &= alive[:, None]
+    n_cuts = cuts.sum(axis=1)
     faces = np.argsort(-n_cuts, kind="stable")[: np.count_nonzero(n_cuts)]
     if len(faces) == 0:
         return area.reshape(shape)
-    n_cuts = n_cuts[faces]
-    plane_order = np.argsort(~cuts[faces], axis=1, kind="stable")  # cutting half-planes first
-    lines = np.take_along_axis(lines[faces], plane_order[:, :, None], axis=1)
-    poly = _UNIT_SQUARE[None] * np.stack([hu[faces], hv[faces]], axis=1)[:, None, :]
+    # The cutting half-planes of each face, packed to the front in their original order.
+    n_cuts, cuts = n_cuts[faces], cuts[faces]
+    slot = np.cumsum(cuts, axis=1) - 1
+    f_idx, g_idx = np.nonzero(cuts)
+    packed = np.empty((len(faces), int(n_cuts[0]), 3))
+    packed[f_idx, slot[f_idx, g_idx]] = lines[faces[f_idx], g_idx]
+    pu = _UNIT_SQUARE[None, :, 0] * hu[faces, None]
+    pv = _UNIT_SQUARE[None, :, 1] * hv[faces, None]
     clipped = np.empty(len(faces))
     for step in range(int(n_cuts[0])):
         todo = np.count_nonzero(n_cuts > step)  # a prefix: faces are sorted by n_cuts
-        poly = _clip_2d(poly[:todo], lines[:todo, step])
+        pu, pv = _clip_2d(pu[:todo], pv[:todo], packed[:todo, step])
         done = np.count_nonzero(n_cuts > step + 1)
-        clipped[done:todo] = _shoelace(poly[done:])
-        poly = poly[:done]
+        clipped[done:todo] = _shoelace(pu[done:], pv[done:])
+        pu, pv = pu[:done], pv[:done]
     area[faces] = clipped
     return area.reshape(shape)
 
@@ -311,11 +344,13 @@ def _pair_overlaps(
         va_n = np.prod(ea[sl] / scale[:, None], axis=1)
         vb_n = np.prod(eb[sl] / scale[:, None], axis=1)
         vol_n = np.clip(vol_n, 0.0, np.minimum(va_n, vb_n))
-        union = va_n + vb_n - vol_n
-        iou[sl] = np.where(union > 0.0, vol_n / np.where(union > 0.0, union, 1.0), 0.0)
-        with np.errstate(over="ignore", under="ignore"):
-            inter[sl] = np.minimum(vol_n * scale**3, np.finfo(np.float64).max)
-    return inter, np.clip(np.nan_to_num(iou, nan=0.0), 0.0, 1.0)
+        iou[sl] = vol_n / (va_n + vb_n - vol_n)
+        inter[sl] = vol_n * scale**3
+    # Extreme scales (sub-normal or 1e200 m extents) may overflow to inf or NaN: cleaned up
+    # here (the callers silence numpy's warnings about them).
+    inter = np.nan_to_num(inter, nan=0.0, posinf=np.finfo(np.float64).max)
+    iou = np.clip(np.nan_to_num(iou, nan=0.0, posinf=0.0), 0.0, 1.0)
+    return inter, iou
 
 
 def _all_pairs(boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -360,6 +395,12 @@ def _matched_pairs(boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray
     return inter, iou
 
 
+def _quietly(fn, boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``fn`` with numpy's floating-point warnings off; its results are sanitised."""
+    with np.errstate(all="ignore"):
+        return fn(boxes_a, boxes_b)
+
+
 def box_intersection_volume(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
     """Exact intersection volume of every box in ``boxes_a`` with every box in ``boxes_b``.
 
@@ -374,7 +415,7 @@ def box_intersection_volume(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndar
     Raises:
         ValueError: if a non-empty input does not have 9 columns.
     """
-    return _all_pairs(boxes_a, boxes_b)[0]
+    return _quietly(_all_pairs, boxes_a, boxes_b)[0]
 
 
 def box_iou_3d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
@@ -390,7 +431,7 @@ def box_iou_3d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
     Raises:
         ValueError: if a non-empty input does not have 9 columns.
     """
-    return _all_pairs(boxes_a, boxes_b)[1]
+    return _quietly(_all_pairs, boxes_a, boxes_b)[1]
 
 
 def pairwise_box_intersection_volume(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
@@ -406,7 +447,7 @@ def pairwise_box_intersection_volume(boxes_a: np.ndarray, boxes_b: np.ndarray) -
     Raises:
         ValueError: if the inputs are not (N, 9) with the same N.
     """
-    return _matched_pairs(boxes_a, boxes_b)[0]
+    return _quietly(_matched_pairs, boxes_a, boxes_b)[0]
 
 
 def pairwise_box_iou_3d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
@@ -422,4 +463,4 @@ def pairwise_box_iou_3d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
     Raises:
         ValueError: if the inputs are not (N, 9) with the same N.
     """
-    return _matched_pairs(boxes_a, boxes_b)[1]
+    return _quietly(_matched_pairs, boxes_a, boxes_b)[1]

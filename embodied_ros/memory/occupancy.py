@@ -24,7 +24,6 @@ import os
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -33,14 +32,12 @@ from ..errors import ConfigError, FrameError, InputError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, points_in_boxes
 from .config import OccupancyConfig
+from .raycast import linearise, trace_rays, unlinearise
 from .voxel_blocks import MAX_VOXEL_COORD, VoxelBlocks
 
 UNLABELLED_CLASS = "occupied"
 """Name of the extra class ``labels_grid`` gives occupied voxels that have no class vote."""
 
-_RAY_STEP = 0.5  # ray samples per voxel edge: half-voxel spacing visits every voxel a ray crosses but corners
-_RAY_GROUPS = 6  # rays are sampled in this many groups of similar length (less padding)
-_MASK_LIMIT = 1 << 25  # cells of the per-frame dense scratch mask; larger frames fall back to np.unique
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,11 +124,27 @@ class OccupancyMap:
         ConfigError: if a parameter cannot work.
     """
 
-    def __init__(self, **kwargs: Any) -> None:
-        try:
-            self.config = OccupancyConfig(**kwargs)
-        except TypeError as err:
-            raise ConfigError(f"OccupancyMap: {err}") from None
+    def __init__(
+        self,
+        *,
+        voxel_size: float = 0.16,
+        log_odds_hit: float = 0.85,
+        log_odds_miss: float = -0.4,
+        log_odds_min: float = -2.0,
+        log_odds_max: float = 3.5,
+        occupied_threshold: float = 0.0,
+        max_range: float = 4.0,
+        pixel_stride: int = 4,
+        max_voxels: int = 2_000_000,
+        grid_class_weight: float = 1.0,
+        bounds: tuple[float, float, float, float, float, float] | None = None,
+    ) -> None:
+        self.config = OccupancyConfig(
+            voxel_size=voxel_size, log_odds_hit=log_odds_hit, log_odds_miss=log_odds_miss,
+            log_odds_min=log_odds_min, log_odds_max=log_odds_max, occupied_threshold=occupied_threshold,
+            max_range=max_range, pixel_stride=pixel_stride, max_voxels=max_voxels,
+            grid_class_weight=grid_class_weight, bounds=bounds,
+        )
         self.voxel_size = self.config.voxel_size
         self._lock = threading.RLock()
         self._blocks = VoxelBlocks(self.config.max_voxels, {
@@ -178,15 +191,20 @@ class OccupancyMap:
         depth = frame.depth[::stride, ::stride]
         v, u = np.nonzero(np.isfinite(depth) & (depth > 0))
         z = depth[v, u].astype(np.float64)
-        pix = np.stack([u * stride, v * stride, np.ones_like(u)], axis=1).astype(np.float64)
-        rays = pix @ np.linalg.inv(frame.K).T  # (R, 3) camera-frame point at depth 1
         hit = z <= max_range
+        z = np.minimum(z, max_range)
+        # Back-projection and rotation written out per axis: (R, 3) @ (3, 3) products go through
+        # BLAS, whose threads cost more than the arithmetic at this size.
+        Ki = np.linalg.inv(frame.K)
+        us, vs_ = u * float(stride), v * float(stride)
+        cam = [(Ki[i, 0] * us + Ki[i, 1] * vs_ + Ki[i, 2]) * z for i in range(3)]  # camera-frame endpoint
         R_wc, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
         inv_vs = 1.0 / self.voxel_size
         origin = t * inv_vs  # voxel units
-        seg = (rays * np.minimum(z, max_range)[:, None]) @ R_wc.T * inv_vs  # (R, 3) camera -> endpoint
+        seg = np.stack([(R_wc[i, 0] * cam[0] + R_wc[i, 1] * cam[1] + R_wc[i, 2] * cam[2]) * inv_vs
+                        for i in range(3)], axis=1)  # (R, 3) camera -> endpoint, voxel units
         with self._lock:
-            fh, ff = self._apply(*_trace(origin, seg, hit), near=origin)
+            fh, ff = self._apply(*trace_rays(origin, seg, hit), near=origin)
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
@@ -204,15 +222,15 @@ class OccupancyMap:
         if lab.size and (lab.min() < -1 or lab.max() >= len(occ.class_names)):
             raise FrameError("local occupancy grid has a label outside -1..len(class_names)-1")
         centres = (np.indices(labels.shape).reshape(3, -1).T + 0.5) * occ.voxel_size
-        world = centres @ T[:3, :3].T + T[:3, 3]
+        world = _transform(T, centres)
         vox = np.floor(world / self.voxel_size).astype(np.int64)
         occupied = lab >= 0
-        lin, lo, dims = _linearise(vox)
+        lin, lo, dims = linearise(vox)
         hit_lin = np.unique(lin[occupied])
         free_lin = np.setdiff1d(np.unique(lin[~occupied]), hit_lin, assume_unique=True)  # a hit wins
         centre = T[:3, :3] @ (0.5 * occ.voxel_size * np.array(labels.shape, dtype=np.float64)) + T[:3, 3]
         with self._lock:
-            fh, ff = self._apply(_unlinearise(hit_lin, lo, dims), _unlinearise(free_lin, lo, dims),
+            fh, ff = self._apply(unlinearise(hit_lin, lo, dims), unlinearise(free_lin, lo, dims),
                                  near=centre / self.voxel_size)
             names = np.array([self._class_index(n) for n in occ.class_names] or [0], dtype=np.int64)
             at = np.searchsorted(hit_lin, lin[occupied])
@@ -295,7 +313,7 @@ class OccupancyMap:
         T = np.asarray(T_world_grid, dtype=np.float64)
         centres = (np.indices(shape).reshape(3, -1).T + 0.5) * vs
         with self._lock:
-            s = self.sample(centres @ T[:3, :3].T + T[:3, 3])
+            s = self.sample(_transform(T, centres))
             vocab = self.class_names
         occupied = s.observed & (s.log_odds > self.config.occupied_threshold)
         labels = np.where(occupied, np.where(s.labels >= 0, s.labels, len(vocab)), -1).astype(np.int16)
@@ -404,74 +422,7 @@ class OccupancyMap:
         weight[other] = np.abs(left)
 
 
-def _trace(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Voxels of a bundle of rays, in voxel units.
-
-    Args:
-        origin: (3,) ray origin (the camera), voxel units.
-        seg: (R, 3) vector from the origin to each ray's endpoint, voxel units.
-        hit: (R,) bool, True where the endpoint is a surface (a hit).
-
-    Returns:
-        (H, 3) int64 unique endpoint voxels of the hit rays and (F, 3) int64 unique voxels
-        crossed by the rays (samples every half voxel up to one voxel short of the endpoint),
-        without the endpoint voxels.
-    """
-    if len(seg) == 0:
-        return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
-    length = np.linalg.norm(seg, axis=1)
-    n = np.where(length > 1.0, np.floor((length - 1.0) / _RAY_STEP).astype(np.int64) + 1, 0)
-    end = origin + seg
-    lo = np.floor(np.minimum(origin, end.min(axis=0))).astype(np.int64) - 1  # a voxel of margin for rounding
-    dims = np.floor(np.maximum(origin, end.max(axis=0))).astype(np.int64) - lo + 2
-    size = int(np.prod(dims.astype(np.float64)))
-    hit_lin = _linear(np.floor(end[hit]).astype(np.int64) - lo, dims)
-    rel = (origin - lo).astype(np.float32)
-    idx_dtype = np.int32 if size < 2**31 else np.int64
-    chunks = []
-    # Rays sorted by sample count and cut into a few groups; within a group all rays are sampled
-    # at once on a (rays, most samples) grid, a ray's surplus samples clamped onto its last one,
-    # so the padding repeats a cell instead of needing a mask and stays small.
-    carve = np.flatnonzero(n > 0)
-    carve = carve[np.argsort(n[carve], kind="stable")]
-    for group in np.array_split(carve, min(_RAY_GROUPS, len(carve))) if len(carve) else []:
-        ng = n[group]
-        unit = (seg[group] / length[group, None]).astype(np.float32)
-        t = np.minimum(np.arange(int(ng[-1]), dtype=np.float32)[None, :] * np.float32(_RAY_STEP),
-                       ((ng - 1) * _RAY_STEP).astype(np.float32)[:, None])  # (rays, samples)
-        lin = np.zeros(t.shape, dtype=idx_dtype)
-        for a in range(3):
-            cell = unit[:, a, None] * t
-            cell += rel[a]
-            lin *= idx_dtype(dims[a])
-            lin += cell.astype(idx_dtype)  # non-negative (one voxel of margin), so truncation is floor
-        chunks.append(lin.reshape(-1))
-    # Duplicates vanish by marking a dense scratch mask around the frustum instead of sorting
-    # hundreds of thousands of samples.
-    if size <= _MASK_LIMIT:
-        free_mask = np.zeros(size, dtype=bool)
-        for lin in chunks:
-            free_mask[lin] = True
-        hit_mask = np.zeros(size, dtype=bool)
-        hit_mask[hit_lin] = True
-        hit_cells, free_cells = np.flatnonzero(hit_mask), np.flatnonzero(free_mask & ~hit_mask)
-    else:
-        hit_cells = np.unique(hit_lin)
-        free_cells = np.setdiff1d(np.unique(np.concatenate(chunks)), hit_cells, assume_unique=True)
-    return _unlinearise(hit_cells, lo, dims), _unlinearise(free_cells, lo, dims)
-
-
-def _linear(cells: np.ndarray, dims: np.ndarray) -> np.ndarray:
-    return (cells[:, 0] * dims[1] + cells[:, 1]) * dims[2] + cells[:, 2]
-
-
-def _linearise(vox: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(M, 3) int64 voxels -> (M,) int64 linear indices in their bounding box, the box origin and size."""
-    lo = vox.min(axis=0) if len(vox) else np.zeros(3, np.int64)
-    dims = (vox.max(axis=0) - lo + 1) if len(vox) else np.ones(3, np.int64)
-    return _linear(vox - lo, dims), lo, dims
-
-
-def _unlinearise(lin: np.ndarray, lo: np.ndarray, dims: np.ndarray) -> np.ndarray:
-    """Inverse of _linearise: (M,) linear indices -> (M, 3) int64 voxels."""
-    return np.stack(np.unravel_index(lin, tuple(int(d) for d in dims)), axis=1).astype(np.int64) + lo
+def _transform(T: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(4, 4) rigid T applied to (N, 3) points, per axis (no BLAS call, see integrate_depth)."""
+    return np.stack([T[i, 0] * points[:, 0] + T[i, 1] * points[:, 1] + T[i, 2] * points[:, 2] + T[i, 3]
+                     for i in range(3)], axis=1)

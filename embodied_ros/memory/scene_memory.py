@@ -33,123 +33,21 @@ from ..geometry.boxes import BOX_DIM
 from ..geometry.iou import box_iou_3d
 from .box_fusion import canonical_box, fuse_boxes
 from .config import MemoryConfig, ScoreMode
+from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
+
+__all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
 FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 1
 
 
-@dataclass(frozen=True, eq=False)
-class SceneObject:
-    """One persistent object (immutable; the memory replaces it when it changes).
-
-    Attributes:
-        id: stable integer id, never reused by the memory.
-        class_name: the class with the most evidence (ties keep the earlier winner).
-        score: confidence in [0, 1] (running max or moving average, see ScoreMode).
-        box: (9,) float64 world-frame 9-DoF box, metres and radians (read-only).
-        class_scores: (class name, evidence) pairs, most evidence first; evidence is the sum
-            of the scores of the detections of that class fused into the object.
-        n_observations: detections fused into the object (one per frame at most).
-        first_seen_frame: frame index of the first detection.
-        last_seen_frame: frame index of the latest detection.
-        first_seen_ns: stamp of the first detection, nanoseconds.
-        last_seen_ns: stamp of the latest detection, nanoseconds.
-    """
-
-    id: int
-    class_name: str
-    score: float
-    box: np.ndarray
-    class_scores: tuple[tuple[str, float], ...]
-    n_observations: int
-    first_seen_frame: int
-    last_seen_frame: int
-    first_seen_ns: int
-    last_seen_ns: int
-
-    def __post_init__(self) -> None:
-        box = np.array(self.box, dtype=np.float64).reshape(BOX_DIM)
-        box.setflags(write=False)
-        object.__setattr__(self, "box", box)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SceneObject):
-            return NotImplemented
-        return all(
-            np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
-            for a, b in zip(_fields(self), _fields(other), strict=True)
-        )
-
-    __hash__ = None  # type: ignore[assignment]  # equal by value, holds an array
-
-
-def _fields(obj: SceneObject) -> tuple[Any, ...]:
-    return (obj.id, obj.class_name, obj.score, obj.box, obj.class_scores, obj.n_observations,
-            obj.first_seen_frame, obj.last_seen_frame, obj.first_seen_ns, obj.last_seen_ns)
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """What one ``SceneMemory.update`` did.
-
-    Attributes:
-        created: ids of objects created by this frame (and still alive after its merges).
-        updated: ids of objects that existed before and took a detection or a merge.
-        merged: (removed id, surviving id) pairs; the survivor is the older object.
-        n_low_score: detections dropped for a score below the threshold.
-        n_suppressed: detections dropped as duplicates of a detection already used this frame.
-        n_invalid: detections dropped for non-finite values or non-positive extents.
-    """
-
-    created: tuple[int, ...] = ()
-    updated: tuple[int, ...] = ()
-    merged: tuple[tuple[int, int], ...] = ()
-    n_low_score: int = 0
-    n_suppressed: int = 0
-    n_invalid: int = 0
-
-
-@dataclass(frozen=True, eq=False)
-class MemorySnapshot:
-    """An immutable copy of the memory, safe to read in one thread while another updates.
-
-    Attributes:
-        objects: every object, by increasing id.
-        ids: (N,) int64 ids of ``objects`` (read-only).
-        boxes: (N, 9) float64 world boxes (read-only).
-        scores: (N,) float64 scores (read-only).
-        class_names: class name of each object.
-        frame_id: world frame of the boxes ("" before the first detection).
-        frame_index: index of the last frame given to ``update`` (-1 before any).
-        stamp_ns: stamp of that frame, nanoseconds.
-        n_updates: number of ``update`` calls since the last reset.
-    """
-
-    objects: tuple[SceneObject, ...]
-    ids: np.ndarray
-    boxes: np.ndarray
-    scores: np.ndarray
-    class_names: tuple[str, ...]
-    frame_id: str = ""
-    frame_index: int = -1
-    stamp_ns: int = 0
-    n_updates: int = 0
-
-    def __len__(self) -> int:
-        return len(self.objects)
-
-    def published(self, max_per_class: int) -> list[SceneObject]:
-        """At most ``max_per_class`` objects per class, each class's highest scores, best first."""
-        if not self.objects:
-            return []
-        _, codes = np.unique(np.array(self.class_names), return_inverse=True)
-        order = np.lexsort((self.ids, -self.scores, codes))  # by class, then score desc, then id
-        sorted_codes = codes[order]
-        starts = np.searchsorted(sorted_codes, sorted_codes, side="left")
-        keep = order[np.arange(len(order)) - starts < max_per_class]
-        keep = keep[np.lexsort((self.ids[keep], -self.scores[keep]))]
-        return [self.objects[i] for i in keep]
+def _spheres_overlap(boxes: np.ndarray) -> bool:
+    """True when the bounding spheres of any two of the (Q, 9) boxes intersect (IoU may be > 0)."""
+    radius = 0.5 * np.linalg.norm(boxes[:, 3:6], axis=1)
+    gap = np.linalg.norm(boxes[:, None, 0:3] - boxes[None, :, 0:3], axis=2) - radius[:, None] - radius[None, :]
+    np.fill_diagonal(gap, np.inf)
+    return bool((gap <= 0).any())
 
 
 @dataclass
@@ -254,8 +152,7 @@ class SceneMemory:
 
             # Objects present at the start of the frame keep their boxes until a detection takes
             # them, so one batched IoU call serves the whole frame.
-            hits = self._matches_batch(boxes, names)
-            iou_dd = box_iou_3d(boxes, boxes) if len(boxes) > 1 else np.zeros((len(boxes),) * 2)
+            hits, iou_dd = self._matches_batch(boxes, names, with_queries=True)
             created: list[int] = []
             updated: list[int] = []
             taken: set[int] = set()
@@ -293,33 +190,46 @@ class SceneMemory:
     def _same_class(self, a: str, b: str) -> bool:
         return self.config.class_agnostic or a == b
 
-    def _matches_batch(self, boxes: np.ndarray, names: list[str], exclude: list[int] | None = None) -> list[list[int]]:
+    def _matches_batch(self, boxes: np.ndarray, names: list[str], exclude: list[int] | None = None,
+                       with_queries: bool = False) -> tuple[list[list[int]], np.ndarray]:
         """Per query box, ids of objects with IoU > threshold (class rule applied), best IoU first.
+
+        One IoU call serves all queries (the IoU's fixed cost per call dominates at these sizes).
 
         Args:
             boxes: (Q, 9) query boxes, world frame.
             names: class name of each query (used when not class-agnostic).
             exclude: per query, an object id to leave out (the query object itself), or None.
+            with_queries: also return the (Q, Q) IoUs of the queries among themselves.
+
+        Returns:
+            The per-query id lists and the (Q, Q) query IoUs (zeros unless ``with_queries``).
         """
-        found = [self._index.query(b) for b in boxes]
-        union = np.unique(np.concatenate(found)) if found else np.zeros(0, np.int64)
-        if len(union) == 0:
-            return [[] for _ in range(len(boxes))]
-        iou = box_iou_3d(boxes, np.stack([self._tracks[int(c)].box for c in union]))
+        n = len(boxes)
+        skip = [-1] * n if exclude is None else exclude
+        found = [[int(c) for c in self._index.query(b) if c != skip[q]] for q, b in enumerate(boxes)]
+        union = np.array(sorted({c for f in found for c in f}), dtype=np.int64)
+        others = [self._tracks[int(c)].box for c in union]
+        if with_queries and n > 1 and (len(union) or _spheres_overlap(boxes)):
+            iou = box_iou_3d(boxes, np.concatenate([boxes, np.array(others).reshape(-1, BOX_DIM)]))
+            iou_qq, iou = iou[:, :n], iou[:, n:]
+        elif len(union):
+            iou_qq, iou = np.zeros((n, n)), box_iou_3d(boxes, np.array(others))
+        else:
+            return [[] for _ in range(n)], np.zeros((n, n))
         out: list[list[int]] = []
-        for q in range(len(boxes)):
+        for q in range(n):
             col = np.flatnonzero(iou[q] > self.config.iou_threshold)
             col = col[np.lexsort((union[col], -iou[q, col]))]  # best IoU, ties: older id
-            skip = -1 if exclude is None else exclude[q]
             out.append([int(c) for c in union[col]
-                        if c != skip and self._same_class(self._tracks[int(c)].class_name, names[q])])
-        return out
+                        if c != skip[q] and self._same_class(self._tracks[int(c)].class_name, names[q])])
+        return out, iou_qq
 
     def _merge_pass(self, ids: list[int]) -> list[tuple[int, int]]:
         """Merge duplicates of the objects touched by a frame; (removed, survivor) pairs."""
         tracks = [self._tracks[i] for i in ids]
-        hits = self._matches_batch(np.array([t.box for t in tracks]).reshape(-1, BOX_DIM),
-                                   [t.class_name for t in tracks], ids)
+        hits, _ = self._matches_batch(np.array([t.box for t in tracks]).reshape(-1, BOX_DIM),
+                                      [t.class_name for t in tracks], ids)
         merges: list[tuple[int, int]] = []
         for obj_id, row in zip(ids, hits, strict=True):
             # The batched IoUs hold until the first merge changes a box; from then on, recompute.
@@ -352,7 +262,7 @@ class SceneMemory:
         self._index.update(track.id, track.box)
 
     def _matches(self, box: np.ndarray, name: str, exclude: int = -1) -> list[int]:
-        return self._matches_batch(box[None], [name], [exclude])[0]
+        return self._matches_batch(box[None], [name], [exclude])[0][0]
 
     def _merge_duplicates(self, obj_id: int) -> list[tuple[int, int]]:
         """Merge every object overlapping ``obj_id`` above the threshold into the older one, repeatedly."""
@@ -475,8 +385,11 @@ class SceneMemory:
         if data.get("format_version") != FORMAT_VERSION:
             raise InputError(f"scene memory document version {data.get('format_version')!r} is not {FORMAT_VERSION}")
         try:
-            config = replace(MemoryConfig(**data["config"]), **overrides)
-            memory = cls.from_config(config)
+            config = MemoryConfig(**data["config"])
+        except (KeyError, TypeError) as err:
+            raise InputError(f"scene memory document has no valid config: {err}") from None
+        memory = cls.from_config(replace(config, **overrides))
+        try:
             memory._frame_id = str(data["frame_id"])
             for o in data["objects"]:
                 track = _Track(

@@ -15,6 +15,7 @@ box's bounding sphere, a superset of the objects with a non-zero IoU.
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 
@@ -23,16 +24,21 @@ from ..geometry.boxes import BOX_DIM
 _SPHERE_SLACK = 1e-6  # metres: keeps touching spheres (IoU 0) in, rounding never drops a real overlap
 
 
-def bounding_sphere(box: np.ndarray) -> tuple[np.ndarray, float]:
-    """(9,) box -> centre (3,) and radius (half the box diagonal, metres), whatever its rotation."""
-    b = np.asarray(box, dtype=np.float64).reshape(BOX_DIM)
-    return b[0:3].copy(), 0.5 * float(np.linalg.norm(b[3:6])) + _SPHERE_SLACK
+def bounding_sphere(box: np.ndarray) -> tuple[tuple[float, float, float], float]:
+    """(9,) box -> centre (x, y, z) and radius (half the box diagonal, metres), whatever its rotation."""
+    x, y, z, dx, dy, dz = np.asarray(box, dtype=np.float64).reshape(BOX_DIM)[:6].tolist()
+    return (x, y, z), 0.5 * math.sqrt(dx * dx + dy * dy + dz * dz) + _SPHERE_SLACK
+
+
+_Cell = tuple[int, int, int]
 
 
 class SpatialHashGrid:
     """Objects (integer ids) hashed into cubic cells by their bounding spheres.
 
-    Not thread-safe by itself: SceneMemory calls it under its own lock.
+    Not thread-safe by itself: SceneMemory calls it under its own lock. Scalar maths is plain
+    Python on purpose: a query touches a handful of cells and objects, where numpy's per-call
+    overhead would dominate.
 
     Args:
         cell_size: cell edge in metres; about one object wide keeps both the cells per
@@ -46,9 +52,9 @@ class SpatialHashGrid:
             raise ValueError(f"cell_size must be positive, got {cell_size}")
         self.cell_size = float(cell_size)
         self.max_cells = int(max_cells)
-        self._cells: dict[tuple[int, int, int], set[int]] = {}
+        self._cells: dict[_Cell, set[int]] = {}
         self._large: set[int] = set()
-        self._entries: dict[int, tuple[np.ndarray, float, tuple[tuple[int, int, int], ...]]] = {}
+        self._entries: dict[int, tuple[tuple[float, float, float], float, tuple[_Cell, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -67,13 +73,12 @@ class SpatialHashGrid:
         if obj_id in self._entries:
             self.remove(obj_id)
         centre, radius = bounding_sphere(box)
-        lo, hi = self._cell_range(centre, radius)
-        n_cells = int(np.prod(hi - lo + 1))
-        if n_cells > self.max_cells:
-            cells: tuple[tuple[int, int, int], ...] = ()
+        ranges = self._cell_ranges(centre, radius)
+        cells: tuple[_Cell, ...] = ()
+        if ranges is None or math.prod(len(r) for r in ranges) > self.max_cells:
             self._large.add(obj_id)
         else:
-            cells = tuple(itertools.product(*(range(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))))
+            cells = tuple(itertools.product(*ranges))
             for cell in cells:
                 self._cells.setdefault(cell, set()).add(obj_id)
         self._entries[obj_id] = (centre, radius, cells)
@@ -95,29 +100,26 @@ class SpatialHashGrid:
     def query(self, box: np.ndarray) -> np.ndarray:
         """Ids (sorted int64) of objects whose bounding sphere intersects that of the (9,) ``box``."""
         centre, radius = bounding_sphere(box)
-        if not np.all(np.isfinite(centre)) or not np.isfinite(radius):
+        ranges = self._cell_ranges(centre, radius)
+        if ranges is None:
             return np.zeros(0, dtype=np.int64)
-        lo, hi = self._cell_range(centre, radius)
         found: set[int] = set(self._large)
-        if int(np.prod(hi - lo + 1)) > len(self._cells):
+        if math.prod(len(r) for r in ranges) > len(self._cells):
             # A query wider than the occupied part of the grid: walk the occupied cells instead.
             for cell, members in self._cells.items():
-                if all(lo[k] <= cell[k] <= hi[k] for k in range(3)):
+                if all(cell[k] in ranges[k] for k in range(3)):
                     found |= members
         else:
-            for cell in itertools.product(*(range(int(a), int(b) + 1) for a, b in zip(lo, hi, strict=True))):
+            for cell in itertools.product(*ranges):
                 members = self._cells.get(cell)
                 if members:
                     found |= members
-        if not found:
-            return np.zeros(0, dtype=np.int64)
-        ids = np.fromiter(sorted(found), dtype=np.int64, count=len(found))
-        centres = np.array([self._entries[i][0] for i in ids])
-        radii = np.array([self._entries[i][1] for i in ids])
-        near = np.linalg.norm(centres - centre, axis=1) <= radii + radius
-        return ids[near]
+        near = [i for i in found if math.dist(self._entries[i][0], centre) <= self._entries[i][1] + radius]
+        return np.array(sorted(near), dtype=np.int64)
 
-    def _cell_range(self, centre: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
-        lo = np.floor((centre - radius) / self.cell_size).astype(np.int64)
-        hi = np.floor((centre + radius) / self.cell_size).astype(np.int64)
-        return lo, hi
+    def _cell_ranges(self, centre: tuple[float, float, float], radius: float) -> tuple[range, ...] | None:
+        """Cell index ranges per axis covered by a sphere; None for a non-finite one."""
+        if not all(math.isfinite(v) for v in (*centre, radius)):
+            return None
+        s = self.cell_size
+        return tuple(range(math.floor((c - radius) / s), math.floor((c + radius) / s) + 1) for c in centre)

@@ -11,12 +11,12 @@ from typing import Any
 from rosbags.rosbag2 import StoragePlugin, Writer
 
 from ..frame import Frame
+from ..memory.occupancy import OccupiedVoxels
 from ..sources.images import depth_to_ros, rgb_to_compressed
 from .ros_convert import camera_info_msg, header_msg, transform_stamped_msg
 from .ros_types import msg_class, typestore
 from .scene_messages import (
     ObjectLike,
-    OccupiedVoxels,
     detection3d_array,
     marker_array,
     occupancy_cloud,
@@ -105,7 +105,7 @@ class SceneBagWriter:
         self._write("markers", stamp_ns, marker_array(objects, occupancy, frame_id, stamp_ns))
         self._write("detections", stamp_ns, detection3d_array(objects, frame_id, stamp_ns))
         self._write("objects", stamp_ns, scene_object_array(objects, frame_id, stamp_ns))
-        self._write("occupancy", stamp_ns, occupancy_cloud(occupancy or OccupiedVoxels.empty(), frame_id, stamp_ns))
+        self._write("occupancy", stamp_ns, occupancy_cloud(occupancy, frame_id, stamp_ns))
 
     def close(self) -> Path:
         """Finish the bag; returns the path of scene.mcap."""

@@ -11,8 +11,9 @@ import numpy as np
 from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners
 from ..geometry.transforms import invert_transform, transform_points
+from ..memory.occupancy import OccupiedVoxels
 from .colors import class_color, class_color_float
-from .scene_messages import ObjectLike, OccupiedVoxels
+from .scene_messages import ObjectLike
 
 _NEAR_M = 0.05
 

@@ -7,12 +7,12 @@ ROS installed); the ROS node converts them to rclpy messages field by field.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners, box_rotations
+from ..memory.occupancy import OccupiedVoxels
 from .colors import OCCUPANCY_GREY, class_color, class_color_float
 from .ros_convert import box_pose_msg, header_msg, pose_msg, time_msg, vector3_msg
 from .ros_types import msg_class
@@ -34,27 +34,6 @@ class ObjectLike(Protocol):
     n_observations: int
     first_seen_ns: int
     last_seen_ns: int
-
-
-@dataclass(frozen=True)
-class OccupiedVoxels:
-    """Occupied voxels to publish.
-
-    Attributes:
-        centers: (K, 3) float64 voxel centres in the world frame, metres.
-        class_names: per voxel, the class with most evidence, or "" for none.
-        probability: (K,) float64 occupancy probability in [0, 1].
-        voxel_size: voxel edge in metres.
-    """
-
-    centers: np.ndarray
-    class_names: Sequence[str]
-    probability: np.ndarray
-    voxel_size: float
-
-    @classmethod
-    def empty(cls, voxel_size: float = 0.16) -> OccupiedVoxels:
-        return cls(np.zeros((0, 3)), (), np.zeros(0), voxel_size)
 
 
 def _point(p: np.ndarray) -> Any:
@@ -182,13 +161,13 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
     return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=items)
 
 
-def occupancy_cloud(occupancy: OccupiedVoxels, frame_id: str, stamp_ns: int) -> Any:
+def occupancy_cloud(occupancy: OccupiedVoxels | None, frame_id: str, stamp_ns: int) -> Any:
     """sensor_msgs/PointCloud2 of occupied voxel centres: x, y, z, rgb (packed float), intensity (= probability)."""
     PointField = msg_class("sensor_msgs/msg/PointField")
-    n = len(occupancy.centers)
+    n = 0 if occupancy is None else len(occupancy.centers)
     dtype = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<u4"), ("intensity", "<f4")])
     cloud = np.zeros(n, dtype=dtype)
-    if n:
+    if occupancy is not None and n:
         cloud["x"], cloud["y"], cloud["z"] = occupancy.centers.T.astype(np.float32)
         rgb = np.array([class_color(c) if c else OCCUPANCY_GREY for c in occupancy.class_names], dtype=np.uint32)
         cloud["rgb"] = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]  # RViz reads it as a float's bits

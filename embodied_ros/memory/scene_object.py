@@ -1,0 +1,123 @@
+"""What the scene memory hands out: immutable objects, snapshots and per-update results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..geometry.boxes import BOX_DIM
+
+
+@dataclass(frozen=True, eq=False)
+class SceneObject:
+    """One persistent object (immutable; the memory replaces it when it changes).
+
+    Attributes:
+        id: stable integer id, never reused by the memory.
+        class_name: the class with the most evidence (ties keep the earlier winner).
+        score: confidence in [0, 1] (running max or moving average, see ScoreMode).
+        box: (9,) float64 world-frame 9-DoF box, metres and radians (read-only).
+        class_scores: (class name, evidence) pairs, most evidence first; evidence is the sum
+            of the scores of the detections of that class fused into the object.
+        n_observations: detections fused into the object (one per frame at most).
+        first_seen_frame: frame index of the first detection.
+        last_seen_frame: frame index of the latest detection.
+        first_seen_ns: stamp of the first detection, nanoseconds.
+        last_seen_ns: stamp of the latest detection, nanoseconds.
+    """
+
+    id: int
+    class_name: str
+    score: float
+    box: np.ndarray
+    class_scores: tuple[tuple[str, float], ...]
+    n_observations: int
+    first_seen_frame: int
+    last_seen_frame: int
+    first_seen_ns: int
+    last_seen_ns: int
+
+    def __post_init__(self) -> None:
+        box = np.array(self.box, dtype=np.float64).reshape(BOX_DIM)
+        box.setflags(write=False)
+        object.__setattr__(self, "box", box)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SceneObject):
+            return NotImplemented
+        return all(
+            np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+            for a, b in zip(_fields(self), _fields(other), strict=True)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, holds an array
+
+
+def _fields(obj: SceneObject) -> tuple[Any, ...]:
+    return (obj.id, obj.class_name, obj.score, obj.box, obj.class_scores, obj.n_observations,
+            obj.first_seen_frame, obj.last_seen_frame, obj.first_seen_ns, obj.last_seen_ns)
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    """What one ``SceneMemory.update`` did.
+
+    Attributes:
+        created: ids of objects created by this frame (and still alive after its merges).
+        updated: ids of objects that existed before and took a detection or a merge.
+        merged: (removed id, surviving id) pairs; the survivor is the older object.
+        n_low_score: detections dropped for a score below the threshold.
+        n_suppressed: detections dropped as duplicates of a detection already used this frame.
+        n_invalid: detections dropped for non-finite values or non-positive extents.
+    """
+
+    created: tuple[int, ...] = ()
+    updated: tuple[int, ...] = ()
+    merged: tuple[tuple[int, int], ...] = ()
+    n_low_score: int = 0
+    n_suppressed: int = 0
+    n_invalid: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class MemorySnapshot:
+    """An immutable copy of the memory, safe to read in one thread while another updates.
+
+    Attributes:
+        objects: every object, by increasing id.
+        ids: (N,) int64 ids of ``objects`` (read-only).
+        boxes: (N, 9) float64 world boxes (read-only).
+        scores: (N,) float64 scores (read-only).
+        class_names: class name of each object.
+        frame_id: world frame of the boxes ("" before the first detection).
+        frame_index: index of the last frame given to ``update`` (-1 before any).
+        stamp_ns: stamp of that frame, nanoseconds.
+        n_updates: number of ``update`` calls since the last reset.
+    """
+
+    objects: tuple[SceneObject, ...]
+    ids: np.ndarray
+    boxes: np.ndarray
+    scores: np.ndarray
+    class_names: tuple[str, ...]
+    frame_id: str = ""
+    frame_index: int = -1
+    stamp_ns: int = 0
+    n_updates: int = 0
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+    def published(self, max_per_class: int) -> list[SceneObject]:
+        """At most ``max_per_class`` objects per class, each class's highest scores, best first."""
+        if not self.objects:
+            return []
+        _, codes = np.unique(np.array(self.class_names), return_inverse=True)
+        order = np.lexsort((self.ids, -self.scores, codes))  # by class, then score desc, then id
+        sorted_codes = codes[order]
+        starts = np.searchsorted(sorted_codes, sorted_codes, side="left")
+        keep = order[np.arange(len(order)) - starts < max_per_class]
+        keep = keep[np.lexsort((self.ids[keep], -self.scores[keep]))]
+        return [self.objects[i] for i in keep]
