@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from .errors import EmbodiedError, InputError
+from .memory.config import MemoryConfig
 
 log = logging.getLogger("embodied_ros")
 
@@ -32,9 +33,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "torch"], help="(default: %(default)s)")
     p.add_argument("--max-frames", type=int, default=None, help="stop after N frames")
     p.add_argument("--stride", type=int, default=1, help="use every K-th frame (default: 1)")
-    p.add_argument("--score-threshold", type=float, default=0.075, help="(default: %(default)s)")
-    p.add_argument("--iou-threshold", type=float, default=0.15, help="(default: %(default)s)")
-    p.add_argument("--max-per-class", type=int, default=10, help="(default: %(default)s)")
+    mem = MemoryConfig()
+    p.add_argument("--score-threshold", type=float, default=mem.score_threshold, help="(default: %(default)s)")
+    p.add_argument("--iou-threshold", type=float, default=mem.iou_threshold, help="(default: %(default)s)")
+    p.add_argument("--max-per-class", type=int, default=mem.max_per_class, help="(default: %(default)s)")
+    p.add_argument("--min-observations", type=int, default=mem.min_observations,
+                   help="publish objects seen in at least N frames (default: %(default)s; 1 = every detection)")
     p.add_argument("--per-class", action="store_true", help="associate detections per class (default: class-agnostic)")
     p.add_argument("--depth-scale", type=float, default=1.0,
                    help="for depth NOT registered to colour: depth_px = c + scale * (colour_px - c) + offset "
@@ -42,6 +46,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth-offset", type=float, nargs=2, metavar=("DX", "DY"), default=(0.0, 0.0),
                    help="pixel offset of that mapping (default: 0 0)")
     p.add_argument("--poses", type=Path, default=None, help="poses file for a .mkv recording")
+    bag = p.add_argument_group("rosbag2 input (defaults: the Azure Kinect ROS driver's topics)")
+    bag.add_argument("--color-topic", default="rgb/image_raw", help="(default: %(default)s; /compressed found too)")
+    bag.add_argument("--depth-topic", default="depth_to_rgb/image_raw", help="(default: %(default)s)")
+    bag.add_argument("--info-topic", default="rgb/camera_info", help="(default: %(default)s)")
+    bag.add_argument("--pose-topic", default=None, help="PoseStamped/Odometry topic (default: use /tf)")
+    bag.add_argument("--world-frame", default="map", help="TF frame poses are expressed in (default: %(default)s)")
     p.add_argument("--no-inputs", action="store_true", help="do not copy colour/depth/camera_info/tf into the bag")
     p.add_argument("--overwrite", action="store_true", help="replace outputs already in --out")
 
@@ -68,12 +78,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .sources import open_source
 
     _prepare_out(args.out, args.overwrite)
-    source = open_source(args.source, poses=args.poses)
+    bag_options = dict(color_topic=args.color_topic, depth_topic=args.depth_topic, info_topic=args.info_topic,
+                       pose_topic=args.pose_topic, world_frame=args.world_frame)
+    source = open_source(args.source, poses=args.poses, **bag_options)
     lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
     perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
                                 backend=args.backend, lifting=lifting)
-    memory = SceneMemory(score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
-                         max_per_class=args.max_per_class, class_agnostic=not args.per_class)
+    memory = SceneMemory.from_config(MemoryConfig(
+        score_threshold=args.score_threshold, iou_threshold=args.iou_threshold, max_per_class=args.max_per_class,
+        min_observations=args.min_observations, class_agnostic=not args.per_class))
     occupancy = OccupancyMap()
     total = len(source)
     n = (total + args.stride - 1) // args.stride if total else None
@@ -99,12 +112,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"the demo needs the redkitchen recording and the Yolo-Fastest weights in {data} "
             "(set EMBODIED_ROS_DATA to their folder); a built-in synthetic scene is not available yet"
         )
-    run_args = argparse.Namespace(
-        source=str(scene), out=args.out, model="yolo-fastest-1.1-xl", weights=weights, download_weights=False,
-        backend="onnxruntime", max_frames=args.max_frames, stride=1, score_threshold=0.075, iou_threshold=0.15,
-        max_per_class=10, per_class=False, depth_scale=1.0, depth_offset=(0.0, 0.0), poses=None,
-        no_inputs=False, overwrite=True,
-    )
+    argv = ["run", str(scene), "--out", str(args.out), "--weights", str(weights), "--overwrite"]
+    if args.max_frames is not None:
+        argv += ["--max-frames", str(args.max_frames)]
+    run_args = build_parser().parse_args(argv)
     return cmd_run(run_args)
 
 

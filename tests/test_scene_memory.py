@@ -164,7 +164,7 @@ def test_merge_keeps_older_id_and_ids_are_never_reused():
 
 
 def test_published_objects_cap_per_class():
-    memory = SceneMemory()
+    memory = SceneMemory(min_observations=1)
     scores = np.linspace(0.2, 0.9, 15)
     chairs = [_box(3.0 * i, 0) for i in range(15)]
     memory.update(_frame(0, chairs + [_box(0, 5)], list(scores) + [0.1], ["chair"] * 15 + ["cup"]))
@@ -174,6 +174,19 @@ def test_published_objects_cap_per_class():
     assert [o.score for o in published if o.class_name == "chair"] == pytest.approx(sorted(scores)[::-1][:10])
     assert published[-1].class_name == "cup"  # best score first overall
     assert len(SceneMemory(max_per_class=3).published_objects()) == 0
+
+
+def test_published_objects_need_min_observations():
+    memory = SceneMemory()  # default: confirmed by a second sighting
+    assert memory.config.min_observations == 2
+    cup, blip = _box(0, 0), _box(5, 0)
+    memory.update(_frame(0, [cup, blip], [0.5, 0.9], ["cup", "chair"]))
+    assert memory.published_objects() == [] and len(memory.objects()) == 2
+    memory.update(_frame(1, [cup], [0.4], ["cup"]))
+    assert [o.class_name for o in memory.published_objects()] == ["cup"]
+    assert len(SceneMemory(min_observations=1).published_objects()) == 0  # empty memory publishes nothing
+    with pytest.raises(ConfigError):
+        SceneMemory(min_observations=0)
 
 
 def test_yaw_fusion_across_the_quarter_turn_symmetry():

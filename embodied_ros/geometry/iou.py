@@ -24,6 +24,8 @@ Conventions that make it robust where pytorch3d's ``box3d_overlap`` raises:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from embodied_ros.geometry.boxes import BOX_DIM, BOX_FACES, box_corners, box_rotations
@@ -35,6 +37,7 @@ __all__ = [
     "pairwise_box_iou_3d",
 ]
 
+_Pair = tuple[np.ndarray, np.ndarray]  # (intersection volumes, IoUs)
 _EPS = float(np.finfo(np.float64).eps)
 # Coplanarity tolerance, relative to the pair's smallest extent. Snapping two faces that are
 # d apart costs O(d) relative volume; not snapping nearly parallel faces (angle t) costs
@@ -258,8 +261,9 @@ def _clipped_face_areas(hu: np.ndarray, hv: np.ndarray, lines: np.ndarray, wante
         todo = np.count_nonzero(n_cuts > step)  # a prefix: faces are sorted by n_cuts
         pu, pv = _clip_2d(pu[:todo], pv[:todo], packed[:todo, step])
         done = np.count_nonzero(n_cuts > step + 1)
-        clipped[done:todo] = _shoelace(pu[done:], pv[done:])
-        pu, pv = pu[:done], pv[:done]
+        if done < todo:  # faces with no cuts left: their polygons are final
+            clipped[done:todo] = _shoelace(pu[done:], pv[done:])
+            pu, pv = pu[:done], pv[:done]
     area[faces] = clipped
     return area.reshape(shape)
 
@@ -395,7 +399,7 @@ def _matched_pairs(boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray
     return inter, iou
 
 
-def _quietly(fn, boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _quietly(fn: Callable[[np.ndarray, np.ndarray], _Pair], boxes_a: np.ndarray, boxes_b: np.ndarray) -> _Pair:
     """Run ``fn`` with numpy's floating-point warnings off; its results are sanitised."""
     with np.errstate(all="ignore"):
         return fn(boxes_a, boxes_b)
@@ -438,8 +442,7 @@ def pairwise_box_intersection_volume(boxes_a: np.ndarray, boxes_b: np.ndarray) -
     """Exact intersection volume of matched pairs ``boxes_a[i]``, ``boxes_b[i]``.
 
     Args:
-        boxes_a: (N, 9) boxes.
-        boxes_b: (N, 9) boxes.
+        boxes_a, boxes_b: (N, 9) boxes.
 
     Returns:
         (N,) float64 volumes in cubic metres.
@@ -454,8 +457,7 @@ def pairwise_box_iou_3d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
     """Exact 3D IoU of matched pairs ``boxes_a[i]``, ``boxes_b[i]``.
 
     Args:
-        boxes_a: (N, 9) boxes.
-        boxes_b: (N, 9) boxes.
+        boxes_a, boxes_b: (N, 9) boxes.
 
     Returns:
         (N,) float64 IoUs in [0, 1].

@@ -30,6 +30,10 @@ class MemoryConfig:
     iou_threshold: float = 0.15
     # At most this many objects per class in published_objects(), highest score first (demo: 10).
     max_per_class: int = 10
+    # Objects seen in fewer frames than this are kept and fused but not published (a track is
+    # confirmed by a second sighting; single-frame false positives of the detector stay out of
+    # RViz). 1 publishes every object, as the reference demo does.
+    min_observations: int = 2
     # True: associate and merge regardless of class (the demo's class-agnostic suppression);
     # False: only objects whose class equals the detection's class can match or merge.
     class_agnostic: bool = True
@@ -53,6 +57,7 @@ class MemoryConfig:
         _check(0.0 <= self.score_threshold <= 1.0, "score_threshold must be in [0, 1]", self.score_threshold)
         _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
         _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
+        _check(self.min_observations >= 1, "min_observations must be at least 1", self.min_observations)
         _check(0.0 < self.score_ema <= 1.0, "score_ema must be in (0, 1]", self.score_ema)
         _check(self.max_fusion_weight > 0.0, "max_fusion_weight must be positive", self.max_fusion_weight)
         _check(self.cell_size > 0.0, "cell_size must be positive (metres)", self.cell_size)

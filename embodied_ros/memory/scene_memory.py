@@ -72,7 +72,7 @@ class SceneMemory:
     """Persistent objects fused from per-frame world-frame detections; thread-safe.
 
     Args:
-        score_threshold, iou_threshold, max_per_class, class_agnostic, score_mode, score_ema,
+        score_threshold, iou_threshold, max_per_class, min_observations, class_agnostic, score_mode, score_ema,
             max_fusion_weight, cell_size: see :class:`MemoryConfig` (same names and defaults).
 
     Raises:
@@ -85,6 +85,7 @@ class SceneMemory:
         score_threshold: float = 0.075,
         iou_threshold: float = 0.15,
         max_per_class: int = 10,
+        min_observations: int = 2,
         class_agnostic: bool = True,
         score_mode: ScoreMode | str = ScoreMode.MAX,
         score_ema: float = 0.3,
@@ -93,6 +94,7 @@ class SceneMemory:
     ) -> None:
         self.config = MemoryConfig(
             score_threshold=score_threshold, iou_threshold=iou_threshold, max_per_class=max_per_class,
+            min_observations=min_observations,
             class_agnostic=class_agnostic, score_mode=score_mode,  # type: ignore[arg-type]  # str accepted
             score_ema=score_ema, max_fusion_weight=max_fusion_weight, cell_size=cell_size,
         )
@@ -303,8 +305,9 @@ class SceneMemory:
         return list(self.snapshot().objects)
 
     def published_objects(self) -> list[SceneObject]:
-        """At most ``max_per_class`` objects per class (highest score first), best score first overall."""
-        return self.snapshot().published(self.config.max_per_class)
+        """Objects seen at least ``min_observations`` times, at most ``max_per_class`` per class
+        (highest score first), best score first overall."""
+        return self.snapshot().published(self.config.max_per_class, self.config.min_observations)
 
     def get(self, obj_id: int) -> SceneObject | None:
         """The object with id ``obj_id``, or None if there is none (never was, or merged away)."""

@@ -110,12 +110,16 @@ class MemorySnapshot:
     def __len__(self) -> int:
         return len(self.objects)
 
-    def published(self, max_per_class: int) -> list[SceneObject]:
-        """At most ``max_per_class`` objects per class, each class's highest scores, best first."""
-        if not self.objects:
+    def published(self, max_per_class: int, min_observations: int = 1) -> list[SceneObject]:
+        """At most ``max_per_class`` objects per class, each class's highest scores, best first,
+        among those seen at least ``min_observations`` times."""
+        confirmed = np.array([o.n_observations >= min_observations for o in self.objects], dtype=bool)
+        if not confirmed.any():
             return []
         _, codes = np.unique(np.array(self.class_names), return_inverse=True)
+        codes = np.where(confirmed, codes, -1)  # unconfirmed objects sort first and are dropped below
         order = np.lexsort((self.ids, -self.scores, codes))  # by class, then score desc, then id
+        order = order[codes[order] >= 0]
         sorted_codes = codes[order]
         starts = np.searchsorted(sorted_codes, sorted_codes, side="left")
         keep = order[np.arange(len(order)) - starts < max_per_class]

@@ -12,9 +12,9 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 
 from ..frame import Frame
 from ..memory.occupancy import OccupiedVoxels
+from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
+from ..messages.types import msg_class, typestore
 from ..sources.images import depth_to_ros, rgb_to_compressed
-from .ros_convert import camera_info_msg, header_msg, transform_stamped_msg
-from .ros_types import msg_class, typestore
 from .scene_messages import (
     ObjectLike,
     detection3d_array,

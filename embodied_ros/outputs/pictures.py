@@ -29,18 +29,51 @@ def _clip_segment_to_near_plane(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarra
     return a, b
 
 
-def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: int = 2) -> np.ndarray:
+def visible_in_frame(frame: Frame, box: np.ndarray, occlusion_margin_m: float = 0.25) -> bool:
+    """Whether a world box's centre is in the frame's view and not hidden behind nearer depth.
+
+    The box is hidden when the depth measured around its centre's pixel is nearer than the
+    box's nearest corner by more than ``occlusion_margin_m``.
+    """
+    T_cam_world = invert_transform(frame.T_world_camera)
+    cam_corners = transform_points(T_cam_world, box_corners(box)[0])
+    centre = transform_points(T_cam_world, np.asarray(box, dtype=np.float64)[None, :3])[0]
+    if centre[2] < _NEAR_M:
+        return False
+    u, v = (frame.K @ (centre / centre[2]))[:2]
+    if not (0 <= u < frame.width and 0 <= v < frame.height):
+        return False
+    r = max(2, frame.width // 160)
+    patch = frame.depth[max(0, int(v) - r): int(v) + r + 1, max(0, int(u) - r): int(u) + r + 1]
+    patch = patch[np.isfinite(patch) & (patch > 0)]
+    if patch.size == 0:
+        return True  # no measurement: nothing says it is hidden
+    return float(np.median(patch)) >= cam_corners[:, 2].min() - occlusion_margin_m
+
+
+def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: int = 2,
+                        visible_only: bool = True) -> np.ndarray:
     """The frame's colour image with the objects' world boxes projected into it.
+
+    Args:
+        frame: the frame to draw on.
+        objects: scene objects (world frame).
+        thickness: line width in pixels.
+        visible_only: draw only objects whose centre is in view and not occluded (see
+            ``visible_in_frame``); False draws every box that projects into the image.
 
     Returns:
         (H, W, 3) uint8 RGB image.
     """
     image = np.ascontiguousarray(frame.color.copy())
+    if visible_only:
+        objects = [o for o in objects if visible_in_frame(frame, o.box)]
     if not objects:
         return image
     T_cam_world = invert_transform(frame.T_world_camera)
     corners = box_corners(as_boxes(np.stack([o.box for o in objects])))  # (N, 8, 3) world
     h, w = image.shape[:2]
+    font = 0.45 * max(1.0, w / 640)
     for obj, world_corners in zip(objects, corners, strict=True):
         cam = transform_points(T_cam_world, world_corners)
         if (cam[:, 2] < _NEAR_M).all():
@@ -61,8 +94,8 @@ def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: 
             top_left = np.min(drawn, axis=0)
             label = f"{obj.class_name} #{obj.id}"
             org = (int(np.clip(top_left[0], 0, w - 80)), int(np.clip(top_left[1] - 6, 14, h - 4)))
-            cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, 0.5, (0, 0, 0), 3, cv2.LINE_AA)
-            cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, 0.5, color, 1, cv2.LINE_AA)
+            cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, font, (0, 0, 0), 3, cv2.LINE_AA)
+            cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, font, color, 1, cv2.LINE_AA)
     return image
 
 

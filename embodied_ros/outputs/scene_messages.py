@@ -13,9 +13,9 @@ import numpy as np
 
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners, box_rotations
 from ..memory.occupancy import OccupiedVoxels
+from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vector3_msg
+from ..messages.types import msg_class
 from .colors import OCCUPANCY_GREY, class_color, class_color_float
-from .ros_convert import box_pose_msg, header_msg, pose_msg, time_msg, vector3_msg
-from .ros_types import msg_class
 
 MARKER_NAMESPACES = ("boxes", "labels", "occupancy")
 """One namespace per layer, so RViz can toggle each."""

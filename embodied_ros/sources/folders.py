@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from ..geometry.transforms import gravity_alignment, make_transform
-from ..outputs.ros_convert import matrix_from_quat_xyzw
+from ..messages.convert import matrix_from_quat_xyzw
 from .base import FrameSource
 from .images import read_color_file, read_depth_file
 

@@ -42,7 +42,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from ..errors import FrameError, InputError
 from ..frame import Frame
-from ..outputs.ros_convert import matrix_from_transform_msg, stamp_ns_from_msg
+from ..messages.convert import matrix_from_transform_msg, stamp_ns_from_msg
 from .base import FrameSource
 from .images import decode_compressed_depth, decode_compressed_rgb, depth_to_metres, image_to_rgb
 from .tf_buffer import TransformBuffer, normalise_frame_id
@@ -69,16 +69,17 @@ def resolve_topic(wanted: str, topics: dict[str, Any], what: str, path: str) -> 
     Raises:
         InputError: no match (the message lists the bag's topics) or several matches.
     """
-    key = wanted.strip("/")
-    exact = [t for t in topics if t.strip("/") == key]
-    if exact:
-        return exact[0]
-    matches = [t for t in topics if t.strip("/").endswith("/" + key)]
-    if len(matches) == 1:
-        return matches[0]
-    if matches:
-        candidates = ", ".join(sorted(matches))
-        raise InputError(f"{path}: {what} topic {wanted!r} is ambiguous ({candidates}); give its full name")
+    # image_transport publishes compressed images on <topic>/compressed: accept that too.
+    for key in (wanted.strip("/"), wanted.strip("/") + "/compressed"):
+        exact = [t for t in topics if t.strip("/") == key]
+        if exact:
+            return exact[0]
+        matches = [t for t in topics if t.strip("/").endswith("/" + key)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            candidates = ", ".join(sorted(matches))
+            raise InputError(f"{path}: {what} topic {wanted!r} is ambiguous ({candidates}); give its full name")
     listed = ", ".join(f"{t} [{topics[t].msgtype}]" for t in sorted(topics)) or "none"
     raise InputError(f"{path}: no {what} topic {wanted!r}; the bag has: {listed}")
 

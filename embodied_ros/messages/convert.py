@@ -12,7 +12,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from ..geometry.boxes import as_boxes, box_rotations
-from .ros_types import msg_class
+from ..messages.types import msg_class
 
 
 def quat_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
