@@ -14,8 +14,8 @@ from scipy.spatial.transform import Rotation
 
 from embodied_ros.errors import FrameError, InputError
 from embodied_ros.frame import Frame
-from embodied_ros.geometry.transforms import gravity_alignment
-from embodied_ros.sources.folders import BODY_TO_OPTICAL, EmbodiedScanDemoFolder, SevenScenesFolder
+from embodied_ros.geometry.transforms import BODY_TO_OPTICAL, gravity_alignment
+from embodied_ros.sources.folders import EmbodiedScanDemoFolder, SevenScenesFolder
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 KITCHEN = DATA / "redkitchen"

@@ -16,9 +16,8 @@ from scipy.spatial.transform import Rotation
 
 from embodied_ros.errors import ConfigError, FrameError, InputError
 from embodied_ros.frame import Frame, check_rigid
-from embodied_ros.geometry.transforms import invert_transform
+from embodied_ros.geometry.transforms import BODY_TO_OPTICAL, invert_transform
 from embodied_ros.sources.kinect_calibration import (
-    BODY_FROM_CAMERA,
     color_resolution_from_size,
     depth_mode_from_size,
     load_calibration,
@@ -252,7 +251,7 @@ def test_mkv_applies_a_pose_file(tmp_path, fmt):
     quat = Rotation.from_euler("z", 30, degrees=True).as_quat()  # x y z w
     position = [1.0, 2.0, 0.5]
     expected = np.eye(4)
-    expected[:3, :3] = Rotation.from_quat(quat).as_matrix() @ BODY_FROM_CAMERA
+    expected[:3, :3] = Rotation.from_quat(quat).as_matrix() @ BODY_TO_OPTICAL
     expected[:3, 3] = position
     poses = tmp_path / "poses.txt"
     if fmt == "embodiedscan":  # seconds; one pose far from the frame that must not be picked

@@ -5,6 +5,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+BODY_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+"""EmbodiedScan's body frame (x forward, y left, z up) -> OpenCV optical axes (x right, y down,
+z forward): a body pose ``R_body`` gives the camera rotation ``R_body @ BODY_TO_OPTICAL``."""
+
+
+def camera_pose_from_body(R_body: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """(4, 4) camera-to-world from an EmbodiedScan-style body pose (rotation (3, 3), position (3,))."""
+    return make_transform(np.asarray(R_body) @ BODY_TO_OPTICAL, position)
+
 
 def make_transform(R: np.ndarray, t: np.ndarray) -> np.ndarray:
     """(3, 3) rotation and (3,) translation -> (4, 4) homogeneous transform."""

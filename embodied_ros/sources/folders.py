@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import FrameError, InputError
 from ..frame import Frame
-from ..geometry.transforms import gravity_alignment, make_transform
+from ..geometry.transforms import camera_pose_from_body, gravity_alignment
 from ..messages.convert import matrix_from_quat_xyzw
 from .base import FrameSource
 from .images import read_color_file, read_depth_file
@@ -30,7 +30,6 @@ SEVEN_SCENES_DEPTH_OFFSET_PX = (7.0, 2.0)
 """Frame rate of the Kinect v1 recordings in 7-Scenes; frame stamps are frame number / 30 s."""
 
 # EmbodiedScan demo: camera (optical) axes expressed in the body frame (x forward, y left, z up).
-BODY_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 
 _FRAME_FILE = re.compile(r"^frame-(\d+)\.(color\.jpg|color\.png|depth\.png|pose\.txt)$")
 
@@ -281,7 +280,7 @@ class EmbodiedScanDemoFolder(FrameSource):
             R_body = matrix_from_quat_xyzw(np.array([qx, qy, qz, qw]))
         except (InvalidOperation, ValueError) as err:
             raise FrameError(f"{where}: {' '.join(str(err).split()) or 'not a number'}") from None
-        T_pose = make_transform(R_body @ BODY_TO_OPTICAL, np.array([x, y, z]))
+        T_pose = camera_pose_from_body(R_body, np.array([x, y, z]))
         color_path = self._find(self._rgb, timestamp, (".jpg", ".jpeg", ".png"))
         depth_path = self._find(self._depth, timestamp, (".png",))
         if color_path is None or depth_path is None:

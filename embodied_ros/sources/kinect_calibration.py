@@ -26,7 +26,7 @@ import cv2
 import numpy as np
 
 from ..errors import InputError
-from ..geometry.transforms import gravity_alignment, invert_transform, make_transform
+from ..geometry.transforms import BODY_TO_OPTICAL, gravity_alignment, invert_transform, make_transform
 
 # SDK mode tables: (binned calibration image size, crop offset, output size), all (x, y) in px.
 _COLOR_MODE_INFO: dict[str, tuple[tuple[int, int], tuple[int, int], tuple[int, int]]] = {
@@ -49,8 +49,6 @@ COLOR_RESOLUTIONS = tuple(_COLOR_MODE_INFO)
 DEPTH_MODES = tuple(_DEPTH_MODE_INFO)
 """Depth modes the SDK knows ("NFOV_UNBINNED", ...)."""
 
-# Camera axes (x right, y down, z forward) -> EmbodiedScan body axes (x forward, y left, z up).
-BODY_FROM_CAMERA = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 _DEFAULT_METRIC_RADIUS = 1.7  # the SDK's value when the factory left it at 0 (~120 deg field of view)
 
 
@@ -241,7 +239,7 @@ def gravity_aligned_pose(accel: np.ndarray, calib: KinectCalibration) -> np.ndar
     forward = np.array([0.0, 0.0, 1.0]) - up[2] * up  # optical axis minus its vertical part
     T = np.eye(4)
     if np.linalg.norm(forward) < 1e-6:
-        T[:3, :3] = gravity_alignment(-(BODY_FROM_CAMERA @ up))[:3, :3] @ BODY_FROM_CAMERA
+        T[:3, :3] = gravity_alignment(-(BODY_TO_OPTICAL @ up))[:3, :3] @ BODY_TO_OPTICAL
         return T
     x = forward / np.linalg.norm(forward)
     # Rows are the world axes written in camera coordinates, so this maps camera -> world.

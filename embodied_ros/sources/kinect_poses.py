@@ -20,10 +20,10 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..errors import InputError
-from .kinect_calibration import BODY_FROM_CAMERA
+from ..geometry.transforms import camera_pose_from_body
+from ..messages.convert import matrix_from_quat_xyzw
 
 _NS_THRESHOLD = 1_000_000  # integer stamps above this read as nanoseconds (1e6 s would be 11 days)
 
@@ -114,8 +114,8 @@ def read_pose_file(path: str | Path) -> PoseTrack:
         q = values[:, 3:7]
         if np.any(np.linalg.norm(q, axis=1) < 1e-9):
             raise InputError(f"{path}: a quaternion is zero")
-        poses[:, :3, :3] = Rotation.from_quat(q).as_matrix() @ BODY_FROM_CAMERA
-        poses[:, :3, 3] = values[:, :3]
+        for i in range(len(values)):
+            poses[i] = camera_pose_from_body(matrix_from_quat_xyzw(q[i]), values[i, :3])
     else:
         poses[:] = values.reshape(-1, 4, 4)
     order = np.argsort(stamps_ns, kind="stable")
