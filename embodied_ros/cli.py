@@ -37,6 +37,9 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--score-threshold", type=float, default=mem.score_threshold, help="(default: %(default)s)")
     p.add_argument("--iou-threshold", type=float, default=mem.iou_threshold, help="(default: %(default)s)")
     p.add_argument("--max-per-class", type=int, default=mem.max_per_class, help="(default: %(default)s)")
+    p.add_argument("--containment-threshold", type=float, default=mem.containment_threshold,
+                   help="same class and overlap above this fraction of the smaller box also associates "
+                        "(default: %(default)s; 1.0 = IoU only)")
     p.add_argument("--min-observations", type=int, default=mem.min_observations,
                    help="publish objects seen in at least N frames (default: %(default)s; 1 = every detection)")
     p.add_argument("--per-class", action="store_true", help="associate detections per class (default: class-agnostic)")
@@ -86,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 backend=args.backend, lifting=lifting)
     memory = SceneMemory.from_config(MemoryConfig(
         score_threshold=args.score_threshold, iou_threshold=args.iou_threshold, max_per_class=args.max_per_class,
-        min_observations=args.min_observations, class_agnostic=not args.per_class))
+        containment_threshold=args.containment_threshold, min_observations=args.min_observations, class_agnostic=not args.per_class))
     occupancy = OccupancyMap()
     total = len(source)
     n = (total + args.stride - 1) // args.stride if total else None

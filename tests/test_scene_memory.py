@@ -176,6 +176,25 @@ def test_published_objects_cap_per_class():
     assert len(SceneMemory(max_per_class=3).published_objects()) == 0
 
 
+def test_containment_joins_a_thin_fragment_of_the_same_class_only():
+    monitor = _box(0, 0, 1.0, 0.8, 0.10, 0.5)
+    sliver = _box(0.2, 0.03, 1.0, 0.3, 0.04, 0.3)  # inside the monitor, IoU far below 0.15
+    iou = box_iou_3d(monitor[None], sliver[None])[0, 0]
+    assert iou < 0.15
+    memory = SceneMemory()
+    memory.update(_frame(0, [monitor], [0.6], ["chair"]))
+    memory.update(_frame(1, [sliver], [0.5], ["chair"]))
+    assert len(memory.objects()) == 1 and memory.objects()[0].n_observations == 2
+    other_class = SceneMemory()
+    other_class.update(_frame(0, [monitor], [0.6], ["chair"]))
+    other_class.update(_frame(1, [sliver], [0.5], ["cup"]))  # a cup in front of a chair stays a cup
+    assert len(other_class.objects()) == 2
+    iou_only = SceneMemory(containment_threshold=1.0)
+    iou_only.update(_frame(0, [monitor], [0.6], ["chair"]))
+    iou_only.update(_frame(1, [sliver], [0.5], ["chair"]))
+    assert len(iou_only.objects()) == 2
+
+
 def test_published_objects_need_min_observations():
     memory = SceneMemory()  # default: confirmed by a second sighting
     assert memory.config.min_observations == 2

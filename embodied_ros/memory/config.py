@@ -30,6 +30,11 @@ class MemoryConfig:
     iou_threshold: float = 0.15
     # At most this many objects per class in published_objects(), highest score first (demo: 10).
     max_per_class: int = 10
+    # Also the same object: same class and the intersection covers more than this fraction of
+    # the smaller box. Lifted boxes of thin or partly seen objects (a monitor's bezel, half a
+    # table) shift by more than their thickness between views, so their IoU stays below 0.15;
+    # containment still joins them. 1.0 disables it (IoU only, as in the demo).
+    containment_threshold: float = 0.5
     # Objects seen in fewer frames than this are kept and fused but not published (a track is
     # confirmed by a second sighting; single-frame false positives of the detector stay out of
     # RViz). 1 publishes every object, as the reference demo does.
@@ -57,6 +62,8 @@ class MemoryConfig:
         _check(0.0 <= self.score_threshold <= 1.0, "score_threshold must be in [0, 1]", self.score_threshold)
         _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
         _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
+        _check(0.0 < self.containment_threshold <= 1.0, "containment_threshold must be in (0, 1]",
+               self.containment_threshold)
         _check(self.min_observations >= 1, "min_observations must be at least 1", self.min_observations)
         _check(0.0 < self.score_ema <= 1.0, "score_ema must be in (0, 1]", self.score_ema)
         _check(self.max_fusion_weight > 0.0, "max_fusion_weight must be positive", self.max_fusion_weight)

@@ -29,8 +29,8 @@ import numpy as np
 
 from ..detections import FramePerception
 from ..errors import FrameError, InputError
-from ..geometry.boxes import BOX_DIM
-from ..geometry.iou import box_iou_3d
+from ..geometry.boxes import BOX_DIM, box_volumes
+from ..geometry.iou import box_intersection_volume
 from .box_fusion import canonical_box, fuse_boxes
 from .config import MemoryConfig, ScoreMode
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
@@ -40,6 +40,16 @@ __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
 FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 1
+
+
+def _overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, M) exact IoU and intersection over the smaller volume of (N, 9) and (M, 9) boxes."""
+    inter = box_intersection_volume(a, b)
+    va, vb = box_volumes(a)[:, None], box_volumes(b)[None, :]
+    tiny = 1e-12
+    iou = np.where(inter > 0, inter / np.maximum(va + vb - inter, tiny), 0.0)
+    ios = np.where(inter > 0, inter / np.maximum(np.minimum(va, vb), tiny), 0.0)
+    return np.clip(iou, 0.0, 1.0), np.clip(ios, 0.0, 1.0)
 
 
 def _spheres_overlap(boxes: np.ndarray) -> bool:
@@ -72,7 +82,7 @@ class SceneMemory:
     """Persistent objects fused from per-frame world-frame detections; thread-safe.
 
     Args:
-        score_threshold, iou_threshold, max_per_class, min_observations, class_agnostic, score_mode, score_ema,
+        score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations, class_agnostic, score_mode, score_ema,
             max_fusion_weight, cell_size: see :class:`MemoryConfig` (same names and defaults).
 
     Raises:
@@ -85,6 +95,7 @@ class SceneMemory:
         score_threshold: float = 0.075,
         iou_threshold: float = 0.15,
         max_per_class: int = 10,
+        containment_threshold: float = 0.5,
         min_observations: int = 2,
         class_agnostic: bool = True,
         score_mode: ScoreMode | str = ScoreMode.MAX,
@@ -94,7 +105,7 @@ class SceneMemory:
     ) -> None:
         self.config = MemoryConfig(
             score_threshold=score_threshold, iou_threshold=iou_threshold, max_per_class=max_per_class,
-            min_observations=min_observations,
+            containment_threshold=containment_threshold, min_observations=min_observations,
             class_agnostic=class_agnostic, score_mode=score_mode,  # type: ignore[arg-type]  # str accepted
             score_ema=score_ema, max_fusion_weight=max_fusion_weight, cell_size=cell_size,
         )
@@ -213,16 +224,20 @@ class SceneMemory:
         union = np.array(sorted({c for f in found for c in f}), dtype=np.int64)
         others = [self._tracks[int(c)].box for c in union]
         if with_queries and n > 1 and (len(union) or _spheres_overlap(boxes)):
-            iou = box_iou_3d(boxes, np.concatenate([boxes, np.array(others).reshape(-1, BOX_DIM)]))
-            iou_qq, iou = iou[:, :n], iou[:, n:]
+            iou, ios = _overlaps(boxes, np.concatenate([boxes, np.array(others).reshape(-1, BOX_DIM)]))
+            iou_qq, iou, ios = iou[:, :n], iou[:, n:], ios[:, n:]
         elif len(union):
-            iou_qq, iou = np.zeros((n, n)), box_iou_3d(boxes, np.array(others))
+            iou, ios = _overlaps(boxes, np.array(others))
+            iou_qq = np.zeros((n, n))
         else:
             return [[] for _ in range(n)], np.zeros((n, n))
+        other_names = [self._tracks[int(c)].class_name for c in union]
         out: list[list[int]] = []
         for q in range(n):
-            col = np.flatnonzero(iou[q] > self.config.iou_threshold)
-            col = col[np.lexsort((union[col], -iou[q, col]))]  # best IoU, ties: older id
+            same = np.array([name == names[q] for name in other_names], dtype=bool)
+            hit = (iou[q] > self.config.iou_threshold) | (same & (ios[q] > self.config.containment_threshold))
+            col = np.flatnonzero(hit)
+            col = col[np.lexsort((union[col], -ios[q, col], -iou[q, col]))]  # best IoU, then containment, older id
             out.append([int(c) for c in union[col]
                         if c != skip[q] and self._same_class(self._tracks[int(c)].class_name, names[q])])
         return out, iou_qq
