@@ -89,7 +89,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 backend=args.backend, lifting=lifting)
     memory = SceneMemory.from_config(MemoryConfig(
         score_threshold=args.score_threshold, iou_threshold=args.iou_threshold, max_per_class=args.max_per_class,
-        containment_threshold=args.containment_threshold, min_observations=args.min_observations, class_agnostic=not args.per_class))
+        containment_threshold=args.containment_threshold, min_observations=args.min_observations,
+        class_agnostic=not args.per_class))
     occupancy = OccupancyMap()
     total = len(source)
     n = (total + args.stride - 1) // args.stride if total else None

@@ -82,8 +82,8 @@ class SceneMemory:
     """Persistent objects fused from per-frame world-frame detections; thread-safe.
 
     Args:
-        score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations, class_agnostic, score_mode, score_ema,
-            max_fusion_weight, cell_size: see :class:`MemoryConfig` (same names and defaults).
+        score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations,
+            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size: see :class:`MemoryConfig` (same names and defaults).
 
     Raises:
         ConfigError: if a parameter cannot work.
