@@ -83,7 +83,8 @@ class SceneMemory:
 
     Args:
         score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations,
-            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size: see :class:`MemoryConfig` (same names and defaults).
+            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size: see
+            :class:`MemoryConfig` (same names and defaults).
 
     Raises:
         ConfigError: if a parameter cannot work.
