@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/bootstrap.sh
+.venv/bin/python -m ruff check --quiet . && echo "ruff: clean"
 exec .venv/bin/python -m pytest -q "$@"

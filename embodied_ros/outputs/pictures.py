@@ -105,6 +105,30 @@ def save_rgb(path: Path, rgb: np.ndarray) -> None:
         raise OSError(f"cannot write {path}")
 
 
+def _occupancy_raster(occupancy: OccupiedVoxels) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+    """Occupied voxels seen from above as an RGBA image, one pixel per voxel column.
+
+    A column shows its highest occupied voxel: grey, darker the higher it is, or the class
+    colour where detections voted for it.
+    """
+    s = occupancy.voxel_size
+    ij = np.floor(occupancy.centers[:, :2] / s).astype(np.int64)
+    lo = ij.min(axis=0)
+    ij -= lo
+    shape = ij.max(axis=0) + 1
+    z = occupancy.centers[:, 2]
+    order = np.argsort(z)  # later (higher) voxels overwrite lower ones in the same column
+    z_rel = (z - z.min()) / max(float(np.ptp(z)), 1e-6)
+    grey = 0.85 - 0.55 * z_rel
+    rgba = np.zeros((shape[1], shape[0], 4))
+    names = occupancy.class_names
+    for k in order:
+        colour = class_color_float(names[k]) if names[k] else (grey[k], grey[k], grey[k])
+        rgba[ij[k, 1], ij[k, 0]] = (*colour, 0.8)
+    x0, y0 = lo * s
+    return rgba, (x0, x0 + shape[0] * s, y0, y0 + shape[1] * s)
+
+
 def save_top_down_map(
     path: Path,
     objects: Sequence[ObjectLike],
@@ -117,7 +141,7 @@ def save_top_down_map(
     Args:
         path: PNG file to write.
         objects: scene objects (world frame).
-        occupancy: occupied voxels, drawn as small squares coloured by class (grey when none).
+        occupancy: occupied voxels, drawn from above (grey by height, class colour where voted).
         camera_positions: (T, 3) camera centres along the trajectory, drawn as a line.
         title: figure title.
     """
@@ -129,10 +153,8 @@ def save_top_down_map(
 
     fig, ax = plt.subplots(figsize=(9, 9), dpi=110)
     if occupancy is not None and len(occupancy.centers):
-        colors = [class_color_float(c) if c else (0.72, 0.72, 0.72) for c in occupancy.class_names]
-        order = np.argsort(occupancy.centers[:, 2])  # higher voxels drawn last
-        ax.scatter(occupancy.centers[order, 0], occupancy.centers[order, 1], s=6, marker="s",
-                   c=[colors[i] for i in order], linewidths=0, alpha=0.5)
+        image, extent = _occupancy_raster(occupancy)
+        ax.imshow(image, origin="lower", extent=extent, interpolation="nearest", zorder=0)
     if camera_positions is not None and len(camera_positions):
         ax.plot(camera_positions[:, 0], camera_positions[:, 1], "-", color="0.2", lw=1.2, label="camera path")
         ax.plot(*camera_positions[0, :2], "o", color="0.2", ms=5)
