@@ -403,3 +403,27 @@ def test_lifted_perceptor_with_the_real_detector_finds_the_white_cup():
     reference = _lift_kitchen(250, [CUP_WHITE[250]], [1]).boxes[0, :3]
     cups = dets.boxes[dets.labels == cup, :3]
     assert len(cups) and np.linalg.norm(cups - reference, axis=1).min() < 0.1
+
+
+def _post_frame() -> Frame:
+    """A level camera (world z up) that sees only a 10 px wide vertical strip 2 m away: a screen's
+    frame edge, say, while the screen itself returns no depth."""
+    K = np.array([[500.0, 0, 320], [0, 500.0, 240], [0, 0, 1]])
+    T = make_transform(np.array([[1.0, 0, 0], [0, 0, 1], [0, -1, 0]]), [0.0, 0.0, 1.0])
+    depth = np.zeros((480, 640), np.float32)
+    depth[200:280, 300:310] = 2.0
+    return Frame(np.zeros((480, 640, 3), np.uint8), depth, K, T, stamp_ns=0, index=0)
+
+
+def test_depth_poor_detection_is_widened_to_its_image_box():
+    frame = _post_frame()
+    dets = Detections2D(np.array([[250.0, 200.0, 390.0, 280.0]]), np.array([0]), np.array([0.9]), ("tvmonitor",))
+    widened = lift_detections(frame, dets, LiftingParams())
+    sliver = lift_detections(frame, dets, LiftingParams(min_lateral_coverage=0.0))
+    assert len(widened) == len(sliver) == 1
+    assert sliver.boxes[0, 3] < 0.1  # only the strip was seen
+    width_at_2m = 140 * 2.0 / 500.0  # 2D box width in metres at the strip's depth
+    across = widened.boxes[0, 3] * abs(np.cos(widened.boxes[0, 6])) + widened.boxes[0, 4] * abs(
+        np.sin(widened.boxes[0, 6]))
+    assert across == pytest.approx(width_at_2m, rel=0.1)
+    assert widened.boxes[0, 0] == pytest.approx(0.0, abs=0.05)  # centred on the 2D box's centre ray (u = 320)

@@ -14,7 +14,7 @@ from scipy.spatial import cKDTree
 from ..detections import Detections2D, Detections3D
 from ..errors import ConfigError
 from ..frame import Frame
-from ..geometry.boxes import canonical_yaw_box
+from ..geometry.boxes import box_corners, canonical_yaw_box
 from ..geometry.transforms import transform_points
 
 
@@ -71,6 +71,11 @@ class LiftingParams:
     # faces, so a partly seen object looks thin; a box thinner than this is grown away from the
     # camera. Empty by default: the box then bounds what was observed.
     min_horizontal_size: tuple[tuple[str, float], ...] = ()
+    # The object is at least as wide, across the view, as its 2D box at its nearest depth. A box
+    # covering less than this fraction of that width (a screen returns almost no depth, so only
+    # a sliver of its frame is lifted) is widened to it, centred on the 2D box's centre ray,
+    # along whichever box axis lies closer to the view's horizontal. 0 disables it.
+    min_lateral_coverage: float = 0.7
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.shrink < 1.0:
@@ -166,6 +171,7 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     if support_z is not None:
         box = _rest_on_support(box, support_z, params.voxel_size)
     box = _apply_amodal_prior(box, name, frame.T_world_camera[:3, 3], params)
+    box = _widen_to_image_box(box, colour_box_to_depth_px(box_xyxy, frame.K, params), frame, params)
     ext = box[3:6]
     if ext.max() > params.max_extent or ext.max() < params.min_extent:
         return None
@@ -311,6 +317,38 @@ def _fit_upright_box(points: np.ndarray, params: LiftingParams) -> np.ndarray:
     centre_xy = np.array([c * mid[0] - s * mid[1], s * mid[0] + c * mid[1]])
     box = np.array([centre_xy[0], centre_xy[1], mid[2], ext[0], ext[1], ext[2], yaw, 0.0, 0.0])
     return canonical_yaw_box(box)
+
+
+def _widen_to_image_box(box: np.ndarray, box_px: np.ndarray, frame: Frame, params: LiftingParams) -> np.ndarray:
+    """Widen a yaw-only world box that covers too little of its 2D box's width (see LiftingParams)."""
+    if params.min_lateral_coverage <= 0:
+        return box
+    R, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
+    lateral = R[:, 0].copy()
+    lateral[2] = 0.0  # the image's x axis, levelled
+    if np.linalg.norm(lateral) < 0.3:  # camera looking straight up or down: no clear "across"
+        return box
+    lateral /= np.linalg.norm(lateral)
+    b = box.copy()
+    c, s = math.cos(b[6]), math.sin(b[6])
+    axes = (np.array([c, s, 0.0]), np.array([-s, c, 0.0]))
+    cos_x, cos_y = abs(float(axes[0] @ lateral)), abs(float(axes[1] @ lateral))
+    covered = b[3] * cos_x + b[4] * cos_y  # the box's width across the view
+    near = float(((box_corners(b)[0] - t) @ R[:, 2]).min())  # nearest corner's depth along the optical axis
+    if near <= 0:
+        return box
+    wanted = (box_px[2] - box_px[0]) * near / frame.K[0, 0]
+    if covered >= params.min_lateral_coverage * wanted:
+        return box
+    k, cos_k, other = (3, cos_x, b[4] * cos_y) if cos_x >= cos_y else (4, cos_y, b[3] * cos_x)
+    if cos_k < 0.7:  # box turned diagonally to the view: widening one axis would distort it
+        return box
+    b[k] = (wanted - other) / cos_k
+    centre_px = np.array([(box_px[0] + box_px[2]) / 2, (box_px[1] + box_px[3]) / 2, 1.0])
+    ray = R @ (np.linalg.solve(frame.K, centre_px))
+    on_ray = t + ray * (float((b[:3] - t) @ R[:, 2]) / float(ray @ R[:, 2]))
+    b[:3] += lateral * float(lateral @ (on_ray - b[:3]))
+    return canonical_yaw_box(b)
 
 
 def _apply_amodal_prior(box: np.ndarray, name: str, cam_pos: np.ndarray, params: LiftingParams) -> np.ndarray:
