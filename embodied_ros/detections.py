@@ -28,7 +28,7 @@ class Detections3D:
     frame_id: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "boxes", as_boxes(self.boxes) if len(self.boxes) else np.zeros((0, 9)))
+        object.__setattr__(self, "boxes", as_boxes(self.boxes))
         object.__setattr__(self, "labels", np.asarray(self.labels, dtype=np.int64).reshape(-1))
         object.__setattr__(self, "scores", np.asarray(self.scores, dtype=np.float64).reshape(-1))
         n = len(self.boxes)

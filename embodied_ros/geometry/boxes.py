@@ -57,12 +57,15 @@ BOX_FACES = np.array(
 
 
 def as_boxes(boxes: np.ndarray) -> np.ndarray:
-    """Return ``boxes`` as a float64 (N, 9) array; a single (9,) box becomes (1, 9).
+    """Return ``boxes`` as a float64 (N, 9) array; a single (9,) box becomes (1, 9), an empty
+    input of any shape (0, 9).
 
     Raises:
         ValueError: if the last dimension is not 9.
     """
     arr = np.asarray(boxes, dtype=np.float64)
+    if arr.size == 0:
+        return np.zeros((0, BOX_DIM))
     if arr.ndim == 1:
         arr = arr[None]
     if arr.ndim != 2 or arr.shape[1] != BOX_DIM:

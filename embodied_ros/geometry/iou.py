@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from embodied_ros.geometry.boxes import BOX_DIM, BOX_FACES, box_corners, box_rotations
+from .boxes import BOX_FACES, as_boxes, box_corners, box_rotations
 
 __all__ = [
     "box_intersection_volume",
@@ -62,18 +62,6 @@ _EDGE_PAD = 1e-10  # added to |Q| in the edge-axis tests, see _separated
 _EDGE_I1 = np.array([1, 2, 0])  # (i + 1) % 3
 _EDGE_I2 = np.array([2, 0, 1])  # (i + 2) % 3
 _UNIT_SQUARE = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])  # CCW
-
-
-def _as_box_array(boxes: np.ndarray) -> np.ndarray:
-    """(N, 9) float64 boxes; an empty input of any shape becomes (0, 9)."""
-    arr = np.asarray(boxes, dtype=np.float64)
-    if arr.size == 0:
-        return np.zeros((0, BOX_DIM))
-    if arr.ndim == 1:
-        arr = arr[None]
-    if arr.ndim != 2 or arr.shape[1] != BOX_DIM:
-        raise ValueError(f"9-DoF boxes must have shape (N, 9), got {arr.shape}")
-    return arr
 
 
 def _valid(boxes: np.ndarray) -> np.ndarray:
@@ -359,7 +347,7 @@ def _pair_overlaps(
 
 def _all_pairs(boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, M) intersection volumes and IoUs of every a against every b."""
-    a, b = _as_box_array(boxes_a), _as_box_array(boxes_b)
+    a, b = as_boxes(boxes_a), as_boxes(boxes_b)
     inter, iou = np.zeros((len(a), len(b))), np.zeros((len(a), len(b)))
     va, vb = _valid(a), _valid(b)
     if not (np.any(va) and np.any(vb)):
@@ -383,7 +371,7 @@ def _all_pairs(boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray, np
 
 def _matched_pairs(boxes_a: np.ndarray, boxes_b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N,) intersection volumes and IoUs of a[i] against b[i]."""
-    a, b = _as_box_array(boxes_a), _as_box_array(boxes_b)
+    a, b = as_boxes(boxes_a), as_boxes(boxes_b)
     if len(a) != len(b):
         raise ValueError(f"matched box pairs need equal counts, got {len(a)} and {len(b)}")
     inter, iou = np.zeros(len(a)), np.zeros(len(a))
