@@ -24,6 +24,7 @@ from .sources.base import FrameSource
 
 log = logging.getLogger(__name__)
 
+MEMORY_FILE = "memory.json"  # the whole scene memory (SceneMemory.load), for grounding and load_map
 STAGES = ("decode", "network", "lifting", "memory", "occupancy", "writing")
 
 
@@ -103,7 +104,8 @@ def run(
         perceptor: network (+ lifting) that turns a frame into world detections.
         memory: scene memory to accumulate into (may already hold objects).
         occupancy: world occupancy map to fuse depth into.
-        out_dir: folder for scene.mcap, metadata.yaml, objects.json and pictures (created).
+        out_dir: folder for scene.mcap, metadata.yaml, objects.json, memory.json and pictures
+            (created).
         stride: use every stride-th frame.
         max_frames: stop after this many frames (None: all).
         n_pictures: frames on which the final boxes are drawn.
@@ -170,9 +172,10 @@ def run(
 
     objects = tuple(memory.published_objects())
     voxels = occupancy.occupied_voxels()
-    outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json"]
+    outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json", out_dir / MEMORY_FILE]
     write_objects_json(outputs[2], objects, last_frame_id,
                        extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)})
+    memory.save(outputs[3])
     for frame in kept:
         path = out_dir / f"boxes_frame_{frame.index:06d}.png"
         save_rgb(path, draw_boxes_on_frame(frame, objects))

@@ -11,6 +11,7 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from embodied_ros.cli import main
+from embodied_ros.memory import SceneMemory
 from embodied_ros.messages.types import typestore
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
@@ -56,13 +57,15 @@ def kitchen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @needs_data
 def test_run_on_redkitchen_writes_every_output(kitchen_run: Path) -> None:
     names = {p.name for p in kitchen_run.iterdir()}
-    assert {"scene.mcap", "metadata.yaml", "objects.json", "top_down.png"} <= names
+    assert {"scene.mcap", "metadata.yaml", "objects.json", "memory.json", "top_down.png"} <= names
     assert len([n for n in names if n.startswith("boxes_frame_")]) == 4
     doc = json.loads((kitchen_run / "objects.json").read_text())
     classes = {o["class"] for o in doc["objects"]}
     assert doc["frames_processed"] == 12 and doc["frames_skipped"] == 0
     assert len(classes & {"chair", "cup", "tvmonitor", "diningtable", "book"}) >= 3, classes
     assert all(o["n_observations"] >= 2 for o in doc["objects"])  # the publish rule
+    memory = SceneMemory.load(kitchen_run / "memory.json")
+    assert [o.id for o in memory.published_objects()] == [o["id"] for o in doc["objects"]]
     with AnyReader([kitchen_run], default_typestore=typestore()) as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
     assert counts["/embodied/markers"] == 12 and counts["/rgb/image_raw/compressed"] == 12
