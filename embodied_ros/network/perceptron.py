@@ -1,0 +1,200 @@
+"""The Embodied Perceptron, TensorRT-friendly: multi-view 2D features lifted into a voxel volume,
+fused with voxelised depth, a 3D CNN + FPN, and heads for 9-DoF boxes and occupancy.
+
+Reads like nanoGPT: modules in dependency order, shape comments on every reshape. What is not
+in the graph, on purpose (TensorRT's ONNX parser rejects or slows these): point voxelisation
+(``depth_volume`` is an input), projection matrices (``projections`` is an input), box decoding
+and NMS (perceptron_decode.py), and the grounding head's proposal gather (grounding_head.py).
+
+Graph contract (fixed shapes, float32)::
+
+    images       (V, 3, S, S)   RGB in [0, 1], V views of one keyframe window, S = image_size
+    projections  (V, 3, 4)      grid-frame point (metres) -> homogeneous pixel of the S x S input
+    depth_volume (1, 1, X, Y, Z) log(1 + depth points per voxel) in the grid
+    ->
+    occupancy    (1, C + 1, X, Y, Z)        logits; index C = empty
+    box_cls      (1, C, X/2, Y/2, Z/2)      logits per coarse voxel
+    box_ctr      (1, 1, X/2, Y/2, Z/2)      centerness logit
+    box_dist     (1, 6, X/2, Y/2, Z/2)      distances (m) from the voxel centre to the six faces
+    box_rot      (1, 6, X/2, Y/2, Z/2)      6D rotation (two columns of R, unnormalised)
+    features     (1, F, X/2, Y/2, Z/2)      FPN features for the grounding head
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+CLASSES: tuple[str, ...] = (
+    "chair", "table", "sofa", "bed", "cabinet", "shelf", "monitor", "lamp",
+    "cup", "book", "bottle", "box", "plant", "bin",
+)
+"""The project's own classes (the synthetic world's), in label order."""
+
+
+@dataclass(frozen=True)
+class PerceptronConfig:
+    """Shapes and widths of the network (one config = one exported graph)."""
+
+    # Class vocabulary; the occupancy head adds one "empty" class after these.
+    classes: tuple[str, ...] = CLASSES
+    # Square network input in pixels (frames are resized to it).
+    image_size: int = 240
+    # Views per keyframe window (fixed in the exported graph).
+    n_views: int = 1
+    # Occupancy grid: voxels per axis and voxel edge (metres); EmbodiedScan's 40 x 40 x 16 at 0.16 m.
+    grid_shape: tuple[int, int, int] = (40, 40, 16)
+    voxel_size: float = 0.16
+    # Grid-frame coordinate of the grid's (0, 0, 0) corner: x, y in [-3.2, 3.2], z in [-0.78, 1.78].
+    grid_origin: tuple[float, float, float] = (-3.2, -3.2, -0.78)
+    # Channels of the 2D image features lifted into the volume.
+    image_channels: int = 24
+    # Channels of the 3D levels (full, 1/2, 1/4 resolution).
+    volume_channels: tuple[int, int, int] = (16, 32, 64)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.classes)
+
+    def voxel_centres(self) -> np.ndarray:
+        """(X * Y * Z, 3) float32 voxel centres in the grid frame, x slowest, z fastest."""
+        axes = [
+            self.grid_origin[i] + self.voxel_size * (np.arange(n) + 0.5) for i, n in enumerate(self.grid_shape)
+        ]
+        xx, yy, zz = np.meshgrid(*axes, indexing="ij")  # each (X, Y, Z)
+        return np.stack([xx, yy, zz], axis=-1).reshape(-1, 3).astype(np.float32)
+
+    def coarse_voxel_centres(self) -> np.ndarray:
+        """(X/2 * Y/2 * Z/2, 3) centres of the box head's voxels (edge 2 * voxel_size)."""
+        coarse = PerceptronConfig(grid_shape=tuple(n // 2 for n in self.grid_shape),  # type: ignore[arg-type]
+                                  voxel_size=2 * self.voxel_size, grid_origin=self.grid_origin)
+        return coarse.voxel_centres()
+
+
+def _conv2d(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+
+
+def _conv3d(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
+    return nn.Sequential(nn.Conv3d(c_in, c_out, 3, stride, 1, bias=False), nn.BatchNorm3d(c_out), nn.ReLU(inplace=True))
+
+
+class ImageEncoder(nn.Module):
+    """A small 2D CNN: (V, 3, S, S) -> (V, C, S/8, S/8), with a 1/4 -> 1/8 skip for detail."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(_conv2d(3, 16, 2), _conv2d(16, 16))  # 1/2
+        self.down1 = nn.Sequential(_conv2d(16, 32, 2), _conv2d(32, 32))  # 1/4
+        self.down2 = nn.Sequential(_conv2d(32, 48, 2), _conv2d(48, 48))  # 1/8
+        self.out = nn.Conv2d(48 + 32, channels, 1)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        x4 = self.down1(self.stem(images))  # (V, 32, S/4, S/4)
+        x8 = self.down2(x4)  # (V, 48, S/8, S/8)
+        skip = F.avg_pool2d(x4, 2)  # (V, 32, S/8, S/8)
+        return self.out(torch.cat([x8, skip], dim=1))
+
+
+class VoxelLifting(nn.Module):
+    """Project voxel centres into every view and sample its features (4-D grid_sample), average over views."""
+
+    def __init__(self, config: PerceptronConfig) -> None:
+        super().__init__()
+        centres = torch.from_numpy(config.voxel_centres())  # (N, 3)
+        self.register_buffer("centres_h", torch.cat([centres, torch.ones(len(centres), 1)], dim=1).T.contiguous())
+        self.grid_shape = config.grid_shape
+        self.image_size = float(config.image_size)
+
+    def forward(self, features: torch.Tensor, projections: torch.Tensor) -> torch.Tensor:
+        _v, c = features.shape[0], features.shape[1]
+        uvw = torch.matmul(projections, self.centres_h)  # (V, 3, N) homogeneous pixels
+        w = uvw[:, 2:3]  # (V, 1, N)
+        in_front = (w > 1e-3).float()
+        uv = uvw[:, 0:2] / torch.clamp(w, min=1e-3)  # (V, 2, N) pixels of the S x S input
+        grid = uv / self.image_size * 2.0 - 1.0  # align_corners=False: pixel edges at -1 and 1
+        inside = ((grid.abs() <= 1.0).float().prod(dim=1, keepdim=True)) * in_front  # (V, 1, N)
+        grid = grid.permute(0, 2, 1).unsqueeze(1)  # (V, 1, N, 2)
+        sampled = F.grid_sample(features, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+        sampled = sampled.squeeze(2) * inside  # (V, C, N)
+        count = inside.sum(dim=0)  # (1, N) views that see each voxel
+        volume = sampled.sum(dim=0) / torch.clamp(count, min=1.0)  # (C, N)
+        seen = (count > 0).float()  # (1, N)
+        x, y, z = self.grid_shape
+        return torch.cat([volume, seen], dim=0).reshape(1, c + 1, x, y, z)  # (1, C + 1, X, Y, Z)
+
+
+class VolumeFPN(nn.Module):
+    """3D CNN with three levels and a top-down FPN back to the full and the 1/2 resolution."""
+
+    def __init__(self, c_in: int, channels: tuple[int, int, int]) -> None:
+        super().__init__()
+        c0, c1, c2 = channels
+        self.level0 = _conv3d(c_in, c0)  # one conv at full resolution: it dominates the cost
+        self.level1 = nn.Sequential(_conv3d(c0, c1, 2), _conv3d(c1, c1))
+        self.level2 = nn.Sequential(_conv3d(c1, c2, 2), _conv3d(c2, c2))
+        self.lateral1 = nn.Conv3d(c1, c1, 1)
+        self.top2 = nn.Conv3d(c2, c1, 1)
+        self.smooth1 = _conv3d(c1, c1)
+        self.lateral0 = nn.Conv3d(c0, c0, 1)
+        self.top1 = nn.Conv3d(c1, c0, 1)
+        self.smooth0 = _conv3d(c0, c0)
+
+    def forward(self, volume: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        f0 = self.level0(volume)  # (1, c0, X, Y, Z)
+        f1 = self.level1(f0)  # (1, c1, X/2, Y/2, Z/2)
+        f2 = self.level2(f1)  # (1, c2, X/4, Y/4, Z/4)
+        p1 = self.smooth1(self.lateral1(f1) + F.interpolate(self.top2(f2), scale_factor=2.0, mode="nearest"))
+        p0 = self.smooth0(self.lateral0(f0) + F.interpolate(self.top1(p1), scale_factor=2.0, mode="nearest"))
+        return p0, p1
+
+
+class EmbodiedPerceptron(nn.Module):
+    """Images + projections + depth volume -> occupancy logits and dense 9-DoF box predictions."""
+
+    def __init__(self, config: PerceptronConfig = PerceptronConfig()) -> None:
+        super().__init__()
+        self.config = config
+        c0, c1, _ = config.volume_channels
+        n = config.num_classes
+        self.image_encoder = ImageEncoder(config.image_channels)
+        self.lifting = VoxelLifting(config)
+        self.fpn = VolumeFPN(config.image_channels + 1 + 1, config.volume_channels)  # + seen + depth
+        self.occupancy_head = nn.Conv3d(c0, n + 1, 1)
+        self.box_tower = _conv3d(c1, c1)
+        self.box_cls = nn.Conv3d(c1, n, 1)
+        self.box_ctr = nn.Conv3d(c1, 1, 1)
+        self.box_dist = nn.Conv3d(c1, 6, 1)
+        self.box_rot = nn.Conv3d(c1, 6, 1)
+        nn.init.constant_(self.box_cls.bias, -4.6)  # focal-loss prior: p(object) ~ 0.01 at start
+
+    def forward(
+        self, images: torch.Tensor, projections: torch.Tensor, depth_volume: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        features = self.image_encoder(images)  # (V, Ci, S/8, S/8)
+        # The projections map to pixels of the S x S input; the lifting samples the 1/8 map,
+        # whose normalised coordinates are the same (grid_sample works in [-1, 1]).
+        volume = self.lifting(features, projections)  # (1, Ci + 1, X, Y, Z)
+        p0, p1 = self.fpn(torch.cat([volume, depth_volume], dim=1))
+        occupancy = self.occupancy_head(p0)  # (1, C + 1, X, Y, Z)
+        t = self.box_tower(p1)  # (1, c1, X/2, Y/2, Z/2)
+        dist = F.softplus(self.box_dist(t))  # metres, >= 0
+        return occupancy, self.box_cls(t), self.box_ctr(t), dist, self.box_rot(t), t
+
+
+INPUT_NAMES = ("images", "projections", "depth_volume")
+OUTPUT_NAMES = ("occupancy", "box_cls", "box_ctr", "box_dist", "box_rot", "features")
+
+
+def example_inputs(config: PerceptronConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Zero inputs of the graph's fixed shapes (for export and tests)."""
+    s, v = config.image_size, config.n_views
+    return (torch.zeros(v, 3, s, s), torch.zeros(v, 3, 4), torch.zeros(1, 1, *config.grid_shape))
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
