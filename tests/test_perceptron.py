@@ -49,7 +49,7 @@ def test_forward_shapes_follow_the_contract() -> None:
         out = model(*example_inputs(SMALL))
     n = SMALL.num_classes
     shapes = dict(zip(OUTPUT_NAMES, [tuple(o.shape) for o in out], strict=True))
-    assert shapes["occupancy"] == (1, n + 1, 8, 8, 4)
+    assert shapes["occupancy"] == (1, SMALL.empty_label + 1, 8, 8, 4)
     assert shapes["box_cls"] == (1, n, 4, 4, 2) and shapes["box_dist"] == (1, 6, 4, 4, 2)
     assert shapes["box_rot"] == (1, 6, 4, 4, 2) and shapes["box_ctr"] == (1, 1, 4, 4, 2)
     assert float(out[3].min()) >= 0.0  # face distances are non-negative

@@ -49,7 +49,7 @@ def test_a_few_steps_of_training_reduce_the_loss() -> None:
     model = EmbodiedPerceptron(SMALL)
     centres = SMALL.coarse_voxel_centres()
     targets = box_targets(centres, np.stack([TABLE, CUP]), np.array([1, 8]))
-    occupancy = np.full(SMALL.grid_shape, SMALL.num_classes, np.int64)  # all empty ...
+    occupancy = np.full(SMALL.grid_shape, SMALL.empty_label, np.int64)  # all empty ...
     occupancy[3:6, 3:6, 0:2] = 1  # ... but a block of "table"
     depth = np.zeros((1, 1, *SMALL.grid_shape), np.float32)
     depth[0, 0, 3:6, 3:6, 1] = 1.0

@@ -12,7 +12,7 @@ Graph contract (fixed shapes, float32)::
     projections  (V, 3, 4)      grid-frame point (metres) -> homogeneous pixel of the S x S input
     depth_volume (1, 1, X, Y, Z) log(1 + depth points per voxel) in the grid
     ->
-    occupancy    (1, C + 1, X, Y, Z)        logits; index C = empty
+    occupancy    (1, K + 1, X, Y, Z)        logits over the K occupancy classes; index K = empty
     box_cls      (1, C, X/2, Y/2, Z/2)      logits per coarse voxel
     box_ctr      (1, 1, X/2, Y/2, Z/2)      centerness logit
     box_dist     (1, 6, X/2, Y/2, Z/2)      distances (m) from the voxel centre to the six faces
@@ -29,19 +29,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-CLASSES: tuple[str, ...] = (
-    "chair", "table", "sofa", "bed", "cabinet", "shelf", "monitor", "lamp",
-    "cup", "book", "bottle", "box", "plant", "bin",
-)
-"""The project's own classes (the synthetic world's), in label order."""
+from ..synthetic.classes import OBJECT_CLASSES, OCCUPANCY_CLASSES
 
 
 @dataclass(frozen=True)
 class PerceptronConfig:
     """Shapes and widths of the network (one config = one exported graph)."""
 
-    # Class vocabulary; the occupancy head adds one "empty" class after these.
-    classes: tuple[str, ...] = CLASSES
+    # Detection classes (the synthetic world's vocabulary, synthetic/classes.py).
+    classes: tuple[str, ...] = OBJECT_CLASSES
+    # Occupancy classes; the occupancy head adds one "empty" class after these.
+    occupancy_classes: tuple[str, ...] = OCCUPANCY_CLASSES
     # Square network input in pixels (frames are resized to it).
     image_size: int = 240
     # Views per keyframe window (fixed in the exported graph).
@@ -49,8 +47,9 @@ class PerceptronConfig:
     # Occupancy grid: voxels per axis and voxel edge (metres); EmbodiedScan's 40 x 40 x 16 at 0.16 m.
     grid_shape: tuple[int, int, int] = (40, 40, 16)
     voxel_size: float = 0.16
-    # Grid-frame coordinate of the grid's (0, 0, 0) corner: x, y in [-3.2, 3.2], z in [-0.78, 1.78].
-    grid_origin: tuple[float, float, float] = (-3.2, -3.2, -0.78)
+    # Grid-frame coordinate of the grid's voxel (0, 0, 0) corner. The grid frame's origin IS that
+    # corner (LocalOccupancy.T_world_grid is its pose), so (0, 0, 0) unless a test wants otherwise.
+    grid_origin: tuple[float, float, float] = (0.0, 0.0, 0.0)
     # Channels of the 2D image features lifted into the volume.
     image_channels: int = 24
     # Channels of the 3D levels (full, 1/2, 1/4 resolution).
@@ -59,6 +58,11 @@ class PerceptronConfig:
     @property
     def num_classes(self) -> int:
         return len(self.classes)
+
+    @property
+    def empty_label(self) -> int:
+        """Occupancy label of an empty voxel (the last output channel)."""
+        return len(self.occupancy_classes)
 
     def voxel_centres(self) -> np.ndarray:
         """(X * Y * Z, 3) float32 voxel centres in the grid frame, x slowest, z fastest."""
@@ -164,7 +168,7 @@ class EmbodiedPerceptron(nn.Module):
         self.image_encoder = ImageEncoder(config.image_channels)
         self.lifting = VoxelLifting(config)
         self.fpn = VolumeFPN(config.image_channels + 1 + 1, config.volume_channels)  # + seen + depth
-        self.occupancy_head = nn.Conv3d(c0, n + 1, 1)
+        self.occupancy_head = nn.Conv3d(c0, config.empty_label + 1, 1)
         self.box_tower = _conv3d(c1, c1)
         self.box_cls = nn.Conv3d(c1, n, 1)
         self.box_ctr = nn.Conv3d(c1, 1, 1)

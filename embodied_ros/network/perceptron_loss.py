@@ -116,7 +116,7 @@ def perceptron_loss(
     Args:
         outputs: the network's (occupancy, box_cls, box_ctr, box_dist, box_rot, features).
         targets: box targets of this sample (perceptron_targets.box_targets).
-        occupancy_labels: (X, Y, Z) int64 classes, num_classes = empty.
+        occupancy_labels: (X, Y, Z) int64 occupancy classes; the last output channel = empty.
         coarse_centres: (N, 3) float32 coarse voxel centres (grid frame).
     """
     occupancy, box_cls, box_ctr, box_dist, box_rot, _ = outputs

@@ -1,0 +1,70 @@
+"""The Embodied Perceptron as a Perceptor: graph inputs from a real frame, and a full perceive()."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from embodied_ros.detections import FramePerception
+from embodied_ros.geometry.grid import GridSpec, aligned_grid_pose
+from embodied_ros.network.perceptor import Perceptor
+from embodied_ros.network.perceptron import EmbodiedPerceptron, PerceptronConfig
+from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
+from embodied_ros.sources.folders import SevenScenesFolder
+
+DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
+KITCHEN = DATA / "redkitchen"
+needs_kitchen = pytest.mark.skipif(not KITCHEN.is_dir(), reason=f"redkitchen not found in {DATA}")
+
+
+def test_grid_follows_the_camera_heading_and_the_floor() -> None:
+    yaw = 0.8
+    R_world_cam = np.array([[-np.sin(yaw), 0, np.cos(yaw)], [np.cos(yaw), 0, np.sin(yaw)], [0, -1, 0]])
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R_world_cam, [1.0, 2.0, 1.4]  # level camera 1.4 m above the floor at z = 0
+    G = aligned_grid_pose(T, GridSpec(), floor_z=0.0)
+    np.testing.assert_allclose(G[:3, 0], [np.cos(yaw), np.sin(yaw), 0], atol=1e-12)  # x = heading
+    centre = G[:3, :3] @ (GridSpec().extent / 2) + G[:3, 3]
+    np.testing.assert_allclose(centre[:2], [1.0, 2.0], atol=1e-12)  # centred on the camera
+    assert G[2, 3] == pytest.approx(-0.78)
+
+
+@needs_kitchen
+def test_graph_inputs_of_a_real_frame_see_the_scene() -> None:
+    frame = SevenScenesFolder(KITCHEN).read(0)
+    config = PerceptronConfig()
+    inputs = graph_inputs(frame, config)
+    assert inputs.images.shape == (1, 3, 240, 240) and inputs.images.dtype == np.float32
+    assert 0.0 <= inputs.images.min() and inputs.images.max() <= 1.0
+    assert inputs.projections.shape == (1, 3, 4) and inputs.depth_volume.shape == (1, 1, 40, 40, 16)
+    occupied = inputs.depth_volume[0, 0] > 0
+    assert occupied.sum() > 200  # the kitchen's surfaces land in the grid
+    # Occupied voxels project inside the image and in front of the camera (depth and pose agree).
+    ijk = np.argwhere(occupied)
+    centres = (ijk + 0.5) * config.voxel_size
+    uvw = inputs.projections[0] @ np.c_[centres, np.ones(len(centres))].T
+    uv = uvw[:2] / uvw[2]
+    assert (uvw[2] > 0).all()
+    inside = (uv >= -5) & (uv <= 245)
+    assert inside.all(axis=0).mean() > 0.95
+
+
+@needs_kitchen
+def test_perceive_returns_world_detections_and_local_occupancy() -> None:
+    torch.manual_seed(0)
+    config = PerceptronConfig()
+    perceptor = PerceptronPerceptor(torch_runner(EmbodiedPerceptron(config).eval()), config)
+    assert isinstance(perceptor, Perceptor)
+    frame = SevenScenesFolder(KITCHEN).read(3)
+    result = perceptor.perceive(frame)
+    assert isinstance(result, FramePerception) and result.frame_index == 3
+    assert result.detections.frame_id == frame.world_frame
+    assert result.detections.class_names == config.classes
+    occ = result.occupancy
+    assert occ is not None and occ.labels.shape == config.grid_shape and occ.labels.min() >= -1
+    assert occ.class_names == config.occupancy_classes and occ.voxel_size == pytest.approx(0.16)
+    assert set(result.timings_s) == {"preprocess", "network", "decode"}
