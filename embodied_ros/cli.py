@@ -123,6 +123,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return cmd_run(run_args)
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from .training.config import load_config
+    from .training.trainer import train
+
+    result = train(load_config(args.config), args.out, resume=args.resume, progress=not args.no_progress)
+    if result is not None:  # rank 0
+        evals = [h for h in result.history if "map25_frame" in h]
+        last = evals[-1] if evals else {}
+        print(f"trained {result.steps} steps in {result.seconds / 60:.1f} min; weights: {result.weights}")
+        if last:
+            print(f"held-out: mAP@0.25 per frame {last['map25_frame']:.3f}, accumulated {last['map25_scene']:.3f}, "
+                  f"occupancy mIoU {last['miou']:.3f}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="embodied-ros", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -133,6 +148,13 @@ def build_parser() -> argparse.ArgumentParser:
                                       "or rosbag2 folder/file")
     _add_run_options(p_run)
     p_run.set_defaults(func=cmd_run)
+
+    p_train = sub.add_parser("train", help="train the Embodied Perceptron on synthetic scenes (torchrun for DDP)")
+    p_train.add_argument("--config", type=Path, required=True, help="YAML training config (see config/train_*.yaml)")
+    p_train.add_argument("--out", type=Path, required=True, help="run folder (checkpoints, weights, history, plot)")
+    p_train.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
+    p_train.add_argument("--no-progress", action="store_true", help="no progress bars (logs only)")
+    p_train.set_defaults(func=cmd_train)
 
     p_demo = sub.add_parser("demo", help="run on the built-in scene")
     p_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder (default: %(default)s)")

@@ -29,6 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import ConfigError
+from ..geometry.grid import GridSpec
 from ..synthetic.classes import OBJECT_CLASSES, OCCUPANCY_CLASSES
 
 
@@ -55,6 +57,12 @@ class PerceptronConfig:
     # Channels of the 3D levels (full, 1/2, 1/4 resolution).
     volume_channels: tuple[int, int, int] = (16, 32, 64)
 
+    def __post_init__(self) -> None:
+        if any(n % 4 for n in self.grid_shape):
+            raise ConfigError(f"grid_shape {self.grid_shape}: every axis must be divisible by 4 (two stride-2 levels)")
+        if self.image_size % 8:
+            raise ConfigError(f"image_size {self.image_size}: must be divisible by 8 (three stride-2 stages)")
+
     @property
     def num_classes(self) -> int:
         return len(self.classes)
@@ -63,6 +71,10 @@ class PerceptronConfig:
     def empty_label(self) -> int:
         """Occupancy label of an empty voxel (the last output channel)."""
         return len(self.occupancy_classes)
+
+    def grid_spec(self) -> GridSpec:
+        """Placement of the network's grid in the world (geometry/grid.py)."""
+        return GridSpec(shape=self.grid_shape, voxel_size=self.voxel_size)
 
     def voxel_centres(self) -> np.ndarray:
         """(X * Y * Z, 3) float32 voxel centres in the grid frame, x slowest, z fastest."""
@@ -74,9 +86,10 @@ class PerceptronConfig:
 
     def coarse_voxel_centres(self) -> np.ndarray:
         """(X/2 * Y/2 * Z/2, 3) centres of the box head's voxels (edge 2 * voxel_size)."""
-        coarse = PerceptronConfig(grid_shape=tuple(n // 2 for n in self.grid_shape),  # type: ignore[arg-type]
-                                  voxel_size=2 * self.voxel_size, grid_origin=self.grid_origin)
-        return coarse.voxel_centres()
+        shape = tuple(n // 2 for n in self.grid_shape)
+        axes = [self.grid_origin[i] + 2 * self.voxel_size * (np.arange(n) + 0.5) for i, n in enumerate(shape)]
+        xx, yy, zz = np.meshgrid(*axes, indexing="ij")  # each (X/2, Y/2, Z/2)
+        return np.stack([xx, yy, zz], axis=-1).reshape(-1, 3).astype(np.float32)
 
 
 def _conv2d(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:

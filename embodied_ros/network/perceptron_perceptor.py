@@ -11,7 +11,7 @@ import numpy as np
 
 from ..detections import Detections3D, FramePerception, LocalOccupancy
 from ..frame import Frame
-from ..geometry.grid import GridSpec, aligned_grid_pose
+from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
 from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronConfig
 from .perceptron_decode import DecodeParams, decode_boxes
@@ -56,8 +56,7 @@ def graph_inputs(frame: Frame, config: PerceptronConfig, floor_z: float | None =
         depth_stride: depth pixels used for the depth volume (every n-th row and column).
     """
     s = config.image_size
-    spec = GridSpec(shape=config.grid_shape, voxel_size=config.voxel_size)
-    T_world_grid = aligned_grid_pose(frame.T_world_camera, spec,
+    T_world_grid = aligned_grid_pose(frame.T_world_camera, config.grid_spec(),
                                      estimate_floor_z(frame) if floor_z is None else floor_z)
     image = cv2.resize(frame.color, (s, s), interpolation=cv2.INTER_AREA)
     images = (image.astype(np.float32) / 255.0).transpose(2, 0, 1)[None]  # (1, 3, S, S)
@@ -86,10 +85,14 @@ class PerceptronPerceptor:
         config: the graph's shapes and vocabularies (must match the weights).
         decode: box decoding thresholds.
         name: for logs and outputs.
+        floor_z: floor height of the world, when known (a synthetic scene: 0); None estimates it
+            from each frame's depth.
     """
 
     def __init__(self, run_graph: RunGraph, config: PerceptronConfig | None = None,
-                 decode: DecodeParams | None = None, name: str = "embodied-perceptron") -> None:
+                 decode: DecodeParams | None = None, name: str = "embodied-perceptron",
+                 floor_z: float | None = None) -> None:
+        self.floor_z = floor_z
         self.run_graph = run_graph
         self.config = config = config or PerceptronConfig()
         self.decode = decode or DecodeParams()
@@ -99,7 +102,7 @@ class PerceptronPerceptor:
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()
-        inputs = graph_inputs(frame, self.config)
+        inputs = graph_inputs(frame, self.config, floor_z=self.floor_z)
         t1 = time.perf_counter()
         out = self.run_graph(inputs.as_dict())
         t2 = time.perf_counter()

@@ -1,0 +1,1 @@
+"""Training of the Embodied Perceptron: config, samples, the loop (DDP-capable) and evaluation."""

@@ -1,0 +1,104 @@
+"""Training configuration: frozen dataclasses read from and written to YAML (one file = one run)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ConfigError
+from ..network.perceptron import PerceptronConfig
+from ..network.perceptron_loss import LossWeights
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Which synthetic scenes and frames feed training and evaluation."""
+
+    train_seeds: tuple[int, int] = (0, 40)  # [first, last) scene seeds for training
+    val_seeds: tuple[int, int] = (10_000, 10_004)  # held-out scene seeds (never trained on)
+    frames_per_scene: int = 12  # keyframes rendered per training scene
+    val_frames_per_scene: int = 12  # keyframes per held-out scene (accumulated for the scene metric)
+    min_visibility: float = 0.1  # an object is a training target in a frame when this much of it shows
+    image_width: int = 480  # rendered frame size (the network resizes to its image_size)
+    image_height: int = 480
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Optimiser and schedule."""
+
+    steps: int = 2000  # optimiser steps
+    lr: float = 2e-3  # peak learning rate (AdamW), cosine decay to 5 % after a linear warm-up
+    warmup_steps: int = 100
+    weight_decay: float = 1e-4
+    accumulate: int = 2  # samples per optimiser step (the graph takes one keyframe at a time)
+    grad_clip: float = 5.0  # max gradient norm
+    threads: int = 2  # torch intra-op threads per process
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A training run."""
+
+    model: PerceptronConfig = field(default_factory=PerceptronConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    loss: LossWeights = field(default_factory=LossWeights)
+    seed: int = 0  # torch / sampling seed
+    eval_every: int = 500  # steps between held-out evaluations (and at the end)
+    checkpoint_every: int = 250  # steps between checkpoints (and at the end)
+    log_every: int = 25  # steps between loss records
+
+
+def _build(cls: type, data: dict[str, Any] | None, where: str) -> Any:
+    """A (nested) frozen dataclass from a mapping; unknown keys are an error, lists become tuples."""
+    data = dict(data or {})
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    kwargs = {}
+    for name, value in data.items():
+        default = getattr(cls(), name)
+        if dataclasses.is_dataclass(default):
+            kwargs[name] = _build(type(default), value, f"{where}.{name}")
+        elif isinstance(default, tuple) and isinstance(value, list):
+            kwargs[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        else:
+            kwargs[name] = value
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from None
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read a YAML training config (missing keys take the defaults).
+
+    Raises:
+        ConfigError: unreadable file, bad YAML or unknown keys.
+    """
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise ConfigError(f"{path}: {' '.join(str(err).split())}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the config must be a mapping of sections")
+    return _build(TrainConfig, data, path.name)
+
+
+def dump_config(config: TrainConfig) -> str:
+    """The config as YAML (tuples as lists), readable by load_config."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, tuple):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    return yaml.safe_dump(plain(dataclasses.asdict(config)), sort_keys=False)

@@ -1,0 +1,71 @@
+"""Training samples from synthetic scenes: graph inputs + box targets + occupancy labels per keyframe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry.boxes import transform_boxes
+from ..geometry.transforms import invert_transform
+from ..network.perceptron import PerceptronConfig
+from ..network.perceptron_perceptor import GraphInputs, graph_inputs
+from ..network.perceptron_targets import BoxTargets, box_targets
+from ..synthetic.scene import SceneConfig, SyntheticScene, generate_scene
+from .config import DataConfig
+
+
+@dataclass(frozen=True)
+class TrainingSample:
+    """One keyframe ready for the network and the loss.
+
+    Attributes:
+        inputs: the graph inputs (with the grid pose they refer to).
+        targets: box targets on the coarse voxels (grid frame).
+        occupancy: (X, Y, Z) int64 occupancy labels; the config's empty_label for empty.
+        visible_ids: instance ids of the scene objects that are targets in this frame.
+        scene_seed, frame_index: where it came from.
+    """
+
+    inputs: GraphInputs
+    targets: BoxTargets
+    occupancy: np.ndarray
+    visible_ids: np.ndarray
+    scene_seed: int
+    frame_index: int
+
+
+def scene_config(data: DataConfig) -> SceneConfig:
+    return SceneConfig(width=data.image_width, height=data.image_height)
+
+
+def scene_sample(scene: SyntheticScene, index: int, model: PerceptronConfig, data: DataConfig) -> TrainingSample:
+    """The training sample of frame ``index`` of a synthetic scene (floor at z = 0, as generated)."""
+    rendered = scene.render(index)
+    inputs = graph_inputs(rendered.frame, model, floor_z=0.0)
+    visible = scene.visible_objects(rendered, min_fraction=data.min_visibility)
+    boxes_grid = transform_boxes(scene.boxes[visible], invert_transform(inputs.T_world_grid))
+    extent = np.asarray(model.grid_shape) * model.voxel_size
+    inside = np.all((boxes_grid[:, :3] >= 0) & (boxes_grid[:, :3] <= extent), axis=1)
+    targets = box_targets(model.coarse_voxel_centres(), boxes_grid[inside], scene.labels[visible][inside])
+    occ = scene.surface.occupancy(inputs.T_world_grid, model.grid_spec()).labels.astype(np.int64)
+    occ[occ < 0] = model.empty_label
+    return TrainingSample(inputs, targets, occ, visible[inside], scene.seed, index)
+
+
+def frame_indices(n_frames: int, wanted: int) -> np.ndarray:
+    """``wanted`` keyframes spread over a trajectory of ``n_frames``."""
+    return np.unique(np.linspace(0, n_frames - 1, num=min(wanted, n_frames)).round().astype(int))
+
+
+def generate_samples(seeds: range, model: PerceptronConfig, data: DataConfig, frames_per_scene: int,
+                     progress: bool = False) -> list[TrainingSample]:
+    """Render the samples of several scenes (kept in memory: about 1 MB each)."""
+    from tqdm import tqdm
+
+    samples = []
+    for seed in tqdm(seeds, desc="rendering scenes", unit="scene", disable=not progress):
+        scene = generate_scene(int(seed), scene_config(data))
+        for i in frame_indices(len(scene), frames_per_scene):
+            samples.append(scene_sample(scene, int(i), model, data))
+    return samples
