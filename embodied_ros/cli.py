@@ -30,7 +30,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="weights file or folder (Darknet .weights with .cfg and coco.names beside it)")
     p.add_argument("--download-weights", action="store_true",
                    help="download the model's weights from its upstream URL (sha256-checked) if not found")
-    p.add_argument("--backend", default="onnxruntime", choices=["onnxruntime", "torch"], help="(default: %(default)s)")
+    p.add_argument("--backend", default="auto", choices=["auto", "tensorrt", "onnxruntime", "torch"],
+                   help="auto: TensorRT when a GPU and tensorrt are present, else ONNX Runtime (default: %(default)s)")
+    p.add_argument("--allow-fallback", action="store_true",
+                   help="if --backend tensorrt cannot run here, use ONNX Runtime instead of stopping")
+    p.add_argument("--fp16", action="store_true", help="half-precision TensorRT engine")
     p.add_argument("--max-frames", type=int, default=None, help="stop after N frames")
     p.add_argument("--stride", type=int, default=1, help="use every K-th frame (default: 1)")
     mem = MemoryConfig()
@@ -86,7 +90,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = open_source(args.source, poses=args.poses, **bag_options)
     lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
     perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
-                                backend=args.backend, lifting=lifting)
+                                backend=args.backend, allow_fallback=args.allow_fallback, fp16=args.fp16,
+                                lifting=lifting)
     memory = SceneMemory.from_config(MemoryConfig(
         score_threshold=args.score_threshold, iou_threshold=args.iou_threshold, max_per_class=args.max_per_class,
         containment_threshold=args.containment_threshold, min_observations=args.min_observations,
@@ -148,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
                                       "or rosbag2 folder/file")
     _add_run_options(p_run)
     p_run.set_defaults(func=cmd_run)
+
+    from .runtime.export import add_export_arguments, cmd_export
+
+    p_export = sub.add_parser("export", help="export a network to ONNX (and a TensorRT engine on a GPU machine)")
+    add_export_arguments(p_export)
+    p_export.set_defaults(func=cmd_export)
 
     p_train = sub.add_parser("train", help="train the Embodied Perceptron on synthetic scenes (torchrun for DDP)")
     p_train.add_argument("--config", type=Path, required=True, help="YAML training config (see config/train_*.yaml)")

@@ -76,8 +76,12 @@ def test_ort_session_errors(exported: tuple[Path, _TwoHeads], tmp_path: Path) ->
     session = OrtSession(path)
     with pytest.raises(ModelError, match="inputs missing \\['image'\\]"):
         session.run({"img": np.zeros((1, 3, 8, 8), np.float32)})
-    with pytest.raises(ModelError, match="run failed"):
+    with pytest.raises(ModelError, match="input 'image' must be float32, got float64"):
         session.run({"image": np.zeros((1, 3, 8, 8), np.float64)})
+    with pytest.raises(ModelError, match=r"must have shape \(1, 3, 8, 8\), got \(1, 3, 8, 9\)"):
+        session.run({"image": np.zeros((1, 3, 8, 9), np.float32)})
+    with pytest.raises(ModelError, match="run failed"):
+        session.run({"image": np.zeros((1, 3, 8, 8), np.float32)}, output_names=["no_such_output"])
 
 
 def _graph_model(nodes, inputs, outputs, opset: int) -> onnx.ModelProto:

@@ -14,6 +14,10 @@ from embodied_ros.errors import InputError, ModelError
 from embodied_ros.network.onnx_export import check_tensorrt_compatible
 from embodied_ros.network.weights import KNOWN_MODELS
 from embodied_ros.network.yolo_detector import Backend, YoloDetector2D, darknet_resize, preprocess
+from embodied_ros.runtime import InferenceBackend
+from embodied_ros.runtime.export import max_differences
+from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
+from embodied_ros.runtime.tensorrt_backend import fp16_onnx, tensorrt_status
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 YOLO = DATA / "yolo_fastest"
@@ -24,6 +28,11 @@ needs_data = pytest.mark.skipif(
 XL = KNOWN_MODELS["yolo-fastest-1.1-xl"]
 # What the scene holds (DATA/README.md), spelled as in coco.names.
 KITCHEN_CLASSES = {"chair", "cup", "tvmonitor", "keyboard", "book", "diningtable"}
+# Parity tolerances on the raw head logits (magnitudes up to ~20), as max |a - b| and that over max |b|:
+# ONNX Runtime vs PyTorch, both float32 on CPU, differ in summation order only.
+ORT_TORCH_ABS, ORT_TORCH_REL = 1e-4, 1e-5
+# The fp16 graph (what TensorRT 11 builds for --fp16) vs float32: half precision through ~80 layers.
+FP16_REL = 2e-2
 
 
 def _frame(index: int) -> np.ndarray:
@@ -69,9 +78,11 @@ def test_exported_graph_is_valid_and_tensorrt_friendly(ort_detector: YoloDetecto
 def test_onnxruntime_matches_torch(ort_detector: YoloDetector2D, torch_detector: YoloDetector2D, index: int) -> None:
     image = _frame(index)
     batch = preprocess(image, ort_detector.input_size)
-    for a, b in zip(ort_detector.infer(batch), torch_detector.infer(batch), strict=True):
-        # Raw head logits: float32 kernels differ in summation order only.
-        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+    heads_ort, heads_torch = ort_detector.infer(batch), torch_detector.infer(batch)
+    for a, b in zip(heads_ort, heads_torch, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=ORT_TORCH_ABS)
+    abs_diff, rel_diff = max_differences(dict(enumerate(heads_ort)), dict(enumerate(heads_torch)))
+    assert abs_diff <= ORT_TORCH_ABS and rel_diff <= ORT_TORCH_REL
     d_ort, d_torch = ort_detector.detect(image), torch_detector.detect(image)
     assert len(d_ort) > 0
     np.testing.assert_array_equal(d_ort.labels, d_torch.labels)
@@ -155,3 +166,36 @@ def test_detector_file_errors(tmp_path: Path) -> None:
         YoloDetector2D(cfg, wts, tmp_path / "few.names", backend=Backend.TORCH)
     with pytest.raises(ModelError, match="download=True"):
         YoloDetector2D.from_known(search_dirs=[tmp_path], cache=tmp_path)
+
+
+@needs_data
+def test_fp16_graph_matches_float32_on_real_frames(ort_detector: YoloDetector2D, tmp_path: Path) -> None:
+    """The graph a strongly typed TensorRT (11) builds for fp16, run here by ONNX Runtime on real frames."""
+    half_path = tmp_path / "yolo.fp16.onnx"
+    onnx.save(fp16_onnx(onnx.load(str(ort_detector.onnx_path))), str(half_path))
+    half = OnnxRuntimeBackend(half_path, contract=ort_detector.contract, intra_op_threads=2)
+    for index in (0, 540):
+        batch = preprocess(_frame(index), ort_detector.input_size)
+        ref = ort_detector.runtime.run({"image": batch})
+        abs_diff, rel_diff = max_differences(half.run({"image": batch}), ref)
+        assert 0 < rel_diff <= FP16_REL, (abs_diff, rel_diff)
+
+
+@needs_data
+def test_detector_runs_on_the_runtime_backends(ort_detector: YoloDetector2D, torch_detector: YoloDetector2D,
+                                               cache: Path) -> None:
+    assert ort_detector.backend is Backend.ONNXRUNTIME and torch_detector.backend is Backend.TORCH
+    assert isinstance(ort_detector.runtime, InferenceBackend) and isinstance(torch_detector.runtime, InferenceBackend)
+    assert ort_detector.contract == torch_detector.contract and ort_detector.contract.input_names == ("image",)
+    assert torch_detector.onnx_path is None  # the torch backend never exports
+    problem = tensorrt_status()
+    auto = YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="auto")
+    assert auto.backend is (Backend.TENSORRT if problem is None else Backend.ONNXRUNTIME)
+    if problem is None:
+        return
+    with pytest.raises(ModelError, match="backend tensorrt asked for, but .*allow the fallback"):
+        YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="tensorrt")
+    fallback = YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="tensorrt", allow_fallback=True)
+    assert fallback.backend is Backend.ONNXRUNTIME
+    with pytest.raises(ModelError, match="backend 'cuda' unknown"):
+        YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="cuda")

@@ -1,4 +1,4 @@
-"""Export of a torch module to ONNX that ONNX Runtime loads and TensorRT's parser accepts."""
+"""Export of a torch module to ONNX that ONNX Runtime loads and TensorRT's parser accepts (checked in runtime)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ import io
 import os
 import tempfile
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import onnx
 import torch
 
 from ..errors import ModelError
+from ..runtime.tensorrt_compat import check_tensorrt_compatible, load_onnx
+
+__all__ = ["DEFAULT_IR_VERSION", "DEFAULT_OPSET", "check_tensorrt_compatible", "export_onnx", "load_onnx"]
 
 DEFAULT_OPSET = 17
 # onnx >= 1.19 stamps IR 11+; older runtimes (and TensorRT 10's parser) refuse it. IR 10 covers opset <= 21.
@@ -28,8 +31,9 @@ def export_onnx(
     output_names: Sequence[str],
     opset: int = DEFAULT_OPSET,
     ir_version: int = DEFAULT_IR_VERSION,
+    dynamic_axes: Mapping[str, Mapping[int, str]] | None = None,
 ) -> onnx.ModelProto:
-    """Export ``module`` with fixed input shapes and names, check it, and write it atomically.
+    """Export ``module`` with named inputs/outputs (fixed shapes unless made dynamic), check it, write it atomically.
 
     Uses the TorchScript exporter (``dynamo=False``): it needs no ``onnxscript`` and yields a
     flat graph of standard operators at the requested opset.
@@ -42,6 +46,8 @@ def export_onnx(
         output_names: a name per output, e.g. ``("head_0", "head_1")``.
         opset: ONNX opset of the default domain.
         ir_version: IR version written into the file.
+        dynamic_axes: tensor name -> {dimension index: axis name} for dimensions left symbolic
+            (``IOContract.onnx_dynamic_axes()``); all others keep the example's size.
 
     Returns:
         The checked model as written.
@@ -65,6 +71,7 @@ def export_onnx(
                 output_names=list(output_names),
                 opset_version=opset,
                 do_constant_folding=True,
+                dynamic_axes={k: dict(v) for k, v in (dynamic_axes or {}).items()} or None,
             )
     except Exception as exc:  # the exporter raises many unrelated types; all mean "cannot export"
         raise ModelError(f"ONNX export of {type(module).__name__} failed: {exc}".splitlines()[0]) from exc
@@ -82,82 +89,6 @@ def export_onnx(
         raise ModelError(f"exported ONNX graph fails onnx.checker: {exc}".splitlines()[0]) from exc
     _write_atomically(model, path)
     return model
-
-
-def check_tensorrt_compatible(model: str | Path | onnx.ModelProto) -> list[str]:
-    """List what TensorRT's ONNX parser would reject: 5-D GridSample and ScatterND with a reduction.
-
-    A GridSample whose input rank cannot be inferred is listed too, since it cannot be shown to be 4-D.
-
-    Args:
-        model: an ONNX file or a loaded model.
-
-    Returns:
-        One line per problem (node name and reason); empty when none was found.
-
-    Raises:
-        ModelError: the file is missing or not ONNX.
-    """
-    if not isinstance(model, onnx.ModelProto):
-        model = load_onnx(model)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # inference is best effort; ranks then come from declared value infos only
-        inferred = model
-    ranks = _known_ranks(inferred.graph)
-    problems: list[str] = []
-    for node in _all_nodes(inferred.graph):
-        label = f"{node.op_type} node {node.name or '(unnamed)'}"
-        if node.op_type == "GridSample":
-            rank = ranks.get(node.input[0])
-            if rank is None:
-                problems.append(f"{label}: input rank unknown, cannot prove it is 4-D")
-            elif rank != 4:
-                problems.append(f"{label}: {rank}-D input; TensorRT supports only 4-D GridSample")
-        elif node.op_type == "ScatterND":
-            reduction = next((a.s.decode() for a in node.attribute if a.name == "reduction"), "none")
-            if reduction != "none":
-                problems.append(f"{label}: reduction={reduction!r}; TensorRT supports only plain ScatterND")
-    return problems
-
-
-def load_onnx(path: str | Path) -> onnx.ModelProto:
-    """Load an ONNX file; ModelError (one line) when it is missing or not a valid ONNX protobuf."""
-    path = Path(path)
-    if not path.is_file():
-        raise ModelError(f"ONNX model not found: {path}")
-    try:
-        return onnx.load(str(path))
-    except Exception as exc:  # protobuf's DecodeError and friends
-        raise ModelError(f"{path}: not a readable ONNX model ({type(exc).__name__})") from exc
-
-
-def _known_ranks(graph: onnx.GraphProto, ranks: dict[str, int] | None = None) -> dict[str, int]:
-    """Tensor name -> rank, wherever the graph (or a subgraph) declares a shape."""
-    ranks = {} if ranks is None else ranks
-    for vi in [*graph.input, *graph.value_info, *graph.output]:
-        t = vi.type.tensor_type
-        if t.HasField("shape"):
-            ranks[vi.name] = len(t.shape.dim)
-    for init in graph.initializer:
-        ranks[init.name] = len(init.dims)
-    for node in graph.node:
-        for attr in node.attribute:
-            for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
-                _known_ranks(sub, ranks)
-    return ranks
-
-
-def _all_nodes(graph: onnx.GraphProto):
-    """Every node, including those inside If/Loop/Scan bodies."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _all_nodes(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    yield from _all_nodes(g)
 
 
 def _write_atomically(model: onnx.ModelProto, path: Path) -> None:

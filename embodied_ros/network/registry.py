@@ -45,7 +45,9 @@ def build_perceptor(
     *,
     weights: Path | None = None,
     download: bool = False,
-    backend: str = "onnxruntime",
+    backend: str = "auto",
+    allow_fallback: bool = False,
+    fp16: bool = False,
     lifting: LiftingParams | None = None,
     detector_score_threshold: float = DETECTOR_SCORE_THRESHOLD,
 ) -> Perceptor:
@@ -56,7 +58,10 @@ def build_perceptor(
             Darknet files given by ``weights``.
         weights: a weights file or the folder holding the model's files.
         download: fetch missing files from their upstream URL (sha256-checked).
-        backend: "onnxruntime" or "torch".
+        backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
+            "tensorrt", "onnxruntime" or "torch" (runtime/select.py).
+        allow_fallback: "tensorrt" asked for but unusable here -> ONNX Runtime with a warning.
+        fp16: half-precision TensorRT engine.
         lifting: 2D -> 3D lifting settings.
         detector_score_threshold: 2D detections below this are dropped before lifting.
 
@@ -76,6 +81,6 @@ def build_perceptor(
         files = _custom_darknet_files(weights)
     else:
         raise ModelError(f"unknown model {name!r}; known: {', '.join([*sorted(KNOWN_MODELS), 'darknet'])}")
-    detector = YoloDetector2D(files.cfg, files.weights, files.names, backend=backend,
-                              score_threshold=detector_score_threshold)
+    detector = YoloDetector2D(files.cfg, files.weights, files.names, backend=backend, allow_fallback=allow_fallback,
+                              fp16=fp16, score_threshold=detector_score_threshold)
     return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")

@@ -1,9 +1,8 @@
-"""YoloDetector2D: a Darknet YOLO (Yolo-Fastest by default) run through ONNX Runtime or PyTorch."""
+"""YoloDetector2D: a Darknet YOLO (Yolo-Fastest by default) run on any runtime backend (TensorRT, ORT, PyTorch)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from enum import Enum
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +10,11 @@ import torch
 
 from ..detections import Detections2D
 from ..errors import InputError, ModelError
+from ..runtime.config import RuntimeConfig
+from ..runtime.contract import Backend, InferenceBackend, IOContract, TensorSpec
+from ..runtime.select import create_backend
 from .darknet import Darknet, load_darknet_weights, parse_cfg
 from .onnx_export import export_onnx
-from .onnx_runtime import OrtSession
 from .weights import DEFAULT_MODEL, cache_dir, resolve_known_model, sha256_file
 from .yolo_decode import (
     DEFAULT_IOU_THRESHOLD,
@@ -27,12 +28,7 @@ INPUT_NAME = "image"
 _EXPORT_VERSION = 1  # bump when the export changes, so stale cached graphs are not reused
 _UNIT_LUT = (np.arange(256, dtype=np.float64) / 255.0).astype(np.float32)  # Darknet: pixel / 255.
 
-
-class Backend(str, Enum):
-    """Where the network runs; both share preprocessing and decode."""
-
-    ONNXRUNTIME = "onnxruntime"
-    TORCH = "torch"
+__all__ = ["Backend", "YoloDetector2D", "darknet_resize", "preprocess", "read_class_names", "yolo_contract"]
 
 
 def read_class_names(path: str | Path) -> tuple[str, ...]:
@@ -117,17 +113,38 @@ def preprocess(image: np.ndarray, net_wh: tuple[int, int], letterbox: bool = Fal
     return np.ascontiguousarray(resized.transpose(2, 0, 1)[None])  # (1, 3, H, W)
 
 
-class YoloDetector2D:
-    """COCO 2D detector from a Darknet cfg/weights pair, run by ONNX Runtime (default) or PyTorch.
+def yolo_contract(net: Darknet) -> IOContract:
+    """The Darknet YOLO graph's interface: ``image`` (1, 3, H, W) float32 -> ``head_i`` raw head tensors.
 
-    The ONNX graph (input ``image`` (1, 3, H, W) float32, outputs ``head_i`` raw head tensors) is
-    exported once and cached under ``<cache>/onnx/``, keyed by the weights' and cfg's sha256.
+    Output shapes come from one forward pass on zeros (the grid sizes follow from the cfg's strides).
+    """
+    width, height = net.input_size
+    with torch.inference_mode():
+        heads = net(torch.zeros(1, net.channels, height, width))
+    image = TensorSpec(INPUT_NAME, (1, net.channels, height, width), "float32",
+                       "RGB in [0, 1], Darknet's stretch (or letterbox) resize of the colour image")
+    outputs = tuple(
+        TensorSpec(f"head_{i}", tuple(h.shape), "float32",
+                   f"raw YOLO head {i}: A * (5 + C) channels (x, y, w, h, objectness, classes) per grid cell")
+        for i, h in enumerate(heads)
+    )
+    return IOContract((image,), outputs)
+
+
+class YoloDetector2D:
+    """COCO 2D detector from a Darknet cfg/weights pair, on ONNX Runtime (default), TensorRT or PyTorch.
+
+    The ONNX graph (``yolo_contract``: input ``image`` (1, 3, H, W) float32, outputs ``head_i`` raw
+    head tensors) is exported once and cached under ``<cache>/onnx/``, keyed by the weights' and cfg's
+    sha256; TensorRT engines built from it are cached under ``<cache>/engines/``.
 
     Attributes:
         name: model name (the weights file's stem).
         class_names: label vocabulary from the .names file.
         input_size: network input (width, height) in pixels.
-        backend: where the network runs.
+        backend: where the network runs (the resolved choice: never ``auto``).
+        runtime: the loaded backend (``run`` dict in, dict out).
+        contract: the graph's inputs and outputs.
         onnx_path: the ONNX file in use (None for the torch backend).
     """
 
@@ -146,23 +163,34 @@ class YoloDetector2D:
         providers: Sequence[str] | None = None,
         intra_op_threads: int = 0,
         inter_op_threads: int = 0,
+        allow_fallback: bool = False,
+        fp16: bool = False,
+        engine_path: str | Path | None = None,
     ):
         """Build the detector.
 
         Args:
             cfg_path, weights_path, names_path: the Darknet model files.
-            backend: ``"onnxruntime"`` or ``"torch"``.
+            backend: ``"onnxruntime"``, ``"tensorrt"``, ``"torch"`` or ``"auto"`` (TensorRT if usable, else ORT).
             score_threshold: minimum objectness * class probability (Darknet's ``-thresh``).
             iou_threshold: per-class NMS IoU.
             letterbox: override the cfg's ``letter_box`` flag (None = as the cfg says).
             onnx_path: use this ONNX file as is instead of the cached export.
             cache: cache folder (default ``weights.cache_dir()``).
-            providers, intra_op_threads, inter_op_threads: passed to OrtSession.
+            providers, intra_op_threads, inter_op_threads: ONNX Runtime settings (threads also for torch).
+            allow_fallback: ``tensorrt`` asked for but unusable -> ONNX Runtime, with a warning.
+            fp16: TensorRT half-precision engine.
+            engine_path: TensorRT engine file to use (default: the engine cache).
 
         Raises:
-            ModelError: files unreadable or inconsistent, export or session creation failed.
+            ModelError: files unreadable or inconsistent, export or backend creation failed, or
+                tensorrt asked for without a GPU and without ``allow_fallback``.
         """
-        self.backend = Backend(backend)
+        try:
+            requested = Backend(backend)
+        except ValueError:
+            known = ", ".join(b.value for b in Backend)
+            raise ModelError(f"backend {backend!r} unknown; choose one of {known}") from None
         if not 0.0 <= score_threshold <= 1.0 or not 0.0 <= iou_threshold <= 1.0:
             raise ModelError(f"thresholds must lie in [0, 1], got score {score_threshold}, IoU {iou_threshold}")
         self.score_threshold, self.iou_threshold = score_threshold, iou_threshold
@@ -177,27 +205,30 @@ class YoloDetector2D:
             )
         self.input_size = self._net.input_size
         self.letterbox = self._net.letterbox if letterbox is None else letterbox
-        self.output_names = tuple(f"head_{i}" for i in range(len(self._net.heads)))
+        self.contract = yolo_contract(self._net)
+        self.output_names = self.contract.output_names
+        self._weights_path = Path(weights_path)
+        self._weights_loaded = False
         self.onnx_path: Path | None = None
-        self._session: OrtSession | None = None
-        if self.backend is Backend.TORCH:
-            load_darknet_weights(self._net, weights_path)
-            return
-        if onnx_path is None:
-            onnx_path = self._cached_onnx_path(cfg_path, weights_path, cache)
-            if not onnx_path.is_file():
-                load_darknet_weights(self._net, weights_path)
-                example = torch.zeros(1, self._net.channels, self.input_size[1], self.input_size[0])
-                export_onnx(self._net, (example,), onnx_path, input_names=(INPUT_NAME,), output_names=self.output_names)
-        self.onnx_path = Path(onnx_path)
-        self._session = OrtSession(
-            self.onnx_path, providers=providers, intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads
+        cache_root = Path(cache) if cache is not None else cache_dir()
+        config = RuntimeConfig(
+            backend=requested, allow_fallback=allow_fallback, providers=tuple(providers) if providers else None,
+            intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads, fp16=fp16,
+            engine_cache=cache_root / "engines", engine_path=Path(engine_path) if engine_path else None,
         )
-        if self._session.input_names != (INPUT_NAME,) or self._session.output_names != self.output_names:
-            raise ModelError(
-                f"{self.onnx_path}: graph has inputs {self._session.input_names} and outputs "
-                f"{self._session.output_names}, expected ('{INPUT_NAME}',) and {self.output_names}"
-            )
+
+        def onnx_file() -> Path:
+            if onnx_path is not None:
+                self.onnx_path = Path(onnx_path)
+            else:
+                self.onnx_path = self._cached_onnx_path(cfg_path, weights_path, cache_root)
+                if not self.onnx_path.is_file():
+                    self.export(self.onnx_path)
+            return self.onnx_path
+
+        self.runtime: InferenceBackend = create_backend(config, self.contract, onnx_path=onnx_file,
+                                                        torch_module=self.torch_module)
+        self.backend = self.runtime.kind
 
     @classmethod
     def from_known(
@@ -222,13 +253,31 @@ class YoloDetector2D:
         """The YOLO heads' anchors and class counts, in output order."""
         return self._net.heads
 
+    def torch_module(self) -> torch.nn.Module:
+        """The Darknet network with its weights loaded (what the torch backend runs and the export traces)."""
+        if not self._weights_loaded:
+            load_darknet_weights(self._net, self._weights_path)
+            self._weights_loaded = True
+        return self._net
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """Zero inputs of the graph's shapes, in contract order (for export)."""
+        return tuple(torch.zeros(shape) for shape in self.contract.example_shapes().values())
+
+    def export(self, path: str | Path) -> Path:
+        """Export the network (weights loaded) to ONNX at ``path`` with the contract's names; returns ``path``.
+
+        Raises:
+            ModelError: the export fails.
+        """
+        export_onnx(self.torch_module(), self.example_inputs(), path, input_names=self.contract.input_names,
+                    output_names=self.contract.output_names, dynamic_axes=self.contract.onnx_dynamic_axes())
+        return Path(path)
+
     def infer(self, batch: np.ndarray) -> tuple[np.ndarray, ...]:
         """Raw head tensors for a preprocessed (1, 3, H, W) float32 input: (1, A*(5+C), Hg, Wg) each."""
-        if self._session is not None:
-            out = self._session.run({INPUT_NAME: batch})
-            return tuple(out[n] for n in self.output_names)
-        with torch.inference_mode():
-            return tuple(t.numpy() for t in self._net(torch.from_numpy(batch)))
+        out = self.runtime.run({INPUT_NAME: batch})
+        return tuple(out[n] for n in self.output_names)
 
     def detect(self, image: np.ndarray) -> Detections2D:
         """Detect objects in one colour image.
@@ -255,8 +304,8 @@ class YoloDetector2D:
             letterbox=self.letterbox,
         )
 
-    def _cached_onnx_path(self, cfg_path: str | Path, weights_path: str | Path, cache: str | Path | None) -> Path:
+    def _cached_onnx_path(self, cfg_path: str | Path, weights_path: str | Path, cache: Path) -> Path:
         w_sha, c_sha = sha256_file(weights_path), sha256_file(cfg_path)
         width, height = self.input_size
         filename = f"{self.name}-{w_sha[:16]}-cfg{c_sha[:8]}-{width}x{height}-v{_EXPORT_VERSION}.onnx"
-        return Path(cache or cache_dir()) / "onnx" / filename
+        return cache / "onnx" / filename
