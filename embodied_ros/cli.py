@@ -143,6 +143,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ground(args: argparse.Namespace) -> int:
+    from .grounding.cli import ground_command
+
+    return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="embodied-ros", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -153,6 +159,13 @@ def build_parser() -> argparse.ArgumentParser:
                                       "or rosbag2 folder/file")
     _add_run_options(p_run)
     p_run.set_defaults(func=cmd_run)
+
+    p_ground = sub.add_parser("ground", help="answer a phrase with the 3D box of an object of a finished run")
+    p_ground.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_ground.add_argument("phrase", help='e.g. "the cup on the table next to the monitor"')
+    p_ground.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p_ground.add_argument("--picture", type=Path, default=None, help="also draw the answer into this PNG")
+    p_ground.set_defaults(func=cmd_ground)
 
     from .runtime.export import add_export_arguments, cmd_export
 

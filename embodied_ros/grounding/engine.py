@@ -1,0 +1,318 @@
+"""The grounding engine: a phrase and a memory snapshot -> the object meant, with alternatives and why.
+
+Score of a candidate object i (all candidates at once, numpy):
+``label_confidence(class_i) * (0.75 + 0.25 * detection_score_i) * prod(attribute scores) *
+prod over clauses of max over anchors j (relation_score(i, j) * anchor_weight_j)``, times
+``head_score_i ** head_weight`` when a network's grounding head scored the objects for the phrase.
+The engine reads only the immutable ``MemorySnapshot`` (never the live memory), so a grounding
+call never holds the memory's lock; what it derives from a snapshot (box geometry, class codes)
+is cached per snapshot, and parses and label embeddings per text.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+from ..memory.scene_object import MemorySnapshot
+from .phrases import (
+    MAX_PHRASE_CHARS,
+    Attribute,
+    NounPhrase,
+    ParsedPhrase,
+    Relation,
+    RelationClause,
+    looks_english,
+    parse_phrase,
+)
+from .relations import SceneGeometry, between_scores, pair_scores, satisfied_threshold
+from .results import GroundedObject, GroundingResult
+from .text_encoder import TextEncoder
+from .vocabulary import KNOWN_LABELS, LabelMatcher
+
+__all__ = ["Grounder", "GrounderConfig"]
+
+
+@dataclass(frozen=True)
+class GrounderConfig:
+    """Settings of the grounding engine."""
+
+    min_label_similarity: float = 0.66  # cosine similarity below which a word does not name a class
+    max_alternatives: int = 5  # ranked alternatives returned besides the best object
+    max_anchors: int = 48  # anchor candidates per anchor phrase (best label confidence x score first)
+    max_between_anchors: int = 16  # per side of "between": its cost grows with targets x anchors^2
+    min_score: float = 0.05  # a best total score below this is "no object fits the phrase"
+    load_encoder: bool = True  # load the packaged text encoder when none is given
+    min_observations: int = 2  # objects seen fewer times are ignored (as the memory does not publish them)
+    head_weight: float = 1.0  # exponent of a grounding head's text-box score in the product (0 ignores it)
+
+
+@dataclass(frozen=True)
+class _SceneCache:
+    """What one snapshot's grounding calls share."""
+
+    geometry: SceneGeometry
+    labels: tuple[str, ...]  # distinct class names
+    codes: np.ndarray  # (N,) index into labels
+    prior: np.ndarray  # (N,) 0.75 + 0.25 * detection score; 0 for objects seen too few times
+
+
+def _refuse(phrase: object) -> str | None:
+    """Why a phrase cannot be grounded at all (None when it can be tried)."""
+    if not isinstance(phrase, str):
+        return f"the phrase must be text, got {type(phrase).__name__}"
+    if not phrase.strip():
+        return "empty phrase: say which object, e.g. 'the cup on the table'"
+    if len(phrase) > MAX_PHRASE_CHARS:
+        return f"phrase too long ({len(phrase)} characters; at most {MAX_PHRASE_CHARS})"
+    letters = [c for c in phrase if c.isalpha()]
+    if not letters:
+        return "no words in the phrase: say which object, e.g. 'the cup on the table'"
+    if sum(c.isascii() for c in letters) < 0.8 * len(letters) or not looks_english(phrase):
+        return "only English phrases are understood"
+    return None
+
+
+def _attribute_scores(attr: Attribute, g: SceneGeometry, t: np.ndarray) -> np.ndarray | None:
+    """(T,) score of an attribute over the candidates, or None when it is not observable (colour)."""
+    if attr.kind == "volume":
+        v = np.maximum(g.volume[t], 1e-9)
+        ratio = v / v.max() if attr.sign > 0 else v.min() / v
+    elif attr.kind == "height":
+        h = np.maximum(g.top[t] - g.bottom[t], 1e-6)
+        ratio = h / h.max() if attr.sign > 0 else h.min() / h
+    elif attr.kind == "z":
+        z = g.centers[t, 2]
+        ratio = np.exp(-(z.max() - z) / 0.2) if attr.sign > 0 else np.exp(-(z - z.min()) / 0.2)
+    else:
+        return None
+    return ratio ** (2.0 if abs(attr.sign) >= 2 else 0.5)  # superlatives pick one; adjectives only lean
+
+
+class Grounder:
+    """Answers referring phrases over scene memory snapshots. Thread-safe; never raises from ``ground``.
+
+    Args:
+        encoder: the text encoder; None loads the packaged one (when ``load_encoder``), and when
+            that fails, labels are matched by the synonym table alone and every answer says so.
+        min_label_similarity, max_alternatives, max_anchors, min_score, load_encoder, min_observations,
+            max_between_anchors, head_weight: see
+            :class:`GrounderConfig`.
+    """
+
+    def __init__(self, encoder: TextEncoder | None = None, *, min_label_similarity: float = 0.66,
+                 max_alternatives: int = 5, max_anchors: int = 48, min_score: float = 0.05,
+                 load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
+                 head_weight: float = 1.0) -> None:
+        self.config = GrounderConfig(
+            min_label_similarity=min_label_similarity, max_alternatives=max_alternatives, max_anchors=max_anchors,
+            max_between_anchors=max_between_anchors, min_score=min_score, load_encoder=load_encoder,
+            min_observations=min_observations, head_weight=head_weight)
+        self.encoder_error = ""
+        if encoder is None and load_encoder:
+            try:
+                encoder = TextEncoder()
+            except ModelError as exc:
+                self.encoder_error = str(exc)
+        elif encoder is None:
+            self.encoder_error = "text encoder disabled"
+        self.encoder = encoder
+        self.matcher = LabelMatcher(encoder, min_label_similarity)
+        self.matcher.prepare(KNOWN_LABELS)  # label embeddings computed once, here, not in the first call
+        self._scenes: weakref.WeakKeyDictionary[MemorySnapshot, _SceneCache] = weakref.WeakKeyDictionary()
+        self._parses: OrderedDict[str, ParsedPhrase] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: GrounderConfig, encoder: TextEncoder | None = None) -> Grounder:
+        return cls(encoder, min_label_similarity=config.min_label_similarity,
+                   max_alternatives=config.max_alternatives, max_anchors=config.max_anchors,
+                   min_score=config.min_score, load_encoder=config.load_encoder,
+                   min_observations=config.min_observations, max_between_anchors=config.max_between_anchors,
+                   head_weight=config.head_weight)
+
+    # -- caches -----------------------------------------------------------------------------------
+
+    def _parse(self, phrase: str) -> ParsedPhrase:
+        with self._lock:
+            hit = self._parses.get(phrase)
+            if hit is not None:
+                self._parses.move_to_end(phrase)
+                return hit
+        parsed = parse_phrase(phrase)
+        with self._lock:
+            self._parses[phrase] = parsed
+            if len(self._parses) > 1024:
+                self._parses.popitem(last=False)
+        return parsed
+
+    def _scene(self, snapshot: MemorySnapshot) -> _SceneCache:
+        with self._lock:
+            hit = self._scenes.get(snapshot)
+        if hit is None:
+            labels, codes = np.unique(np.array(snapshot.class_names, dtype=str), return_inverse=True)
+            hit = _SceneCache(SceneGeometry.from_boxes(snapshot.boxes), tuple(str(x) for x in labels),
+                              codes.reshape(-1), self._prior(snapshot))
+            with self._lock:
+                self._scenes[snapshot] = hit
+        return hit
+
+    def _prior(self, snapshot: MemorySnapshot) -> np.ndarray:
+        seen = np.fromiter((o.n_observations for o in snapshot.objects), dtype=np.int64, count=len(snapshot))
+        seen = seen >= self.config.min_observations
+        return np.where(seen, 0.75 + 0.25 * np.clip(snapshot.scores, 0.0, 1.0), 0.0)
+
+    def _confidence(self, noun: NounPhrase, scene: _SceneCache) -> tuple[np.ndarray, dict[str, float]]:
+        """(N,) label confidence of every object for a noun phrase, and the per-label confidences."""
+        by_label = self.matcher.match(noun.text, scene.labels)
+        table = np.array([by_label.get(label, 0.0) for label in scene.labels])
+        return table[scene.codes], by_label
+
+    # -- grounding --------------------------------------------------------------------------------
+
+    def ground(self, phrase: str, snapshot: MemorySnapshot, head_scores: np.ndarray | None = None) -> GroundingResult:
+        """Find the object a phrase refers to.
+
+        Args:
+            phrase: any text, e.g. "the cup on the table next to the monitor".
+            snapshot: the memory's immutable snapshot (``SceneMemory.snapshot()``).
+            head_scores: optional (N,) scores in [0, 1] of the snapshot's objects for this phrase
+                from a network's grounding head (text-box matching); each candidate's score is
+                multiplied by ``head_score ** head_weight``. Ignored (with a note) when its shape
+                does not match the snapshot.
+
+        Returns:
+            The result; ``success`` is False, with the reason in ``message``, for an empty, too
+            long or non-English phrase, an unknown target, an empty memory, or when no object fits.
+        """
+        start = time.perf_counter()
+        enc_before = self.encoder.seconds if self.encoder is not None else 0.0
+        empty = ParsedPhrase(phrase.strip().lower() if isinstance(phrase, str) else "")
+        try:
+            reason = _refuse(phrase)
+            if reason is not None:
+                result = self._fail(phrase, empty, reason)
+            else:
+                result = self._ground(phrase, self._parse(phrase), snapshot, head_scores)
+        except Exception as exc:  # a bug must not take the service down; say what happened
+            result = self._fail(phrase, empty, f"internal error while grounding: {type(exc).__name__}: {exc}")
+        enc_seconds = (self.encoder.seconds if self.encoder is not None else 0.0) - enc_before
+        return GroundingResult(result.success, result.message, result.best, result.alternatives,
+                               phrase if isinstance(phrase, str) else str(phrase), result.parsed,
+                               result.label_confidence, self.encoder is not None,
+                               time.perf_counter() - start, enc_seconds)
+
+    def _fail(self, phrase: object, parsed: ParsedPhrase, message: str,
+              label_confidence: dict[str, float] | None = None) -> GroundingResult:
+        if self.encoder is None:
+            message += f" (synonym table only: {self.encoder_error})"
+        message = " ".join(message.split())  # one line, whatever an exception's text held
+        return GroundingResult(False, message, None, (), str(phrase), parsed, label_confidence or {})
+
+    def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
+                head_scores: np.ndarray | None = None) -> GroundingResult:
+        notes = list(parsed.notes)
+        if parsed.target.empty:
+            return self._fail(phrase, parsed, "no target object found in the phrase" + _suffix(notes))
+        if len(snapshot) == 0:
+            return self._fail(phrase, parsed, "the scene memory is empty: nothing seen yet")
+        scene = self._scene(snapshot)
+        g = scene.geometry
+        conf, by_label = self._confidence(parsed.target, scene)
+        t = np.flatnonzero((conf > 0) & (scene.prior > 0))
+        if len(t) == 0 and (conf > 0).any():
+            return self._fail(phrase, parsed, f"no {parsed.target.text} seen often enough yet (at least "
+                              f"{self.config.min_observations} times)" + _suffix(notes), by_label)
+        if len(t) == 0:
+            return self._fail(phrase, parsed, f"unknown target '{parsed.target.text}': no object in the memory "
+                              "is of a class with that name" + _suffix(notes), by_label)
+        score = conf[t] * scene.prior[t]
+        if head_scores is not None:
+            head = np.asarray(head_scores, dtype=np.float64).reshape(-1)
+            if head.shape == (len(snapshot),) and np.isfinite(head).all():
+                score = score * np.clip(head[t], 0.0, 1.0) ** self.config.head_weight
+            else:
+                notes.append(f"grounding-head scores ignored (shape {head.shape}, {len(snapshot)} objects)")
+        for attr in parsed.target.attributes:
+            s = _attribute_scores(attr, g, t)
+            if s is not None:
+                score = score * s
+        # Per evaluated clause: (clause, unweighted score per candidate, chosen anchor indices per candidate).
+        used: list[tuple[RelationClause, np.ndarray, list[np.ndarray]]] = []
+        rows = np.arange(len(t))
+        for clause in parsed.clauses:
+            anchor_sets = []
+            limit = self.config.max_between_anchors if clause.relation is Relation.BETWEEN else self.config.max_anchors
+            for anchor in clause.anchors:
+                a_conf, _ = self._confidence(anchor, scene)
+                a = np.flatnonzero((a_conf > 0) & (scene.prior > 0))
+                if len(a) == 0:
+                    break
+                weight = a_conf[a] * scene.prior[a]
+                keep = np.argsort(-weight, kind="stable")[:limit]
+                anchor_sets.append((a[keep], weight[keep]))
+            if len(anchor_sets) < len(clause.anchors):
+                notes.append(f"unknown object in '{clause.text}'; that relation was ignored")
+                continue
+            if clause.relation is Relation.BETWEEN:
+                (a, wa), (b, wb) = anchor_sets
+                s3 = between_scores(g, t, a, b)  # (T, A, B)
+                flat = (s3 * (wa[:, None] * wb[None, :])[None]).reshape(len(t), -1)
+                ja, jb = np.unravel_index(flat.argmax(axis=1), (len(a), len(b)))
+                rel = flat[rows, ja * len(b) + jb]
+                used.append((clause, s3[rows, ja, jb], [a[ja], b[jb]]))
+            else:
+                a, wa = anchor_sets[0]
+                s2 = pair_scores(clause.relation, g, t, a)  # (T, A)
+                j = (s2 * wa[None, :]).argmax(axis=1)
+                rel = s2[rows, j] * wa[j]
+                used.append((clause, s2[rows, j], [a[j]]))
+            score = score * rel
+        order = np.argsort(-score, kind="stable")
+        best = int(order[0])
+
+        def explain(k: int) -> tuple[str, tuple[int, ...]]:
+            parts, ids = [], []
+            for clause, _, chosen in used:
+                names = [_name(snapshot, c[k]) for c in chosen]
+                word = "nearest to" if clause.relation is Relation.CLOSEST else clause.relation.value
+                parts.append(f"between {names[0]} and {names[1]}" if len(names) == 2 else f"{word} {names[0]}")
+                ids += [int(snapshot.ids[c[k]]) for c in chosen]
+            adjectives = [a.word for a in parsed.target.attributes if a.kind != "colour"]
+            head = " ".join([*adjectives, _name(snapshot, t[k])])
+            return (f"{head}: {', '.join(parts)}" if parts else head), tuple(dict.fromkeys(ids))
+
+        failed = [clause.text for clause, raw, _ in used if raw[best] < satisfied_threshold(clause.relation)]
+        if score[best] < self.config.min_score or failed:
+            what = "; ".join(failed) or "the phrase"
+            return self._fail(phrase, parsed, f"no {parsed.target.text} fits '{what}' (closest: "
+                              f"{explain(best)[0]}, score {score[best]:.2f})" + _suffix(notes), by_label)
+        # Alternatives far below the answer (under 1% of its score) are noise, not alternatives.
+        picked = [int(k) for k in order[: self.config.max_alternatives + 1] if score[k] >= 0.01 * score[best]]
+        grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in picked]
+        message = grounded[0].explanation + _label_note(parsed.target.text, by_label) + _suffix(notes)
+        if self.encoder is None:
+            message += f" (synonym table only: {self.encoder_error})"
+        return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label)
+
+
+def _name(snapshot: MemorySnapshot, i: int) -> str:
+    return f"{snapshot.class_names[i]} #{int(snapshot.ids[i])}"
+
+
+def _suffix(notes: list[str]) -> str:
+    return f" (note: {'; '.join(notes)})" if notes else ""
+
+
+def _label_note(noun: str, by_label: dict[str, float]) -> str:
+    """Say how a word was read when it was not an exact or synonym match."""
+    soft = {k: v for k, v in by_label.items() if v < 1.0}
+    if not soft or len(by_label) > 3:
+        return ""
+    return " (read '" + noun + "' as " + ", ".join(f"{k} {v:.2f}" for k, v in soft.items()) + ")"

@@ -1,0 +1,238 @@
+"""The geometry of EmbodiedScan's relations, scored in [0, 1] over all (target, anchor) pairs at once.
+
+World frame z up, metres. Each object's box is summarised once per snapshot
+(:class:`SceneGeometry`): centre, axis-aligned extent of its footprint, bottom and top heights,
+and its own horizontal axes. Scores are soft (products of exponentials/clips), so that a
+ranking exists even when no object satisfies a relation exactly; the engine calls a relation
+"not satisfied" below ``SATISFIED``.
+
+Conventions:
+
+* horizontal distance between two boxes: the gap between their axis-aligned footprints
+  (0 when they overlap) plus a quarter of their centres' distance; "near" decays with it over
+  ``NEAR_SCALE_M``, "closest" ranks by it.
+* support ("A on B"): A's centre lies over B's (oriented) footprint, A is not lower than B
+  and A's bottom is within ``CONTACT_M`` of B's top (lifted boxes of objects on a surface
+  often overlap its top: any overlap counts as contact), or A lies inside B's box, raised
+  above its floor (on a shelf board, score 0.8). "A under B": A is beneath B's
+  footprint, or B is on A ("the table under the cup"); "A supporting B": B is on A.
+* allocentric ("A in front of B"): in B's own box frame, an object's front faces its local -y
+  axis (a chair's seat, a monitor's screen, a shelf's open side), so its left is local +x and
+  its back +y, seen from the object itself, z up: the project's one convention, that of the
+  synthetic world's objects (``synthetic.objects.FRONT_AXIS``) and of its ground-truth prompts.
+  The angle from that axis to A's centre decides. Boxes whose yaw carries no meaning (the
+  lifted COCO detector's yaw comes from the footprint's minimum-area rectangle) give arbitrary
+  answers: say so to users.
+* between ("A between B and C"): A's centre projects onto the middle of the segment B-C
+  (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
+  the segment's length (half score at min(0.6 m, 0.35 x length) off the line).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..geometry.boxes import as_boxes, box_rotations
+from .phrases import Relation, RelationType
+
+__all__ = [
+    "FRONT_LOCAL", "LEFT_LOCAL", "SATISFIED", "SATISFIED_ALLOCENTRIC", "SATISFIED_NEAR", "SceneGeometry",
+    "between_scores", "pair_scores", "satisfied_threshold",
+]
+
+SATISFIED = 0.2  # a relation score below this means "not true of this pair"
+# "near"/"next to" ranks by distance; it is false only when far (score 0.05: ~2.4 m apart), since
+# people say "next to" of the closest object even a metre or two away.
+SATISFIED_NEAR = 0.05
+# Allocentric scores also decay with distance; the direction is what the relation asserts.
+SATISFIED_ALLOCENTRIC = 0.1
+NEAR_SCALE_M = 0.8  # "near": score e^-1 at this distance (gap + centre distance / 4)
+CONTACT_M = 0.10  # "on": largest gap between the bottom of A and the top of B still counted as contact
+INNER_SURFACE_M = 0.15  # "on": an object inside B's box at least this far above B's bottom rests on an inner surface
+INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's top)
+FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
+CLOSEST_SCALE_M = 0.3  # "closest": score e^-1 for a target this much farther than the closest one
+ALLO_SCALE_M = 1.5  # "in front of" etc.: decay with the footprint gap
+
+
+@dataclass(frozen=True)
+class SceneGeometry:
+    """Per-object box summaries (all (N, ...) float64, world frame, metres).
+
+    Attributes:
+        centers: (N, 3) box centres.
+        half_xy: (N, 2) half extents of the axis-aligned footprint.
+        bottom: (N,) lowest corner height; top: (N,) highest corner height.
+        axes: (N, 2, 2) each box's own x and y axes projected on the floor and normalised
+            (rows: local x, local y).
+        half_local: (N, 2) half extents along those axes.
+        volume: (N,) box volumes, cubic metres.
+    """
+
+    centers: np.ndarray
+    half_xy: np.ndarray
+    bottom: np.ndarray
+    top: np.ndarray
+    axes: np.ndarray
+    half_local: np.ndarray
+    volume: np.ndarray
+
+    @classmethod
+    def from_boxes(cls, boxes: np.ndarray) -> SceneGeometry:
+        """Summarise (N, 9) boxes."""
+        b = as_boxes(boxes)
+        R = _rotations(b)  # (N, 3, 3), columns = the box's axes in the world
+        half_aabb = np.einsum("nij,nj->ni", np.abs(R), 0.5 * np.abs(b[:, 3:6]))  # (N, 3) exact for boxes
+        axes = np.transpose(R[:, :2, :2], (0, 2, 1))  # (N, 2 axes, 2 xy)
+        norms = np.linalg.norm(axes, axis=2, keepdims=True)
+        axes = np.where(norms > 1e-9, axes / np.maximum(norms, 1e-9), np.eye(2)[None])
+        z = b[:, 2]
+        return cls(centers=b[:, 0:3].copy(), half_xy=half_aabb[:, :2], bottom=z - half_aabb[:, 2],
+                   top=z + half_aabb[:, 2], axes=axes, half_local=0.5 * np.abs(b[:, 3:5]),
+                   volume=np.prod(np.abs(b[:, 3:6]), axis=1))
+
+    def __len__(self) -> int:
+        return len(self.centers)
+
+
+def _rotations(b: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) box rotations; gravity-aligned boxes (beta = gamma = 0, the usual case) without scipy."""
+    if len(b) and not np.any(b[:, 7:9]):
+        c, s = np.cos(b[:, 6]), np.sin(b[:, 6])
+        R = np.zeros((len(b), 3, 3))
+        R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1], R[:, 2, 2] = c, -s, s, c, 1.0
+        return R
+    return box_rotations(b)
+
+
+def _gap_xy(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) gap between axis-aligned footprints, metres (0 where they overlap)."""
+    d = np.abs(g.centers[t, None, :2] - g.centers[None, a, :2]) - g.half_xy[t, None] - g.half_xy[None, a]
+    return np.linalg.norm(np.maximum(d, 0.0), axis=2)
+
+
+def _near_distance(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) footprint gap plus a quarter of the centre distance, metres: the gap alone is 0 for
+    every object touching the anchor, and "next to" should still prefer the closer of those."""
+    centre = np.linalg.norm(g.centers[t, None, :2] - g.centers[None, a, :2], axis=2)
+    return _gap_xy(g, t, a) + 0.25 * centre
+
+
+def _local_xy(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A, 2) target centres in each anchor's horizontal box frame (local x, local y)."""
+    rel = g.centers[t, None, :2] - g.centers[None, a, :2]  # (T, A, 2)
+    return np.einsum("aij,taj->tai", g.axes[a], rel)
+
+
+def _over_footprint(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) 1 when the target centre is over the anchor's oriented footprint, decaying outside."""
+    out = np.abs(_local_xy(g, t, a)) - g.half_local[None, a] - FOOTPRINT_MARGIN_M
+    return np.exp(-np.linalg.norm(np.maximum(out, 0.0), axis=2) / 0.1)
+
+
+def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    gap = g.bottom[t, None] - g.top[None, a]  # > 0: floating above the anchor's top
+    contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05)
+    not_lower = np.exp(-np.maximum(g.centers[None, a, 2] - g.centers[t, None, 2], 0.0) / 0.05)
+    on_top = contact * not_lower
+    # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
+    # What lies on the floor inside a box (a book under a table) is not on it.
+    raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
+    inside = raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M)
+    return _over_footprint(g, t, a) * np.maximum(on_top, INNER_SUPPORT_SCORE * inside)
+
+
+def _under(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    lower = np.clip((g.centers[None, a, 2] - g.centers[t, None, 2]) / 0.1, 0.0, 1.0)
+    return _over_footprint(g, t, a) * lower
+
+
+VERTICAL_SCALE_M = 0.3  # "above"/"below": decay with the footprint gap (roughly over the anchor)
+
+
+def _vertical(g: SceneGeometry, t: np.ndarray, a: np.ndarray, sign: float) -> np.ndarray:
+    # Above: the target's bottom is over the anchor's top (small overlaps tolerated). Below: the target's
+    # top is under the anchor's middle (a table's box reaches the floor: what is under it is inside its box).
+    clear = g.bottom[t, None] - g.top[None, a] if sign > 0 else g.centers[None, a, 2] - g.top[t, None]
+    return np.clip((clear + 0.05) / 0.1, 0.0, 1.0) * np.exp(-_gap_xy(g, t, a) / VERTICAL_SCALE_M)
+
+
+def _allocentric(g: SceneGeometry, t: np.ndarray, a: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    local = _local_xy(g, t, a)  # (T, A, 2)
+    norm = np.linalg.norm(local, axis=2)
+    cos = (local @ direction) / np.maximum(norm, 1e-9)
+    return np.clip(cos, 0.0, 1.0) ** 2 * (norm > 1e-6) * np.exp(-_gap_xy(g, t, a) / ALLO_SCALE_M)
+
+
+FRONT_LOCAL = np.array([0.0, -1.0])  # an object's front in its own box frame (x, y): local -y
+LEFT_LOCAL = np.array([1.0, 0.0])  # its left, seen from the object, z up: local +x
+_DIRECTIONS = {Relation.FRONT: FRONT_LOCAL, Relation.BEHIND: -FRONT_LOCAL, Relation.LEFT: LEFT_LOCAL,
+               Relation.RIGHT: -LEFT_LOCAL}
+
+
+def satisfied_threshold(relation: Relation) -> float:
+    """The score below which ``relation`` is considered false of a pair."""
+    if relation is Relation.NEAR:
+        return SATISFIED_NEAR
+    if relation.type is RelationType.ALLOCENTRIC:
+        return SATISFIED_ALLOCENTRIC
+    return SATISFIED
+
+
+def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Score of "target ``relation`` anchor" for every pair.
+
+    Args:
+        relation: any relation but BETWEEN (see ``between_scores``).
+        g: the scene's geometry.
+        t: (T,) target indices into ``g``; a: (A,) anchor indices.
+
+    Returns:
+        (T, A) scores in [0, 1]; 0 where a target is its own anchor. CLOSEST and FARTHEST are
+        comparative: their scores are relative to the other targets (the closest target gets 1).
+    """
+    if relation is Relation.NEAR:
+        s = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
+    elif relation is Relation.CLOSEST:
+        d = _near_distance(g, t, a)
+        d = np.where(t[:, None] == a[None, :], np.inf, d)
+        s = np.exp(-(d - d.min(initial=np.inf)) / CLOSEST_SCALE_M) if np.isfinite(d).any() else np.zeros_like(d)
+    elif relation is Relation.FARTHEST:
+        d = np.linalg.norm(g.centers[t, None, :2] - g.centers[None, a, :2], axis=2)
+        d = np.where(t[:, None] == a[None, :], -np.inf, d)
+        s = np.exp(-(d.max(initial=-np.inf) - d) / 1.0) if np.isfinite(d).any() else np.zeros_like(d)
+    elif relation is Relation.ABOVE:
+        s = _vertical(g, t, a, 1.0)
+    elif relation is Relation.BELOW:
+        s = _vertical(g, t, a, -1.0)
+    elif relation is Relation.ON:
+        s = _on(g, t, a)
+    elif relation is Relation.UNDER:
+        s = np.maximum(_under(g, t, a), _on(g, a, t).T)  # beneath it, or holding it up
+    elif relation is Relation.SUPPORTING:
+        s = _on(g, a, t).T
+    elif relation in _DIRECTIONS:
+        s = _allocentric(g, t, a, _DIRECTIONS[relation])
+    else:
+        raise ValueError(f"pair_scores does not handle {relation}")
+    return np.where(t[:, None] == a[None, :], 0.0, np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0))
+
+
+def between_scores(g: SceneGeometry, t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(T, A, B) score of "target between anchor a and anchor b" (horizontal), 0 for repeated objects."""
+    pa, pb, pt = g.centers[a, :2], g.centers[b, :2], g.centers[t, :2]
+    seg = pb[None, :] - pa[:, None]  # (A, B, 2)
+    length2 = np.maximum((seg**2).sum(axis=2), 1e-9)  # (A, B)
+    rel = pt[:, None, None, :] - pa[None, :, None, :]  # (T, A, 1, 2)
+    s = (rel * seg[None]).sum(axis=3) / length2[None]  # (T, A, B) position along the segment
+    perp = np.linalg.norm(rel - s[..., None] * seg[None], axis=3)
+    # Between = in the middle part of the segment (full score from 15% to 85% of the way) and
+    # close to it (half score at min(0.6 m, 0.35 x its length) off the line).
+    along = np.clip(np.minimum(s, 1.0 - s) / 0.15, 0.0, 1.0)
+    band = np.maximum(np.minimum(0.6, 0.35 * np.sqrt(length2)), 0.05)[None]
+    score = along * np.exp(-np.log(2.0) * (perp / band) ** 2)
+    same = ((t[:, None, None] == a[None, :, None]) | (t[:, None, None] == b[None, None, :])
+            | (a[:, None] == b[None, :])[None])
+    return np.where(same, 0.0, score)

@@ -1,0 +1,171 @@
+"""The grounding engine on hand-made scenes with known answers (relations, synonyms, bad phrases)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from grounding_scenes import kitchen, random_scene, snapshot
+
+from embodied_ros.grounding import Grounder, GroundingResult, Relation, RelationType, parse_phrase
+from embodied_ros.grounding.relations import SceneGeometry, between_scores, pair_scores
+
+
+@pytest.fixture(scope="module")
+def table_only() -> Grounder:
+    """Synonym table only: fast, and the same everywhere."""
+    return Grounder(load_encoder=False)
+
+
+def _best(g: Grounder, phrase: str, snap=None) -> GroundingResult:
+    r = g.ground(phrase, snap if snap is not None else kitchen())
+    assert r.success, r.message
+    assert r.best is not None and r.best.object not in [a.object for a in r.alternatives]
+    return r
+
+
+@pytest.mark.parametrize(("phrase", "expected"), [
+    ("the cup on the table", {1, 2}),
+    ("the cup near the monitor", {1}),
+    ("the cup next to the tv", {1}),
+    ("the cup closest to the screen", {1}),
+    ("the cup farthest from the table", {3}),
+    ("the lamp above the table", {8}),
+    ("the book below the table", {9}),
+    ("the book under the table", {9}),
+    ("the table supporting the monitor", {0}),
+    ("the table that supports the mug near the screen", {0}),
+    ("the cup sitting on top of the table near the monitor", {1}),
+    ("the table under the monitor", {0}),  # holding it up
+    ("the chair left of the table", {6}),  # the table faces its local -y: its left is +x
+    ("the chair to the right of the table", {5}),
+    ("the thing behind the table", {7, 10}),  # the sofa and the bottle are at +y, the table's back
+    ("the bottle between the table and the couch", {10}),
+    ("find the cup that is on the table, and near the monitor", {1}),
+    ("find the cup that is on the table and far from the monitor", {2}),
+    ("the thing on the floor under the table", {9}),
+    ("the mug on the desk", {1, 2}),
+    ("the largest chair", {5, 6}),
+    ("the highest object", {8}),
+])
+def test_relations_pick_the_known_answer(table_only: Grounder, phrase: str, expected: set[int]) -> None:
+    r = _best(table_only, phrase)
+    assert r.best.object.id in expected, (r.message, [a.explanation for a in r.alternatives])
+
+
+@pytest.mark.parametrize(("phrase", "expected"), [
+    ("the chair in front of the sofa", 2), ("the chair facing the front of the sofa", 2),
+    ("the chair behind the couch", 1), ("the chair to the left of the sofa", 3),
+    ("the chair on the right side of the settee", 4),
+])
+def test_allocentric_relations_use_the_anchor_yaw(table_only: Grounder, phrase: str, expected: int) -> None:
+    # An object faces its local -y. The sofa, turned by +90 degrees, faces world +x; its left is world +y.
+    snap = snapshot([("sofa", [0, 0, 0.4, 2, 0.9, 0.8, np.pi / 2]), ("chair", [-1.5, 0, 0.45, 0.5, 0.5, 0.9, 0]),
+                     ("chair", [1.5, 0, 0.45, 0.5, 0.5, 0.9, 0]), ("chair", [0, 1.5, 0.45, 0.5, 0.5, 0.9, 0]),
+                     ("chair", [0, -1.5, 0.45, 0.5, 0.5, 0.9, 0])])
+    assert _best(table_only, phrase, snap).best.object.id == expected
+
+
+def test_explanation_names_the_anchors(table_only: Grounder) -> None:
+    r = _best(table_only, "the cup on the table next to the monitor")
+    assert r.message.startswith("cup #1: on diningtable #0, nearest to tvmonitor #4"), r.message
+    assert r.alternatives and r.alternatives[0].score <= r.best.score
+
+
+def test_unsatisfied_relation_is_not_an_answer(table_only: Grounder) -> None:
+    r = table_only.ground("the sofa on the table", kitchen())
+    assert not r.success and r.best is None and "fits" in r.message
+
+
+@pytest.mark.parametrize("phrase", ["", "   \n\t", "x" * 1001, "¿dónde está la taza? 杯子在哪里",
+                                    "la tasse sur la table", "giraffe", "the elephant on the table", "on", ",,,",
+                                    "123", None])
+def test_bad_phrases_get_an_answer_not_an_exception(table_only: Grounder, phrase: object) -> None:
+    r = table_only.ground(phrase, kitchen())  # type: ignore[arg-type]
+    assert not r.success and r.best is None and r.alternatives == ()
+    assert r.message and "\n" not in r.message
+
+
+def test_empty_memory_and_unknown_anchor(table_only: Grounder) -> None:
+    assert "empty" in table_only.ground("the cup", snapshot([])).message
+    r = table_only.ground("the cup near the giraffe", kitchen())
+    assert r.success and "giraffe" in r.message  # the relation is dropped and the user told
+
+
+def test_without_encoder_the_message_says_so(table_only: Grounder) -> None:
+    r = table_only.ground("the armchair", kitchen())  # a synonym of chair in the table
+    assert r.success and r.best.object.class_name == "chair" and "synonym table only" in r.message
+    r = table_only.ground("the giraffe", kitchen())
+    assert not r.success and "unknown target" in r.message and "synonym table only" in r.message
+
+
+def test_objects_seen_once_are_ignored() -> None:
+    g = Grounder(load_encoder=False)
+    r = g.ground("the cup", snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1])], n_obs=1))
+    assert not r.success and "seen often enough" in r.message
+    assert Grounder(load_encoder=False, min_observations=1).ground(
+        "the cup", snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1])], n_obs=1)).success
+
+
+def test_parser_grammar() -> None:
+    p = parse_phrase("Find the largest white chair that is near the table, and on the left of the sofa "
+                     "and between the lamp and the bed.")
+    assert p.target.text == "chair" and [a.word for a in p.target.attributes] == ["largest", "white"]
+    assert [c.relation for c in p.clauses] == [Relation.NEAR, Relation.LEFT, Relation.BETWEEN]
+    assert [a.text for a in p.clauses[2].anchors] == ["lamp", "bed"]
+    assert {c.relation.type for c in p.clauses} == {RelationType.HORIZONTAL, RelationType.ALLOCENTRIC,
+                                                    RelationType.BETWEEN}
+    assert parse_phrase("the closest chair").clauses == () and parse_phrase("the closest chair").notes
+
+
+def test_relation_scores_are_bounded_and_exclude_self() -> None:
+    g = SceneGeometry.from_boxes(random_scene(60, seed=3).boxes)
+    idx = np.arange(60)
+    for rel in Relation:
+        if rel is Relation.BETWEEN:
+            s = between_scores(g, idx, idx[:10], idx[:10])
+            assert s.shape == (60, 10, 10) and np.all(s[np.arange(10), np.arange(10), :] == 0)
+        else:
+            s = pair_scores(rel, g, idx, idx)
+            assert s.shape == (60, 60) and np.all(np.diag(s) == 0)
+        assert np.all((s >= 0) & (s <= 1)) and np.isfinite(s).all()
+
+
+def test_support_needs_contact() -> None:
+    g = SceneGeometry.from_boxes(kitchen().boxes)
+    on = pair_scores(Relation.ON, g, np.array([1, 8]), np.array([0]))  # cup on table; lamp floating above it
+    assert on[0, 0] > 0.9 and on[1, 0] < 0.05
+    above = pair_scores(Relation.ABOVE, g, np.array([8]), np.array([0]))
+    assert above[0, 0] > 0.9
+
+
+def test_grounding_reads_a_snapshot_while_memory_changes() -> None:
+    from embodied_ros.memory import SceneMemory
+
+    mem = SceneMemory()
+    snap = mem.snapshot()
+    assert not Grounder(load_encoder=False).ground("the cup", snap).success  # empty, and no exception
+
+
+def test_geometry_matches_box_corners() -> None:
+    from embodied_ros.geometry.boxes import box_corners
+
+    boxes = random_scene(50, seed=5).boxes.copy()
+    for tilted in (False, True):
+        if tilted:
+            boxes[:, 7:9] = np.random.default_rng(1).uniform(-0.4, 0.4, (50, 2))
+        g = SceneGeometry.from_boxes(boxes)
+        corners = box_corners(boxes)
+        np.testing.assert_allclose(g.bottom, corners[:, :, 2].min(axis=1), atol=1e-9)
+        np.testing.assert_allclose(g.top, corners[:, :, 2].max(axis=1), atol=1e-9)
+        np.testing.assert_allclose(g.half_xy, 0.5 * np.ptp(corners[:, :, :2], axis=1), atol=1e-9)
+
+
+def test_grounding_head_scores_combine_with_geometry(table_only: Grounder) -> None:
+    snap = kitchen()
+    head = np.full(len(snap), 0.5)
+    head[2] = 1.0  # the head prefers cup #2; geometry alone ties cups #1 and #2 on the table
+    assert table_only.ground("the cup on the table", snap, head).best.object.id == 2
+    head[2], head[1] = 0.5, 1.0
+    assert table_only.ground("the cup on the table", snap, head).best.object.id == 1
+    r = table_only.ground("the cup on the table", snap, np.ones(3))  # wrong length: ignored, said so
+    assert r.success and "ignored" in r.message
