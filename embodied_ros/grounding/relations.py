@@ -19,7 +19,7 @@ Conventions:
 * allocentric ("A in front of B"): in B's own box frame, an object's front faces its local -y
   axis (a chair's seat, a monitor's screen, a shelf's open side), so its left is local +x and
   its back +y, seen from the object itself, z up: the project's one convention, that of the
-  synthetic world's objects (``synthetic.objects.FRONT_AXIS``) and of its ground-truth prompts.
+  synthetic world's objects (``geometry.boxes.FRONT_AXIS``) and of its ground-truth prompts.
   The angle from that axis to A's centre decides. Boxes whose yaw carries no meaning (the
   lifted COCO detector's yaw comes from the footprint's minimum-area rectangle) give arbitrary
   answers: say so to users.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..geometry.boxes import as_boxes, box_rotations
+from ..geometry.boxes import FRONT_AXIS, as_boxes, box_rotations
 from .phrases import Relation, RelationType
 
 __all__ = [
@@ -166,7 +166,7 @@ def _allocentric(g: SceneGeometry, t: np.ndarray, a: np.ndarray, direction: np.n
     return np.clip(cos, 0.0, 1.0) ** 2 * (norm > 1e-6) * np.exp(-_gap_xy(g, t, a) / ALLO_SCALE_M)
 
 
-FRONT_LOCAL = np.array([0.0, -1.0])  # an object's front in its own box frame (x, y): local -y
+FRONT_LOCAL = FRONT_AXIS[:2]  # an object's front in its own box frame (x, y)
 LEFT_LOCAL = np.array([1.0, 0.0])  # its left, seen from the object, z up: local +x
 _DIRECTIONS = {Relation.FRONT: FRONT_LOCAL, Relation.BEHIND: -FRONT_LOCAL, Relation.LEFT: LEFT_LOCAL,
                Relation.RIGHT: -LEFT_LOCAL}

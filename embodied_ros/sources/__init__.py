@@ -12,14 +12,16 @@ __all__ = ["FrameSource", "open_source", "describe_source_kinds"]
 
 def describe_source_kinds() -> str:
     return ("a 7-Scenes/3DMatch folder (frame-NNNNNN.color.jpg ...), an EmbodiedScan demo folder (poses.txt, rgb/, "
-            "depth/), an Azure Kinect .mkv, a rosbag2 folder or .mcap/.db3 file, or k4a[:DEVICE] for a live camera")
+            "depth/), an Azure Kinect .mkv, a rosbag2 folder or .mcap/.db3 file, k4a[:DEVICE] for a live camera, "
+            "or synthetic[:SEED|:key=value,...] for a generated scene")
 
 
 def open_source(spec: str | Path, *, poses: Path | None = None, **options: object) -> FrameSource:
     """Open the right source for ``spec`` by looking at what is there.
 
     Args:
-        spec: a path, or ``k4a`` / ``k4a:N`` for a live Azure Kinect.
+        spec: a path, ``k4a`` / ``k4a:N`` for a live Azure Kinect, or ``synthetic:SEED`` /
+            ``synthetic:seed=7,frames=80,size=1280x720`` for a generated scene.
         poses: a poses file for an Azure Kinect recording.
         options: passed to the rosbag2 source (topic names, world_frame, ...).
 
@@ -27,6 +29,10 @@ def open_source(spec: str | Path, *, poses: Path | None = None, **options: objec
         InputError: nothing there, or nothing recognisable.
     """
     text = str(spec)
+    if text == "synthetic" or text.startswith("synthetic:"):
+        from ..synthetic.source import SyntheticSource
+
+        return SyntheticSource.from_spec(text)
     if text == "k4a" or text.startswith("k4a:"):
         from .kinect_live import KinectLiveSource
 

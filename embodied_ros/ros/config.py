@@ -1,0 +1,90 @@
+"""Configuration of the ROS 2 node: inputs, model, keyframes, outputs (ROS parameters are declared from it)."""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+
+
+class InputKind(str, enum.Enum):
+    """Where the node's frames come from."""
+
+    TOPICS = "topics"
+    """The Azure Kinect ROS driver's (or any driver's) colour, registered depth and camera_info topics."""
+    K4A = "k4a"
+    """A directly attached Azure Kinect through pyk4a (colour + depth transformed to colour + calibration)."""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """Parameters of the ``embodied_perception`` node (the memory and occupancy have their own)."""
+
+    # Input: "topics" (driver topics) or "k4a" (pyk4a, device 0).
+    source: InputKind = InputKind.TOPICS
+    # Colour image topic (sensor_msgs/Image bgra8/bgr8/rgb8/..., or CompressedImage when color_compressed).
+    color_topic: str = "rgb/image_raw"
+    # Subscribe to sensor_msgs/CompressedImage on color_topic instead of Image.
+    color_compressed: bool = False
+    # Depth registered to colour (16UC1 millimetres or 32FC1 metres), same stamp as the colour image.
+    depth_topic: str = "depth_to_rgb/image_raw"
+    # sensor_msgs/CameraInfo of the colour camera (K is read from it).
+    camera_info_topic: str = "rgb/camera_info"
+    # Fixed world frame (z up, REP-105); boxes and markers are published in it.
+    world_frame: str = "map"
+    # Camera pose from a PoseStamped or Odometry topic (the optical frame's pose in its header frame);
+    # empty: from TF, world_frame -> the image's frame_id at the image stamp.
+    pose_topic: str = ""
+    # "PoseStamped" or "Odometry": the message type on pose_topic.
+    pose_type: str = "PoseStamped"
+    # How long to wait for TF at the image stamp (seconds) before the frame is dropped with a warning.
+    tf_timeout: float = 0.1
+    # A pose sample this far (seconds) from the image stamp is still used (pose topics only).
+    pose_tolerance: float = 0.1
+    # Optical colour frame of a pyk4a camera (source k4a), looked up in TF at the capture time.
+    k4a_camera_frame: str = "rgb_camera_link"
+    # Subscribe to images with the sensor-data QoS (best effort: matches any publisher); False: reliable.
+    sensor_qos: bool = True
+    # Perceptor name (see `embodied-ros run --help`).
+    model: str = "yolo-fastest-1.1-xl"
+    # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
+    weights: str = ""
+    # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.
+    download_weights: bool = False
+    # Network backend: "onnxruntime" or "torch".
+    backend: str = "onnxruntime"
+    # A frame becomes a keyframe when the camera moved this far (metres) since the last keyframe ...
+    keyframe_min_translation: float = 0.05
+    # ... or turned this much (radians) ...
+    keyframe_min_rotation: float = 0.1
+    # ... or this much time passed (seconds); 0 makes every frame a keyframe.
+    keyframe_max_interval: float = 1.0
+    # Folder of ~/save_map and ~/load_map when the request names none; "" = ~/.embodied_ros/map.
+    map_dir: str = ""
+    # Load map_dir at start when it holds a saved map (a restart loses nothing that was saved).
+    load_map_on_start: bool = False
+    # Diagnostics period (seconds) on /diagnostics.
+    diagnostics_period: float = 1.0
+    # Also publish vision_msgs/Detection3DArray on ~/detections (when vision_msgs is installed).
+    publish_detections: bool = True
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "source", InputKind(self.source))
+        except ValueError:
+            raise ConfigError(f"source must be one of {[k.value for k in InputKind]}, got {self.source!r}") from None
+        if self.pose_type not in ("PoseStamped", "Odometry"):
+            raise ConfigError(f"pose_type must be PoseStamped or Odometry, got {self.pose_type!r}")
+        if self.backend not in ("onnxruntime", "torch"):
+            raise ConfigError(f"backend must be onnxruntime or torch, got {self.backend!r}")
+        for name in ("tf_timeout", "pose_tolerance", "keyframe_min_translation", "keyframe_min_rotation",
+                     "keyframe_max_interval"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+        if not self.diagnostics_period > 0.0:
+            raise ConfigError(f"diagnostics_period must be positive, got {self.diagnostics_period!r}")
+        if not self.world_frame:
+            raise ConfigError("world_frame must not be empty")

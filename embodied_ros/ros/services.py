@@ -1,0 +1,123 @@
+"""The node's services: ~/ground, ~/reset, ~/save_map, ~/load_map. Each answers with a message, never raises.
+
+The grounding engine (embodied_ros.grounding) is imported lazily and built on a background thread
+at start (its text encoder takes a while to load), so a node without it still runs and answers
+~/ground with "grounding engine not installed".
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..errors import EmbodiedError
+from ..messages.convert import header_msg
+from ..outputs.scene_messages import scene_object_array
+from .conversions import to_rclpy
+from .scene_state import DEFAULT_MAP_DIR, SceneState
+
+MAX_PHRASE_CHARS = 1000
+
+
+class GrounderHolder:
+    """Builds the Grounder once, off the calling thread; ``get()`` waits for it (or its failure).
+
+    Args:
+        min_observations: objects seen fewer times are not grounded (the memory's publish rule).
+    """
+
+    def __init__(self, min_observations: int = 2) -> None:
+        self.min_observations = min_observations
+        self.error = ""
+        self._grounder: Any = None
+        self._ready = threading.Event()
+        threading.Thread(target=self._build, name="embodied-grounder", daemon=True).start()
+
+    def _build(self) -> None:
+        try:
+            from ..grounding import Grounder
+        except ImportError as err:
+            self.error = f"grounding engine not installed ({err})"
+        else:
+            try:
+                self._grounder = Grounder(min_observations=self.min_observations)
+            except Exception as err:  # noqa: BLE001 - reported in every answer instead
+                self.error = f"grounding engine failed to start: {type(err).__name__}: {err}"
+        self._ready.set()
+
+    def get(self, timeout: float = 120.0) -> Any:
+        self._ready.wait(timeout)
+        return self._grounder
+
+
+_HOLDERS: dict[int, GrounderHolder] = {}
+_HOLDERS_LOCK = threading.Lock()
+
+
+def shared_grounder(min_observations: int) -> GrounderHolder:
+    """One Grounder per process and setting: it is thread-safe, and loading its text encoder takes seconds."""
+    with _HOLDERS_LOCK:
+        if min_observations not in _HOLDERS:
+            _HOLDERS[min_observations] = GrounderHolder(min_observations)
+        return _HOLDERS[min_observations]
+
+
+def _grounded(g: Any, frame_id: str) -> Any:
+    """grounding.GroundedObject -> embodied_ros/msg/GroundedObject."""
+    from embodied_ros.msg import GroundedObject
+
+    obj = to_rclpy(scene_object_array([g.object], frame_id, 0).objects[0])
+    return GroundedObject(object=obj, score=float(g.score), explanation=str(g.explanation))
+
+
+def ground(state: SceneState, grounder: GrounderHolder, phrase: str, response: Any) -> Any:
+    """Fill a Ground response for ``phrase`` over the current memory snapshot."""
+    snapshot = state.memory.snapshot()
+    response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
+    phrase = phrase.strip()
+    if not phrase:
+        response.success, response.message = False, "empty phrase: say which object, e.g. 'the cup on the table'"
+        return response
+    if len(phrase) > MAX_PHRASE_CHARS:
+        response.success = False
+        response.message = f"phrase too long ({len(phrase)} characters, at most {MAX_PHRASE_CHARS})"
+        return response
+    if snapshot.n_updates == 0 and len(snapshot) == 0:
+        response.success, response.message = False, "no frame processed yet: the scene memory is empty"
+        return response
+    engine = grounder.get()
+    if engine is None:
+        response.success, response.message = False, grounder.error or "grounding engine not ready"
+        return response
+    result = engine.ground(phrase, snapshot)
+    response.success, response.message = bool(result.success), str(result.message)
+    if result.best is not None:
+        response.best = _grounded(result.best, snapshot.frame_id)
+    response.alternatives = [_grounded(a, snapshot.frame_id) for a in result.alternatives]
+    return response
+
+
+def map_directory(requested: str, default: str) -> Path:
+    return Path(requested or default or DEFAULT_MAP_DIR).expanduser()
+
+
+def save_map(state: SceneState, directory: Path, response: Any) -> Any:
+    try:
+        response.message, response.success = state.save(directory), True
+    except (OSError, EmbodiedError) as err:
+        response.message, response.success = f"cannot save the map to {directory}: {err}", False
+    return response
+
+
+def load_map(state: SceneState, directory: Path, response: Any) -> Any:
+    try:
+        response.message, response.success = state.load(directory), True
+    except (OSError, EmbodiedError) as err:
+        response.message, response.success = f"cannot load the map: {err}", False
+    return response
+
+
+def reset(state: SceneState, response: Any) -> Any:
+    response.message, response.success = state.reset(), True
+    return response

@@ -1,0 +1,182 @@
+"""The node's helpers with real rclpy: message conversion, parameters from the config dataclasses and
+config/params.yaml, the keyframe worker's depth-1 queue, and the launch files' syntax."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from embodied_ros.errors import ConfigError
+from embodied_ros.frame import Frame
+from embodied_ros.memory.config import MemoryConfig, OccupancyConfig
+from embodied_ros.memory.occupancy import OccupiedVoxels
+from embodied_ros.memory.scene_object import SceneObject
+from embodied_ros.outputs.scene_messages import marker_array, occupancy_cloud, scene_object_array
+from embodied_ros.ros.config import NodeConfig
+from embodied_ros.ros.keyframes import KeyframePolicy, KeyframeWorker
+from embodied_ros.ros.params import field_comments
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def ros() -> object:
+    from embodied_ros.ros.harness import prepare
+
+    reason = prepare()
+    if reason:
+        pytest.skip(reason)
+    import rclpy
+
+    context = rclpy.Context()
+    rclpy.init(context=context, args=["--ros-args", "--params-file", str(REPO / "config" / "params.yaml")])
+    yield context
+    rclpy.shutdown(context=context)
+
+
+def _objects(n: int) -> list[SceneObject]:
+    return [SceneObject(i, "cup" if i % 2 else "chair", 0.5 + 0.01 * i, np.array([i, 1, 0.5, 0.2, 0.3, 0.4, 0.3, 0, 0]),
+                        (("cup", 1.0),), 3, 0, 4, 10, 10**9 + 7) for i in range(n)]
+
+
+def test_scene_messages_convert_field_by_field(ros: object) -> None:
+    from embodied_ros.ros.conversions import to_rclpy
+
+    voxels = OccupiedVoxels(centers=np.array([[0.0, 0.0, 0.1], [0.16, 0.0, 0.1]]), labels=np.array([-1, 0], np.int16),
+                            vocabulary=("cup",), log_odds=np.array([1.0, 2.0], np.float32), voxel_size=0.16)
+    objects = _objects(3)
+
+    markers = to_rclpy(marker_array(objects, voxels, "map", 5 * 10**9 + 3))
+    assert markers.markers[0].action == 3 and markers.markers[0].header.stamp.nanosec == 3
+    boxes = [m for m in markers.markers if m.ns == "boxes"]
+    assert [m.id for m in boxes] == [0, 1, 2] and len(boxes[0].points) == 24
+    cubes = next(m for m in markers.markers if m.ns == "occupancy")
+    assert len(cubes.points) == len(cubes.colors) == 2 and cubes.points[1].x == pytest.approx(0.16)
+    ros_msg = to_rclpy(scene_object_array(objects, "map", 7))
+    assert type(ros_msg).__module__.startswith("embodied_ros.msg")
+    assert [o.id for o in ros_msg.objects] == [0, 1, 2]
+    np.testing.assert_allclose(ros_msg.objects[2].box, objects[2].box)
+    assert ros_msg.objects[1].last_seen.sec == 1 and ros_msg.objects[1].last_seen.nanosec == 7
+    cloud_src = occupancy_cloud(voxels, "map", 0)
+    cloud = to_rclpy(cloud_src)
+    assert cloud.width == 2 and bytes(cloud.data) == bytes(cloud_src.data) and [f.name for f in cloud.fields][:3] == [
+        "x", "y", "z"]
+
+
+def test_parameters_come_from_the_config_dataclasses_and_params_yaml(ros: object) -> None:
+    import rclpy
+    from rclpy.parameter import Parameter
+
+    from embodied_ros.ros.params import declare_config
+
+    node = rclpy.create_node("params_check", context=ros)
+    try:
+        assert declare_config(node, NodeConfig) == NodeConfig()  # params.yaml holds the defaults
+        assert declare_config(node, MemoryConfig, "memory.") == MemoryConfig()
+        assert declare_config(node, OccupancyConfig, "occupancy.") == OccupancyConfig()
+        described = node.describe_parameter("memory.iou_threshold").description
+        assert "IoU" in described
+    finally:
+        node.destroy_node()
+    bounds = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+    overridden = rclpy.create_node("params_override", context=ros, parameter_overrides=[
+        Parameter("memory.iou_threshold", value=0.3), Parameter("occupancy.bounds", value=bounds)])
+    try:
+        assert declare_config(overridden, MemoryConfig, "memory.").iou_threshold == 0.3
+        assert declare_config(overridden, OccupancyConfig, "occupancy.").bounds == (0, 0, 0, 1, 1, 1)
+    finally:
+        overridden.destroy_node()
+    for name, value, match in (("source", "usb", "source must be one of"),
+                               ("tf_timeout", "soon", "parameter tf_timeout")):
+        bad = rclpy.create_node("params_bad", context=ros, parameter_overrides=[Parameter(name, value=value)])
+        try:
+            with pytest.raises(ConfigError, match=match):
+                declare_config(bad, NodeConfig)
+        finally:
+            bad.destroy_node()
+
+
+def test_every_config_field_has_a_comment_for_its_parameter_description() -> None:
+    for cls in (NodeConfig, MemoryConfig, OccupancyConfig):
+        missing = set(cls.__dataclass_fields__) - set(field_comments(cls))
+        assert not missing, f"{cls.__name__}: no comment above {sorted(missing)}"
+
+
+def _frame(stamp_s: float, x: float = 0.0) -> Frame:
+    T = np.eye(4)
+    T[0, 3] = x
+    return Frame(color=np.zeros((4, 4, 3), np.uint8), depth=np.ones((4, 4), np.float32), K=np.eye(3),
+                 T_world_camera=T, stamp_ns=int(stamp_s * 1e9), index=int(stamp_s * 10))
+
+
+def test_keyframe_policy_by_motion_and_time() -> None:
+    policy = KeyframePolicy(min_translation=0.05, min_rotation=0.1, max_interval=1.0)
+    first = _frame(0.0)
+    assert policy.is_keyframe(None, first)
+    assert not policy.is_keyframe(first, _frame(0.5, x=0.01))  # still, within the interval
+    assert policy.is_keyframe(first, _frame(0.5, x=0.06))  # moved
+    assert policy.is_keyframe(first, _frame(1.0))  # time passed
+    assert KeyframePolicy(max_interval=0.0).is_keyframe(first, _frame(0.1))  # every frame
+
+
+def test_worker_queue_holds_one_frame_and_counts_drops() -> None:
+    started, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def process(frame: Frame) -> dict[str, float]:
+        seen.append(frame.index)
+        started.set()
+        release.wait(10)
+        return {"network": 0.0}
+
+    errors: list[str] = []
+    worker = KeyframeWorker(process, KeyframePolicy(max_interval=0.0), on_error=errors.append)
+    try:
+        assert worker.submit(_frame(0.0))
+        assert started.wait(10)  # the worker is busy with frame 0
+        for t in (0.1, 0.2, 0.3):  # each replaces the one waiting: 2 dropped, 0.3 kept
+            worker.submit(_frame(t))
+        release.set()
+        assert worker.wait_idle(10)
+        assert seen == [0, 3] and worker.stats.dropped == 2 and worker.stats.processed == 2 and not errors
+    finally:
+        release.set()
+        worker.stop()
+
+
+def test_worker_survives_a_failing_keyframe() -> None:
+    errors: list[str] = []
+
+    def process(frame: Frame) -> dict[str, float]:
+        if frame.index == 0:
+            raise ValueError("broken frame")
+        return {}
+
+    worker = KeyframeWorker(process, KeyframePolicy(max_interval=0.0), on_error=errors.append)
+    try:
+        worker.submit(_frame(0.0))
+        assert worker.wait_idle(10)
+        worker.submit(_frame(0.1))
+        assert worker.wait_idle(10)
+        assert worker.stats.failed == 1 and worker.stats.processed == 1
+        assert errors and "ValueError: broken frame" in errors[0]
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize("name", ["perception.launch.py", "kinect.launch.py"])
+def test_launch_files_parse_and_define_generate_launch_description(name: str) -> None:
+    tree = ast.parse((REPO / "launch" / name).read_text())
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description" for n in tree.body)
+
+
+def test_launch_arguments_name_real_parameters() -> None:
+    tree = ast.parse((REPO / "launch" / "perception.launch.py").read_text())
+    table = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "OVERRIDES")
+    names = {k.value for k in table.keys}
+    known = set(NodeConfig.__dataclass_fields__) | {f"memory.{f}" for f in MemoryConfig.__dataclass_fields__}
+    assert names and names <= known, names - known
