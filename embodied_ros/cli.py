@@ -114,6 +114,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from .network.registry import PERCEPTRON_FILE, _search_dirs
+
+    weights = args.weights or next((d / PERCEPTRON_FILE for d in _search_dirs(None) if (d / PERCEPTRON_FILE).is_file()),
+                                   None)
+    if weights is not None:
+        return _synthetic_demo(args, weights)
+    log.info("no trained %s in models/: running the lifted COCO detector on the redkitchen recording", PERCEPTRON_FILE)
     data = default_data_dir()
     scene, weights = data / "redkitchen", data / "yolo_fastest"
     if not scene.is_dir() or not weights.is_dir():
@@ -121,11 +128,30 @@ def cmd_demo(args: argparse.Namespace) -> int:
             f"the demo needs the redkitchen recording and the Yolo-Fastest weights in {data} "
             "(set EMBODIED_ROS_DATA to their folder); a built-in synthetic scene is not available yet"
         )
-    argv = ["run", str(scene), "--out", str(args.out), "--weights", str(weights), "--overwrite"]
+    argv = ["run", str(scene), "--out", str(args.out), "--weights", str(weights), "--overwrite", "--backend",
+            "onnxruntime"]
     if args.max_frames is not None:
         argv += ["--max-frames", str(args.max_frames)]
     run_args = build_parser().parse_args(argv)
     return cmd_run(run_args)
+
+
+def _synthetic_demo(args: argparse.Namespace, weights: Path) -> int:
+    from .demo import DEMO_SEED, run_demo
+
+    _prepare_out(args.out, overwrite=True)
+    result = run_demo(args.out, weights, seed=args.seed if args.seed is not None else DEMO_SEED,
+                      frames=args.max_frames or 40)
+    s = result.summary
+    print(f"synthetic scene (seed {args.seed if args.seed is not None else DEMO_SEED}, never trained on): "
+          f"{s.frames_processed} frames, {len(s.objects)} objects published")
+    print("objects: " + ", ".join(f"{k} x{v}" for k, v in s.class_counts().items()))
+    print(f"accumulated detection vs ground truth: mAP@0.25 {result.map25:.3f}, mAP@0.50 {result.map50:.3f}")
+    print(f"grounding: {result.grounding_correct}/{result.grounding_total} of the scene's prompts right (Acc@0.25)")
+    for line in result.examples[:4]:
+        print("  " + line)
+    print(f"outputs in {args.out}: " + ", ".join(p.name for p in s.outputs) + ", demo_metrics.json")
+    return 0
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -182,7 +208,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_demo = sub.add_parser("demo", help="run on the built-in scene")
     p_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder (default: %(default)s)")
-    p_demo.add_argument("--max-frames", type=int, default=None, help="stop after N frames")
+    p_demo.add_argument("--max-frames", type=int, default=None, help="frames of the scene (default: 40) or recording")
+    p_demo.add_argument("--weights", type=Path, default=None,
+                        help="Embodied Perceptron weights (default: models/embodied_perceptron.pt)")
+    p_demo.add_argument("--seed", type=int, default=None, help="synthetic scene seed (default: a held-out one)")
     p_demo.set_defaults(func=cmd_demo)
     return parser
 

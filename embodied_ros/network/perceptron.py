@@ -31,6 +31,7 @@ from torch import nn
 
 from ..errors import ConfigError
 from ..geometry.grid import GridSpec
+from ..runtime.contract import IOContract, TensorSpec
 from ..synthetic.classes import OBJECT_CLASSES, OCCUPANCY_CLASSES
 
 
@@ -215,3 +216,25 @@ def example_inputs(config: PerceptronConfig) -> tuple[torch.Tensor, torch.Tensor
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def perceptron_contract(config: PerceptronConfig) -> IOContract:
+    """The graph's interface for every backend (names, fixed shapes, float32), from its config."""
+    v, s = config.n_views, config.image_size
+    x, y, z = config.grid_shape
+    n, k, f = config.num_classes, config.empty_label + 1, config.volume_channels[1]
+    half = (x // 2, y // 2, z // 2)
+    inputs = (
+        TensorSpec("images", (v, 3, s, s), "float32", "RGB in [0, 1], each view resized to S x S"),
+        TensorSpec("projections", (v, 3, 4), "float32", "grid-frame point (m) -> homogeneous pixel of the S x S image"),
+        TensorSpec("depth_volume", (1, 1, x, y, z), "float32", "log(1 + depth points per voxel) in the grid"),
+    )
+    outputs = (
+        TensorSpec("occupancy", (1, k, x, y, z), "float32", "occupancy logits; last channel = empty"),
+        TensorSpec("box_cls", (1, n, *half), "float32", "class logits per coarse voxel"),
+        TensorSpec("box_ctr", (1, 1, *half), "float32", "centerness logit"),
+        TensorSpec("box_dist", (1, 6, *half), "float32", "distances (m) to the six faces along the box axes"),
+        TensorSpec("box_rot", (1, 6, *half), "float32", "6D rotation (two columns of R), grid frame"),
+        TensorSpec("features", (1, f, *half), "float32", "FPN features for the grounding head"),
+    )
+    return IOContract(inputs, outputs)

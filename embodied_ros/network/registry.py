@@ -40,6 +40,52 @@ def _custom_darknet_files(weights: Path) -> ModelFiles:
     return ModelFiles(cfg, weights, names[0])
 
 
+PERCEPTRON = "embodied-perceptron"
+PERCEPTRON_FILE = "embodied_perceptron.pt"  # state dict + training config (training.trainer.save_weights)
+
+
+def _perceptron_weights(weights: Path | None) -> Path:
+    """The Embodied Perceptron's weights file: --weights (file or folder), else the search folders."""
+    if weights is not None and weights.is_file():
+        return weights
+    for folder in _search_dirs(weights):
+        if (folder / PERCEPTRON_FILE).is_file():
+            return folder / PERCEPTRON_FILE
+    raise ModelError(f"no {PERCEPTRON_FILE} found (looked in {', '.join(str(d) for d in _search_dirs(weights))}); "
+                     "train one with `embodied-ros train` and pass --weights PATH")
+
+
+def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_fallback: bool = False,
+                     fp16: bool = False, floor_z: float | None = None) -> Perceptor:
+    """The Embodied Perceptron on a runtime backend; its ONNX file is the .onnx beside the weights, or
+    exported once into the cache (keyed by the weights' sha256)."""
+    from ..runtime.config import RuntimeConfig
+    from ..runtime.select import create_backend
+    from ..training.trainer import load_weights
+    from .onnx_export import export_onnx
+    from .perceptron import INPUT_NAMES, OUTPUT_NAMES, example_inputs, perceptron_contract
+    from .perceptron_perceptor import PerceptronPerceptor
+    from .weights import cache_dir, sha256_file
+
+    path = _perceptron_weights(weights)
+    model, config = load_weights(path)
+    contract = perceptron_contract(config.model)
+
+    def onnx_path() -> Path:
+        beside = path.with_suffix(".onnx")
+        if beside.is_file():
+            return beside
+        cached = cache_dir() / "onnx" / f"embodied-perceptron-{sha256_file(path)[:16]}.onnx"
+        if not cached.is_file():
+            export_onnx(model, example_inputs(config.model), cached, input_names=INPUT_NAMES, output_names=OUTPUT_NAMES)
+        return cached
+
+    runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,
+                             onnx_path=onnx_path, torch_module=lambda: model)
+    return PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
+                               floor_z=floor_z)
+
+
 def build_perceptor(
     name: str = DEFAULT_MODEL,
     *,
@@ -54,8 +100,9 @@ def build_perceptor(
     """Build the perceptor called ``name``.
 
     Args:
-        name: a known model (see ``weights.KNOWN_MODELS``) or "darknet" for a user's own
-            Darknet files given by ``weights``.
+        name: "embodied-perceptron" (the project's network; weights from ``embodied-ros train``),
+            a known 2D detector (``weights.KNOWN_MODELS``, lifted to 3D) or "darknet" for a
+            user's own Darknet files given by ``weights``.
         weights: a weights file or the folder holding the model's files.
         download: fetch missing files from their upstream URL (sha256-checked).
         backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
@@ -70,6 +117,8 @@ def build_perceptor(
     """
     if weights is not None and not weights.exists():
         raise ModelError(f"--weights {weights}: no such file or folder")
+    if name == PERCEPTRON:
+        return build_perceptron(weights, backend, allow_fallback, fp16)
     if name in KNOWN_MODELS:
         try:
             files = resolve_known_model(name, search_dirs=_search_dirs(weights), download=download)
@@ -80,7 +129,8 @@ def build_perceptor(
             raise ModelError("--model darknet needs --weights PATH.weights")
         files = _custom_darknet_files(weights)
     else:
-        raise ModelError(f"unknown model {name!r}; known: {', '.join([*sorted(KNOWN_MODELS), 'darknet'])}")
+        known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), "darknet"])
+        raise ModelError(f"unknown model {name!r}; known: {known}")
     detector = YoloDetector2D(files.cfg, files.weights, files.names, backend=backend, allow_fallback=allow_fallback,
                               fp16=fp16, score_threshold=detector_score_threshold)
     return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")
