@@ -19,6 +19,7 @@ from embodied_ros.memory.occupancy import OccupancyMap
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.messages.types import typestore
 from embodied_ros.outputs.bag_writer import BAG_VERSION, OutputTopics, SceneBagWriter
+from embodied_ros.outputs.colors import OCCUPANCY_GREY, class_color_float
 from embodied_ros.outputs.objects_json import objects_document, write_objects_json
 from embodied_ros.outputs.pictures import draw_boxes_on_frame, save_top_down_map, visible_in_frame
 from embodied_ros.outputs.scene_messages import marker_array
@@ -109,6 +110,16 @@ def test_marker_ids_are_object_ids_and_colours_stable() -> None:
     colour = {m.id: (m.color.r, m.color.g, m.color.b) for m in first.markers if m.ns == "boxes"}
     assert colour == {m.id: (m.color.r, m.color.g, m.color.b) for m in second.markers if m.ns == "boxes"}
     assert not any(m.ns == "occupancy" for m in second.markers)
+    wall_patch = Detections3D(np.array([[0.0, 0.0, 0.5, 0.6, 0.5, 0.6, 0, 0, 0]]), [0], [0.9], VOCAB, "world")
+    occupancy.add_detection_evidence(wall_patch)  # some wall voxels now carry the class "chair"
+    first = marker_array(objects, occupancy.occupied_voxels(), "world", 5)
+    voxels = occupancy.occupied_voxels()
+    cubes = next(m for m in first.markers if m.ns == "occupancy")
+    assert len(cubes.points) == len(cubes.colors) == len(voxels)
+    for name, c in zip(voxels.class_names, cubes.colors, strict=True):  # class colour, grey where none voted
+        expected = class_color_float(name) if name else tuple(v / 255 for v in OCCUPANCY_GREY)
+        assert (c.r, c.g, c.b) == pytest.approx(expected)
+    assert any(voxels.class_names) and not all(voxels.class_names)
     label = next(m for m in first.markers if m.ns == "labels")
     assert label.text.startswith(objects[0].class_name) and f"#{objects[0].id}" in label.text
 

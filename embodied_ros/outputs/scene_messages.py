@@ -44,6 +44,22 @@ def _rgba(rgb: tuple[float, float, float], a: float = 1.0) -> Any:
     return msg_class("std_msgs/msg/ColorRGBA")(r=float(rgb[0]), g=float(rgb[1]), b=float(rgb[2]), a=float(a))
 
 
+def _points(xyz: np.ndarray) -> list[Any]:
+    """(N, 3) array -> N geometry_msgs/Point (one class lookup, plain floats: the hot loop of big markers)."""
+    Point = msg_class("geometry_msgs/msg/Point")
+    return [Point(x=x, y=y, z=z) for x, y, z in np.asarray(xyz, dtype=np.float64).tolist()]
+
+
+def _voxel_colors(occupancy: OccupiedVoxels) -> list[Any]:
+    """Per voxel: its class colour (grey when no class voted), more opaque when more certain."""
+    ColorRGBA = msg_class("std_msgs/msg/ColorRGBA")
+    palette = [class_color_float(name) for name in occupancy.vocabulary] + [
+        tuple(c / 255 for c in OCCUPANCY_GREY)]
+    rgb = np.asarray(palette)[occupancy.labels.astype(np.int64)]  # label -1 -> the grey row, last
+    alpha = 0.35 + 0.5 * np.asarray(occupancy.probability, dtype=np.float64)
+    return [ColorRGBA(r=r, g=g, b=b, a=a) for (r, g, b), a in zip(rgb.tolist(), alpha.tolist(), strict=True)]
+
+
 def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: int, **fields: Any) -> Any:
     Marker = msg_class("visualization_msgs/msg/Marker")
     defaults: dict[str, Any] = dict(
@@ -107,15 +123,11 @@ def marker_array(
                     color=_rgba(rgb), text=f"{obj.class_name} #{obj.id} {obj.score:.2f}")
         )
     if occupancy is not None and len(occupancy.centers):
-        colors = [
-            _rgba(class_color_float(name) if name else tuple(c / 255 for c in OCCUPANCY_GREY), 0.35 + 0.5 * p)
-            for name, p in zip(occupancy.class_names, occupancy.probability, strict=True)
-        ]
         s = occupancy.voxel_size
         markers.append(
             _marker("occupancy", 0, _CUBE_LIST, frame_id, stamp_ns, scale=vector3_msg((s, s, s)),
-                    color=_rgba((1.0, 1.0, 1.0), 1.0), points=[_point(p) for p in occupancy.centers],
-                    colors=colors)
+                    color=_rgba((1.0, 1.0, 1.0), 1.0), points=_points(occupancy.centers),
+                    colors=_voxel_colors(occupancy))
         )
     return msg_class("visualization_msgs/msg/MarkerArray")(markers=markers)
 
