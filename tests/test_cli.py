@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import DATA, KITCHEN, YOLO
 from rosbags.highlevel import AnyReader
 
 from embodied_ros.cli import main
 from embodied_ros.memory import SceneMemory
 from embodied_ros.messages.types import typestore
 
-DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-KITCHEN, YOLO = DATA / "redkitchen", DATA / "yolo_fastest"
 needs_data = pytest.mark.skipif(not (KITCHEN.is_dir() and YOLO.is_dir()),
                                 reason=f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
 
@@ -43,17 +41,6 @@ def _copy_frames(dst: Path, numbers: list[int]) -> Path:
     return dst
 
 
-@pytest.fixture(scope="module")
-def kitchen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (KITCHEN.is_dir() and YOLO.is_dir()):
-        pytest.skip(f"real data not found in {DATA}")
-    out = tmp_path_factory.mktemp("run")
-    os.environ.setdefault("EMBODIED_ROS_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    assert main(["run", str(KITCHEN), "--out", str(out), "--weights", str(YOLO), "--stride", "4",
-                 "--max-frames", "12", "--overwrite"]) == 0
-    return out
-
-
 @needs_data
 def test_run_on_redkitchen_writes_every_output(kitchen_run: Path) -> None:
     names = {p.name for p in kitchen_run.iterdir()}
@@ -61,14 +48,14 @@ def test_run_on_redkitchen_writes_every_output(kitchen_run: Path) -> None:
     assert len([n for n in names if n.startswith("boxes_frame_")]) == 4
     doc = json.loads((kitchen_run / "objects.json").read_text())
     classes = {o["class"] for o in doc["objects"]}
-    assert doc["frames_processed"] == 12 and doc["frames_skipped"] == 0
+    assert doc["frames_processed"] == 25 and doc["frames_skipped"] == 0
     assert len(classes & {"chair", "cup", "tvmonitor", "diningtable", "book"}) >= 3, classes
     assert all(o["n_observations"] >= 2 for o in doc["objects"])  # the publish rule
     memory = SceneMemory.load(kitchen_run / "memory.json")
     assert [o.id for o in memory.published_objects()] == [o["id"] for o in doc["objects"]]
     with AnyReader([kitchen_run], default_typestore=typestore()) as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
-    assert counts["/embodied/markers"] == 12 and counts["/rgb/image_raw/compressed"] == 12
+    assert counts["/embodied/markers"] == 25 and counts["/rgb/image_raw/compressed"] == 25
 
 
 @needs_data

@@ -4,19 +4,15 @@ against a memory built here from every 4th frame."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from embodied_ros.cli import main
 from embodied_ros.grounding import Grounder
 from embodied_ros.memory import MemorySnapshot, SceneMemory
 from embodied_ros.metrics import GroundingQuery, evaluate_grounding
 
-DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
-KITCHEN, YOLO = DATA / "redkitchen", DATA / "yolo_fastest"
 PHRASES = Path(__file__).parent / "data" / "redkitchen_phrases.json"
 # Measured 2026-11: every 4th frame, 27 of 28 phrases right (the full 100-frame run: 28 of 28). The floor
 # leaves room for small changes of the detector or the memory without hiding a broken grounder.
@@ -44,14 +40,9 @@ def evaluate(snapshot: MemorySnapshot, grounder: Grounder) -> tuple[list[bool], 
 
 
 @pytest.fixture(scope="module")
-def kitchen_memory(tmp_path_factory: pytest.TempPathFactory) -> MemorySnapshot:
-    if not (KITCHEN.is_dir() and YOLO.is_dir()):
-        pytest.skip(f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
-    out = tmp_path_factory.mktemp("kitchen_ground")
-    os.environ.setdefault("EMBODIED_ROS_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    assert main(["run", str(KITCHEN), "--out", str(out), "--weights", str(YOLO), "--stride", "4", "--no-inputs",
-                 "--overwrite"]) == 0
-    return SceneMemory.load(out / "memory.json").snapshot()
+def kitchen_memory(kitchen_run: Path) -> MemorySnapshot:
+    """The memory of the shared redkitchen run (conftest.kitchen_run: every 4th frame)."""
+    return SceneMemory.load(kitchen_run / "memory.json").snapshot()
 
 
 def test_phrase_file_is_well_formed() -> None:
