@@ -26,7 +26,7 @@ OVERRIDES = {
     "source": ("topics", "topics (Azure Kinect ROS driver) or k4a (pyk4a)"),
     "model": ("yolo-fastest-1.1-xl", "perceptor name"),
     "weights": ("", "folder with the model files ('' = the package's models/ and $EMBODIED_ROS_MODELS)"),
-    "backend": ("onnxruntime", "onnxruntime or torch"),
+    "backend": ("auto", "auto (TensorRT if usable, else ONNX Runtime), tensorrt, onnxruntime or torch"),
     "world_frame": ("map", "fixed z-up frame; poses looked up in TF from it at each image stamp"),
     "pose_topic": ("", "PoseStamped/Odometry camera pose topic instead of TF ('' = TF)"),
     "color_topic": ("rgb/image_raw", "colour image topic"),

@@ -53,8 +53,13 @@ class NodeConfig:
     weights: str = ""
     # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.
     download_weights: bool = False
-    # Network backend: "onnxruntime" or "torch".
-    backend: str = "onnxruntime"
+    # Network backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
+    # "tensorrt", "onnxruntime" or "torch".
+    backend: str = "auto"
+    # backend "tensorrt" but unusable here (no GPU, no tensorrt): run ONNX Runtime instead of stopping.
+    allow_fallback: bool = False
+    # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
+    fp16: bool = False
     # A frame becomes a keyframe when the camera moved this far (metres) since the last keyframe ...
     keyframe_min_translation: float = 0.05
     # ... or turned this much (radians) ...
@@ -77,8 +82,8 @@ class NodeConfig:
             raise ConfigError(f"source must be one of {[k.value for k in InputKind]}, got {self.source!r}") from None
         if self.pose_type not in ("PoseStamped", "Odometry"):
             raise ConfigError(f"pose_type must be PoseStamped or Odometry, got {self.pose_type!r}")
-        if self.backend not in ("onnxruntime", "torch"):
-            raise ConfigError(f"backend must be onnxruntime or torch, got {self.backend!r}")
+        if self.backend not in ("auto", "tensorrt", "onnxruntime", "torch"):
+            raise ConfigError(f"backend must be auto, tensorrt, onnxruntime or torch, got {self.backend!r}")
         for name in ("tf_timeout", "pose_tolerance", "keyframe_min_translation", "keyframe_min_rotation",
                      "keyframe_max_interval"):
             value = getattr(self, name)

@@ -60,7 +60,8 @@ class EmbodiedPerceptionNode(Node):
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
         if perceptor is None:
             perceptor = build_perceptor(config.model, weights=Path(config.weights) if config.weights else None,
-                                        download=config.download_weights, backend=config.backend)
+                                        download=config.download_weights, backend=config.backend,
+                                        allow_fallback=config.allow_fallback, fp16=config.fp16)
         self.state = SceneState(perceptor, memory_config, occupancy_config)
         self.grounder = services.shared_grounder(memory_config.min_observations)
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)
