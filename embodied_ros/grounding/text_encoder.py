@@ -154,8 +154,21 @@ class TextEncoder:
             return nullcontext()
         return self._blas.limit(limits=1, user_api="blas")
 
+    def encode_tokens(self, text: str) -> np.ndarray:
+        """(T, dim) float32 contextual token states of one text ([CLS] and [SEP] included): the
+        text input of the network's grounding head."""
+        with self._lock, self._one_blas_thread():
+            hidden, _ = self._hidden([text])
+        return hidden[0].astype(np.float32)
+
     def _forward(self, texts: list[str]) -> np.ndarray:
         """(N,) texts -> (N, dim) unit embeddings: BERT encoder, mean pooling, L2 normalisation."""
+        x, mask = self._hidden(texts)
+        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)  # (N, D)
+        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+
+    def _hidden(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(N,) texts -> ((N, T, D) last hidden states, (N, T) attention mask): the BERT encoder."""
         enc = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in enc], dtype=np.int64)  # (N, T)
         mask = np.array([e.attention_mask for e in enc], dtype=np.float32)  # (N, T)
@@ -190,5 +203,4 @@ class TextEncoder:
                             w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
             ff = proj(_gelu(proj(x, "intermediate.dense")), "output.dense")
             x = _layer_norm(x + ff, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
-        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)  # (N, D)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        return x, mask
