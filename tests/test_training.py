@@ -13,7 +13,8 @@ import torch
 
 from embodied_ros.errors import ConfigError
 from embodied_ros.training.config import TrainConfig, dump_config, load_config
-from embodied_ros.training.trainer import CHECKPOINT, HISTORY, PLOT, WEIGHTS, load_weights, train
+from embodied_ros.network.grounding_head import GroundingHead
+from embodied_ros.training.trainer import CHECKPOINT, HISTORY, PLOT, WEIGHTS, load_head, load_weights, train
 
 TINY_YAML = """
 model:
@@ -25,10 +26,11 @@ model:
 data:
   train_seeds: [0, 2]
   val_seeds: [100, 101]
-  frames_per_scene: 2
+  frames_per_scene: 3
   val_frames_per_scene: 2
-  image_width: 128
-  image_height: 128
+  min_visibility: 0.05
+  image_width: 192
+  image_height: 192
 optim:
   steps: 4
   accumulate: 1
@@ -73,6 +75,11 @@ def test_train_evaluate_and_resume(tiny: Path, tmp_path: Path) -> None:
     evals = [h for h in history if "map25_frame" in h]
     assert [h["step"] for h in losses] == [2, 4] and all(h["total"] > 0 for h in losses)
     assert len(evals) == 1 and 0.0 <= evals[0]["miou"] <= 1.0  # evaluated on the held-out scene
+    assert all("grounding" in h and "ground_acc" in h for h in losses)  # the grounding head trained too
+    assert any(h["grounding"] > 0 for h in losses)
+    assert "grounding_acc" in evals[0]
+    head = load_head(out / WEIGHTS)
+    assert isinstance(head, GroundingHead) and head.config.feature_dim == 8  # the perceptron's feature width
     model, config = load_weights(out / WEIGHTS)
     assert config == load_config(tiny)
     with torch.no_grad():

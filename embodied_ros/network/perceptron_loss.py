@@ -25,6 +25,7 @@ class LossWeights:
     corners: float = 1.0
     occupancy: float = 1.0
     affinity: float = 0.5
+    grounding: float = 1.0  # contrastive loss of the grounding head
     # Cross-entropy weight of the "empty" occupancy class (most voxels are empty).
     empty_weight: float = 0.2
     # Focal loss parameters (RetinaNet's).

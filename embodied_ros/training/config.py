@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError
+from ..network.grounding_head import GroundingHeadConfig
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_loss import LossWeights
 
@@ -23,6 +24,7 @@ class DataConfig:
     frames_per_scene: int = 12  # keyframes rendered per training scene
     val_frames_per_scene: int = 12  # keyframes per held-out scene (accumulated for the scene metric)
     min_visibility: float = 0.1  # an object is a training target in a frame when this much of it shows
+    prompts_per_sample: int = 4  # grounding prompts per keyframe for the grounding head (0: no head training)
     image_width: int = 480  # rendered frame size (the network resizes to its image_size)
     image_height: int = 480
 
@@ -45,6 +47,8 @@ class TrainConfig:
     """A training run."""
 
     model: PerceptronConfig = field(default_factory=PerceptronConfig)
+    # The grounding head; its feature_dim is taken from model.volume_channels[1] (see head_config).
+    head: GroundingHeadConfig = field(default_factory=GroundingHeadConfig)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossWeights = field(default_factory=LossWeights)
@@ -52,6 +56,11 @@ class TrainConfig:
     eval_every: int = 500  # steps between held-out evaluations (and at the end)
     checkpoint_every: int = 250  # steps between checkpoints (and at the end)
     log_every: int = 25  # steps between loss records
+
+
+def head_config(config: TrainConfig) -> GroundingHeadConfig:
+    """The grounding head's config, wired to the perceptron's feature width."""
+    return dataclasses.replace(config.head, feature_dim=config.model.volume_channels[1])
 
 
 def _build(cls: type, data: dict[str, Any] | None, where: str) -> Any:

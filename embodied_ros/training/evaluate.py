@@ -12,7 +12,7 @@ from ..metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
 from ..synthetic.scene import generate_scene
-from .config import DataConfig
+from .config import DataConfig, TrainConfig
 from .samples import frame_indices, scene_config
 
 
@@ -74,3 +74,28 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     classes = model.classes
     return EvalResult(evaluate_detection(frame_preds, frame_gts, classes=classes),
                       evaluate_detection(scene_preds, scene_gts, classes=classes), occ.result(), len(seeds), count)
+
+
+def evaluate_grounding_head(model: object, head: object, config: TrainConfig, encoder: object) -> float:
+    """Top-1 accuracy of the grounding head on held-out frames' prompts (proposals: the objects seen).
+
+    Isolates the head from detection errors: proposals are the frame's true boxes, features come
+    from the network run on that frame.
+    """
+    import torch
+
+    from .grounding_loss import grounding_loss
+    from .samples import scene_sample
+
+    correct = total = 0
+    for seed in range(*config.data.val_seeds):
+        scene = generate_scene(int(seed), scene_config(config.data))
+        for i in frame_indices(len(scene), config.data.val_frames_per_scene):
+            sample = scene_sample(scene, int(i), config.model, config.data, encoder)
+            x = sample.inputs
+            with torch.no_grad():
+                outputs = model(torch.from_numpy(x.images), torch.from_numpy(x.projections),  # type: ignore[operator]
+                                torch.from_numpy(x.depth_volume))
+                _, c, t = grounding_loss(outputs[5], sample, head, config.model)  # type: ignore[arg-type]
+            correct, total = correct + c, total + t
+    return correct / total if total else float("nan")

@@ -16,6 +16,21 @@ from .config import DataConfig
 
 
 @dataclass(frozen=True)
+class PromptSample:
+    """A grounding prompt whose target and anchors are all among a sample's proposals.
+
+    Attributes:
+        tokens: (T, D) float16 token states of the phrase (TextEncoder.encode_tokens).
+        target: index of the named object among the sample's proposals.
+        text: the phrase (for logs).
+    """
+
+    tokens: np.ndarray
+    target: int
+    text: str
+
+
+@dataclass(frozen=True)
 class TrainingSample:
     """One keyframe ready for the network and the loss.
 
@@ -23,7 +38,10 @@ class TrainingSample:
         inputs: the graph inputs (with the grid pose they refer to).
         targets: box targets on the coarse voxels (grid frame).
         occupancy: (X, Y, Z) int64 occupancy labels; the config's empty_label for empty.
-        visible_ids: instance ids of the scene objects that are targets in this frame.
+        visible_ids: instance ids of the scene objects that are targets in this frame; they are
+            also the grounding proposals, in this order.
+        proposal_boxes: (K, 9) their boxes in the grid frame.
+        prompts: grounding prompts answerable among these proposals.
         scene_seed, frame_index: where it came from.
     """
 
@@ -31,6 +49,8 @@ class TrainingSample:
     targets: BoxTargets
     occupancy: np.ndarray
     visible_ids: np.ndarray
+    proposal_boxes: np.ndarray
+    prompts: tuple[PromptSample, ...]
     scene_seed: int
     frame_index: int
 
@@ -39,8 +59,22 @@ def scene_config(data: DataConfig) -> SceneConfig:
     return SceneConfig(width=data.image_width, height=data.image_height)
 
 
-def scene_sample(scene: SyntheticScene, index: int, model: PerceptronConfig, data: DataConfig) -> TrainingSample:
-    """The training sample of frame ``index`` of a synthetic scene (floor at z = 0, as generated)."""
+def _prompt_samples(scene: SyntheticScene, ids: np.ndarray, encoder: object | None,
+                    limit: int) -> tuple[PromptSample, ...]:
+    if encoder is None or limit <= 0:
+        return ()
+    position = {int(i): k for k, i in enumerate(ids)}
+    usable = [p for p in scene.prompts if p.target_id in position and all(a in position for a in p.anchor_ids)]
+    return tuple(PromptSample(encoder.encode_tokens(p.text).astype(np.float16), position[p.target_id], p.text)  # type: ignore[attr-defined]
+                 for p in usable[:limit])
+
+
+def scene_sample(scene: SyntheticScene, index: int, model: PerceptronConfig, data: DataConfig,
+                 encoder: object | None = None) -> TrainingSample:
+    """The training sample of frame ``index`` of a synthetic scene (floor at z = 0, as generated).
+
+    ``encoder`` (grounding.TextEncoder) turns the scene's prompts into token states; None: no prompts.
+    """
     rendered = scene.render(index)
     inputs = graph_inputs(rendered.frame, model, floor_z=0.0)
     visible = scene.visible_objects(rendered, min_fraction=data.min_visibility)
@@ -50,7 +84,9 @@ def scene_sample(scene: SyntheticScene, index: int, model: PerceptronConfig, dat
     targets = box_targets(model.coarse_voxel_centres(), boxes_grid[inside], scene.labels[visible][inside])
     occ = scene.surface.occupancy(inputs.T_world_grid, model.grid_spec()).labels.astype(np.int64)
     occ[occ < 0] = model.empty_label
-    return TrainingSample(inputs, targets, occ, visible[inside], scene.seed, index)
+    ids = visible[inside]
+    prompts = _prompt_samples(scene, ids, encoder, data.prompts_per_sample)
+    return TrainingSample(inputs, targets, occ, ids, boxes_grid[inside], prompts, scene.seed, index)
 
 
 def frame_indices(n_frames: int, wanted: int) -> np.ndarray:
@@ -59,7 +95,7 @@ def frame_indices(n_frames: int, wanted: int) -> np.ndarray:
 
 
 def generate_samples(seeds: range, model: PerceptronConfig, data: DataConfig, frames_per_scene: int,
-                     progress: bool = False) -> list[TrainingSample]:
+                     progress: bool = False, encoder: object | None = None) -> list[TrainingSample]:
     """Render the samples of several scenes (kept in memory: about 1 MB each)."""
     from tqdm import tqdm
 
@@ -67,5 +103,5 @@ def generate_samples(seeds: range, model: PerceptronConfig, data: DataConfig, fr
     for seed in tqdm(seeds, desc="rendering scenes", unit="scene", disable=not progress):
         scene = generate_scene(int(seed), scene_config(data))
         for i in frame_indices(len(scene), frames_per_scene):
-            samples.append(scene_sample(scene, int(i), model, data))
+            samples.append(scene_sample(scene, int(i), model, data, encoder))
     return samples

@@ -19,11 +19,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..network.grounding_head import GroundingHead
 from ..network.perceptron import EmbodiedPerceptron
 from ..network.perceptron_loss import perceptron_loss
 from ..network.perceptron_perceptor import torch_runner
-from .config import TrainConfig, dump_config
-from .evaluate import evaluate
+from .config import TrainConfig, dump_config, head_config
+from .evaluate import evaluate, evaluate_grounding_head
+from .grounding_loss import grounding_loss
 from .samples import TrainingSample, generate_samples
 
 log = logging.getLogger(__name__)
@@ -56,12 +58,47 @@ def _lr_factor(step: int, warmup: int, total: int) -> float:
     return 0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
 
+class _Joint(nn.Module):
+    """The perceptron and its grounding head as one module (one optimiser, one DDP wrapper).
+
+    The head runs inside ``forward`` so DistributedDataParallel sees which parameters a sample
+    used (a keyframe without prompts leaves the head out of the graph).
+    """
+
+    def __init__(self, perceptron: EmbodiedPerceptron, head: GroundingHead | None) -> None:
+        super().__init__()
+        self.perceptron = perceptron
+        self.head = head
+
+    def forward(self, sample: TrainingSample) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, int, int] | None]:
+        x = sample.inputs
+        outputs = self.perceptron(torch.from_numpy(x.images), torch.from_numpy(x.projections),
+                                  torch.from_numpy(x.depth_volume))
+        if self.head is None:
+            return outputs, None
+        return outputs, grounding_loss(outputs[5], sample, self.head, self.perceptron.config)
+
+
 def save_weights(model: EmbodiedPerceptron, config: TrainConfig, path: Path,
-                 extra: dict[str, Any] | None = None) -> None:
-    """The shipped form: state dict + the config that built it (atomic write)."""
+                 extra: dict[str, Any] | None = None, head: GroundingHead | None = None) -> None:
+    """The shipped form: state dicts + the config that built them (atomic write)."""
     tmp = path.with_suffix(".tmp")
-    torch.save({"state_dict": model.state_dict(), "config_yaml": dump_config(config), **(extra or {})}, tmp)
+    blob = {"state_dict": model.state_dict(), "config_yaml": dump_config(config), **(extra or {})}
+    if head is not None:
+        blob["head_state_dict"] = head.state_dict()
+    torch.save(blob, tmp)
     tmp.replace(path)
+
+
+def load_head(path: Path) -> GroundingHead | None:
+    """The grounding head saved beside the perceptron (eval mode), or None if the file has none."""
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    if "head_state_dict" not in blob:
+        return None
+    _, config = load_weights(path)
+    head = GroundingHead(head_config(config))
+    head.load_state_dict(blob["head_state_dict"])
+    return head.eval()
 
 
 def load_weights(path: Path) -> tuple[EmbodiedPerceptron, TrainConfig]:
@@ -80,10 +117,27 @@ def load_weights(path: Path) -> tuple[EmbodiedPerceptron, TrainConfig]:
     return model.eval(), config
 
 
-def _sample_loss(model: nn.Module, sample: TrainingSample, config: TrainConfig, coarse: torch.Tensor) -> dict:
-    x = sample.inputs
-    outputs = model(torch.from_numpy(x.images), torch.from_numpy(x.projections), torch.from_numpy(x.depth_volume))
-    return perceptron_loss(outputs, sample.targets, torch.from_numpy(sample.occupancy), coarse, config.loss)
+def _sample_loss(joint: nn.Module, sample: TrainingSample, config: TrainConfig, coarse: torch.Tensor) -> dict:
+    outputs, grounding = joint(sample)
+    losses = perceptron_loss(outputs, sample.targets, torch.from_numpy(sample.occupancy), coarse, config.loss)
+    if grounding is not None:
+        g, correct, total = grounding
+        losses["grounding"] = g
+        losses["total"] = losses["total"] + config.loss.grounding * g
+        losses["ground_correct"], losses["ground_total"] = torch.tensor(float(correct)), torch.tensor(float(total))
+    return losses
+
+
+def _text_encoder() -> object | None:
+    """The offline MiniLM encoder for the prompts, or None (logged) when it is not installed."""
+    from ..errors import ModelError
+    from ..grounding.text_encoder import TextEncoder
+
+    try:
+        return TextEncoder()
+    except ModelError as err:
+        log.warning("no text encoder (%s): the grounding head is not trained", err)
+        return None
 
 
 def _plot(history: list[dict[str, Any]], path: Path) -> None:
@@ -95,15 +149,16 @@ def _plot(history: list[dict[str, Any]], path: Path) -> None:
     losses = [h for h in history if "total" in h]
     evals = [h for h in history if "map25_frame" in h]
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5), dpi=100)
-    for key in ("total", "cls", "centerness", "corners", "occupancy", "affinity"):
-        a.plot([h["step"] for h in losses], [h[key] for h in losses], label=key)
+    for key in ("total", "cls", "centerness", "corners", "occupancy", "affinity", "grounding"):
+        if any(key in h for h in losses):
+            a.plot([h["step"] for h in losses if key in h], [h[key] for h in losses if key in h], label=key)
     a.set_yscale("log")
     a.set_xlabel("step")
     a.set_title("training losses")
     a.legend(fontsize=8)
     for key, label in (("map25_frame", "mAP@0.25 per frame"), ("map25_scene", "mAP@0.25 accumulated"),
-                       ("miou", "occupancy mIoU")):
-        b.plot([h["step"] for h in evals], [h[key] for h in evals], "o-", label=label)
+                       ("miou", "occupancy mIoU"), ("grounding_acc", "grounding head top-1")):
+        b.plot([h["step"] for h in evals if key in h], [h[key] for h in evals if key in h], "o-", label=label)
     b.set_ylim(0, 1)
     b.set_xlabel("step")
     b.set_title("held-out scenes")
@@ -131,30 +186,34 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
         (out_dir / "config.yaml").write_text(dump_config(config))
 
     model = EmbodiedPerceptron(config.model)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+    head = GroundingHead(head_config(config)) if config.data.prompts_per_sample > 0 else None
+    joint = _Joint(model, head)
+    optimiser = torch.optim.AdamW(joint.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: _lr_factor(s, config.optim.warmup_steps, config.optim.steps))
     history: list[dict[str, Any]] = []
     start = 0
     if resume and (out_dir / CHECKPOINT).is_file():
         blob = torch.load(out_dir / CHECKPOINT, map_location="cpu", weights_only=False)
-        model.load_state_dict(blob["model"])
+        joint.load_state_dict(blob["model"])
         optimiser.load_state_dict(blob["optimiser"])
         schedule.load_state_dict(blob["schedule"])
         start, history = int(blob["step"]), list(blob["history"])
         log.info("resumed %s at step %d", out_dir, start)
-    ddp = torch.nn.parallel.DistributedDataParallel(model) if distributed else model
+    # find_unused_parameters: the head gets no gradient from a keyframe without prompts.
+    ddp = torch.nn.parallel.DistributedDataParallel(joint, find_unused_parameters=True) if distributed else joint
+    encoder = _text_encoder() if head is not None else None
 
     seeds = range(*config.data.train_seeds)[rank::world]
     samples = generate_samples(seeds, config.model, config.data, config.data.frames_per_scene,
-                               progress=progress and rank == 0)
+                               progress=progress and rank == 0, encoder=encoder)
     coarse = torch.from_numpy(config.model.coarse_voxel_centres())
     t0 = time.perf_counter()
     window: list[dict[str, float]] = []
     bar = tqdm(range(start, config.optim.steps), initial=start, total=config.optim.steps, unit="step",
                desc="training", disable=not progress or rank != 0)
     for step in bar:
-        model.train()
+        joint.train()
         optimiser.zero_grad()
         for k in range(config.optim.accumulate):
             sample = samples[int(rng.integers(len(samples)))]
@@ -164,24 +223,30 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
                 losses = _sample_loss(ddp, sample, config, coarse)
                 (losses["total"] / config.optim.accumulate).backward()
             window.append({key: float(v.detach()) for key, v in losses.items()})
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.optim.grad_clip)
+        torch.nn.utils.clip_grad_norm_(joint.parameters(), config.optim.grad_clip)
         optimiser.step()
         schedule.step()
         done = step + 1
         if done % config.log_every == 0 or done == config.optim.steps:
-            mean = {key: float(np.mean([w[key] for w in window])) for key in window[0]}
+            mean = {key: float(np.mean([w[key] for w in window])) for key in window[0] if not key.startswith("ground_")}
+            if head is not None:
+                total = sum(w["ground_total"] for w in window)
+                mean["ground_acc"] = sum(w["ground_correct"] for w in window) / total if total else float("nan")
             history.append({"step": done, "lr": schedule.get_last_lr()[0], **mean})
             bar.set_postfix(loss=f"{mean['total']:.3f}")
             window = []
         if rank == 0 and (done % config.eval_every == 0 or done == config.optim.steps):
             result = evaluate(torch_runner(model.eval()), config.model, config.data)
-            history.append({"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
-                            "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
-                            "map50_scene": result.accumulated.mean_ap[0.5]})
+            record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
+                      "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
+                      "map50_scene": result.accumulated.mean_ap[0.5]}
+            if head is not None and encoder is not None:
+                record["grounding_acc"] = evaluate_grounding_head(model, head.eval(), config, encoder)
+            history.append(record)
             log.info("step %d: %s", done, result.summary())
         if rank == 0 and (done % config.checkpoint_every == 0 or done == config.optim.steps):
             tmp = out_dir / (CHECKPOINT + ".tmp")
-            torch.save({"model": model.state_dict(), "optimiser": optimiser.state_dict(),
+            torch.save({"model": joint.state_dict(), "optimiser": optimiser.state_dict(),
                         "schedule": schedule.state_dict(), "step": done, "history": history}, tmp)
             tmp.replace(out_dir / CHECKPOINT)
             (out_dir / HISTORY).write_text(json.dumps(history, indent=1))
@@ -193,7 +258,7 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     if rank != 0:
         return None
     weights = out_dir / WEIGHTS
-    save_weights(model, config, weights, extra={"steps": config.optim.steps, "train_seconds": seconds})
+    save_weights(model, config, weights, extra={"steps": config.optim.steps, "train_seconds": seconds}, head=head)
     (out_dir / HISTORY).write_text(json.dumps(history, indent=1))
     _plot(history, out_dir / PLOT)
     return TrainResult(config.optim.steps, weights, history, seconds)
