@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from embodied_ros.errors import ConfigError
-from embodied_ros.training.config import TrainConfig, dump_config, load_config
 from embodied_ros.network.grounding_head import GroundingHead
+from embodied_ros.training.config import TrainConfig, dump_config, load_config
 from embodied_ros.training.trainer import CHECKPOINT, HISTORY, PLOT, WEIGHTS, load_head, load_weights, train
 
 TINY_YAML = """
