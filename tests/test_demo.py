@@ -43,3 +43,11 @@ def test_demo_writes_outputs_and_metrics(tiny_weights: Path, tmp_path: Path, mon
     assert 0.0 <= metrics["map25_accumulated"] <= 1.0 and metrics["grounding_prompts"] > 0
     for name in ("scene.mcap", "objects.json", "memory.json", "top_down.png"):
         assert (out / name).is_file(), name
+
+
+def test_export_command_writes_the_perceptron_graph(tiny_weights: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "perceptron.onnx"
+    assert main(["export", "--model", "embodied-perceptron", "--weights", str(tiny_weights), "--onnx", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert out.is_file() and "no problems found" in printed and "depth_volume" in printed

@@ -238,3 +238,17 @@ def perceptron_contract(config: PerceptronConfig) -> IOContract:
         TensorSpec("features", (1, f, *half), "float32", "FPN features for the grounding head"),
     )
     return IOContract(inputs, outputs)
+
+
+class PerceptronNetwork:
+    """The trained network as runtime.contract.ExportableNetwork (what `embodied-ros export` needs)."""
+
+    def __init__(self, model: EmbodiedPerceptron) -> None:
+        self.model = model.eval()
+        self.contract = perceptron_contract(model.config)
+
+    def torch_module(self) -> nn.Module:
+        return self.model
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return example_inputs(self.model.config)

@@ -93,6 +93,7 @@ class PerceptronPerceptor:
                  decode: DecodeParams | None = None, name: str = "embodied-perceptron",
                  floor_z: float | None = None) -> None:
         self.floor_z = floor_z
+        self.network: object | None = None  # the exportable network, when built from weights (registry)
         self.run_graph = run_graph
         self.config = config = config or PerceptronConfig()
         self.decode = decode or DecodeParams()

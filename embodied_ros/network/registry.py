@@ -63,7 +63,7 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     from ..runtime.select import create_backend
     from ..training.trainer import load_weights
     from .onnx_export import export_onnx
-    from .perceptron import INPUT_NAMES, OUTPUT_NAMES, example_inputs, perceptron_contract
+    from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronNetwork, example_inputs, perceptron_contract
     from .perceptron_perceptor import PerceptronPerceptor
     from .weights import cache_dir, sha256_file
 
@@ -82,8 +82,10 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
 
     runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,
                              onnx_path=onnx_path, torch_module=lambda: model)
-    return PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
-                               floor_z=floor_z)
+    perceptor = PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
+                                    floor_z=floor_z)
+    perceptor.network = PerceptronNetwork(model)  # for `embodied-ros export`
+    return perceptor
 
 
 def build_perceptor(

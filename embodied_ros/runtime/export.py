@@ -112,7 +112,7 @@ def export_command(
         if why_not is not None:  # say so before minutes of work, not after
             raise ModelError(f"--engine needs TensorRT: {why_not}")
     perceptor = build_perceptor(model, weights=weights, download=download, backend="torch")
-    network = getattr(perceptor, "detector", perceptor)
+    network = getattr(perceptor, "detector", None) or getattr(perceptor, "network", perceptor)
     if not isinstance(network, ExportableNetwork):
         raise ModelError(f"model {model!r} has no exportable network")
     exported = export_network(network, onnx_path)
