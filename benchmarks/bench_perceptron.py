@@ -1,0 +1,115 @@
+"""The Embodied Perceptron's figures on held-out synthetic scenes (issue 3's acceptance list).
+
+Prints: parameters, ONNX size and operators, ONNX Runtime vs PyTorch latency per keyframe (p50/p99,
+measured in the same run), detection mAP@0.25/0.50 per frame and after accumulation, occupancy mIoU,
+the grounding head's top-1 accuracy, and the whole system's grounding Acc@0.25/0.50 (Grounder over
+the accumulated memory) on the scenes' own prompts.
+
+Usage: .venv/bin/python benchmarks/bench_perceptron.py [--weights models/embodied_perceptron.pt] [--seeds 10000 10004]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.network.onnx_export import export_onnx
+from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, count_parameters, example_inputs
+from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
+from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
+from embodied_ros.synthetic.scene import generate_scene
+from embodied_ros.training.evaluate import evaluate, evaluate_grounding_head
+from embodied_ros.training.samples import frame_indices, scene_config
+from embodied_ros.training.trainer import load_head, load_weights
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
+    run(inputs)  # warm-up
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        run(inputs)
+        times.append(1000 * (time.perf_counter() - t0))
+    return float(np.percentile(times, 50)), float(np.percentile(times, 99))
+
+
+def _system_grounding(onnx_run, config, seeds: range, frames: int) -> tuple[float, float, int]:
+    """Grounder over the accumulated memory of each scene vs the scene's prompts: Acc@0.25, Acc@0.50."""
+    from embodied_ros.grounding import Grounder
+
+    grounder = Grounder()
+    hit25 = hit50 = n = 0
+    for seed in seeds:
+        scene = generate_scene(int(seed), scene_config(config.data))
+        perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0)
+        memory = SceneMemory()
+        for i in frame_indices(len(scene), frames):
+            memory.update(perceptor.perceive(scene.frame(int(i))))
+        snapshot = memory.snapshot()
+        for prompt in scene.prompts:
+            answer = grounder.ground(prompt.text, snapshot)
+            iou = 0.0
+            if answer.best is not None:
+                iou = float(box_iou_3d(answer.best.object.box[None], scene.boxes[prompt.target_id][None])[0, 0])
+            hit25, hit50, n = hit25 + (iou > 0.25), hit50 + (iou > 0.5), n + 1
+    return hit25 / max(n, 1), hit50 / max(n, 1), n
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--weights", type=Path, default=REPO / "models" / "embodied_perceptron.pt")
+    parser.add_argument("--seeds", type=int, nargs=2, default=(10_000, 10_004), help="[first, last) held-out seeds")
+    parser.add_argument("--frames", type=int, default=12, help="keyframes per scene")
+    parser.add_argument("--runs", type=int, default=20, help="latency samples per backend")
+    args = parser.parse_args()
+
+    model, config = load_weights(args.weights)
+    head = load_head(args.weights)
+    seeds = range(*args.seeds)
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx_path = Path(tmp) / "perceptron.onnx"
+        onnx_model = export_onnx(model, example_inputs(config.model), onnx_path, input_names=INPUT_NAMES,
+                                 output_names=OUTPUT_NAMES)
+        size_mb = onnx_path.stat().st_size / 1e6
+        ort = OnnxRuntimeBackend(onnx_path)
+        scene = generate_scene(seeds[0], scene_config(config.data))
+        inputs = graph_inputs(scene.frame(0), config.model, floor_z=0.0).as_dict()
+        ort_p50, ort_p99 = _latency(ort.run, inputs, args.runs)
+        torch_p50, torch_p99 = _latency(torch_runner(model), inputs, args.runs)
+        ops = sorted({node.op_type for node in onnx_model.graph.node})
+        print(f"parameters: {count_parameters(model):,} (+ grounding head "
+              f"{count_parameters(head) if head is not None else 0:,}); ONNX {size_mb:.2f} MB")
+        print(f"ONNX operators ({len(ops)}): {', '.join(ops)}")
+        print(f"latency per keyframe (1 view, {config.model.image_size}px, "
+              f"{'x'.join(map(str, config.model.grid_shape))} grid): ONNX Runtime p50 {ort_p50:.0f} ms, "
+              f"p99 {ort_p99:.0f} ms; PyTorch p50 {torch_p50:.0f} ms, p99 {torch_p99:.0f} ms; "
+              f"ratio ORT/PyTorch (p50) {ort_p50 / torch_p50:.2f}")
+        result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames)
+        print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames:")
+        print(f"  detection per frame:      mAP@0.25 {result.per_frame.mean_ap[0.25]:.3f}  "
+              f"mAP@0.50 {result.per_frame.mean_ap[0.5]:.3f}")
+        print(f"  detection accumulated:    mAP@0.25 {result.accumulated.mean_ap[0.25]:.3f}  "
+              f"mAP@0.50 {result.accumulated.mean_ap[0.5]:.3f}")
+        print(f"  {result.occupancy.summary()}")
+        ap = result.accumulated.ap[0.25]
+        print("  accumulated AP@0.25 per class: " + ", ".join(f"{c} {v:.2f}" for c, v in ap.items() if v == v))
+        if head is not None:
+            from embodied_ros.grounding.text_encoder import TextEncoder
+
+            acc = evaluate_grounding_head(model, head, config, TextEncoder())
+            print(f"  grounding head top-1 on the frames' true objects: {acc:.3f}")
+        g25, g50, n = _system_grounding(ort.run, config, seeds, args.frames)
+        print(f"  grounding (Grounder over the accumulated memory), {n} prompts: "
+              f"Acc@0.25 {g25:.3f}  Acc@0.50 {g50:.3f}")
+
+
+if __name__ == "__main__":
+    main()
