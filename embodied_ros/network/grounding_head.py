@@ -145,3 +145,10 @@ def head_inputs(features: np.ndarray, boxes: np.ndarray, tokens: np.ndarray,
 def contrastive_loss(scores: torch.Tensor, target: int) -> torch.Tensor:
     """Cross-entropy of the softmax over proposals against the named one (index ``target``)."""
     return F.cross_entropy(scores, torch.tensor([target]))
+
+
+def head_example_inputs(config: GroundingHeadConfig) -> tuple[torch.Tensor, ...]:
+    """Inputs of the graph's fixed shapes (export, tests): one proposal, one token."""
+    x = head_inputs(np.zeros((1, config.feature_dim), np.float32), np.full((1, 9), 0.5),
+                    np.zeros((1, config.text_dim), np.float32), config)
+    return tuple(torch.from_numpy(x[name]) for name in HEAD_INPUTS)
