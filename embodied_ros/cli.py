@@ -114,10 +114,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .network.registry import PERCEPTRON_FILE, _search_dirs
+    from .network.registry import PERCEPTRON_FILE, find_perceptron_weights
 
-    weights = args.weights or next((d / PERCEPTRON_FILE for d in _search_dirs(None) if (d / PERCEPTRON_FILE).is_file()),
-                                   None)
+    weights = args.weights or find_perceptron_weights()
     if weights is not None:
         return _synthetic_demo(args, weights)
     log.info("no trained %s in models/: running the lifted COCO detector on the redkitchen recording", PERCEPTRON_FILE)

@@ -44,13 +44,18 @@ PERCEPTRON = "embodied-perceptron"
 PERCEPTRON_FILE = "embodied_perceptron.pt"  # state dict + training config (training.trainer.save_weights)
 
 
-def _perceptron_weights(weights: Path | None) -> Path:
-    """The Embodied Perceptron's weights file: --weights (file or folder), else the search folders."""
+def find_perceptron_weights(weights: Path | None = None) -> Path | None:
+    """The Embodied Perceptron's weights file: --weights (file or folder), else the search folders
+    (models/, $EMBODIED_ROS_MODELS); None when there is none."""
     if weights is not None and weights.is_file():
         return weights
-    for folder in _search_dirs(weights):
-        if (folder / PERCEPTRON_FILE).is_file():
-            return folder / PERCEPTRON_FILE
+    return next((d / PERCEPTRON_FILE for d in _search_dirs(weights) if (d / PERCEPTRON_FILE).is_file()), None)
+
+
+def _perceptron_weights(weights: Path | None) -> Path:
+    found = find_perceptron_weights(weights)
+    if found is not None:
+        return found
     raise ModelError(f"no {PERCEPTRON_FILE} found (looked in {', '.join(str(d) for d in _search_dirs(weights))}); "
                      "train one with `embodied-ros train` and pass --weights PATH")
 

@@ -93,12 +93,25 @@ def load_config(path: str | Path) -> TrainConfig:
     """
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as err:
+        text = path.read_text()
+    except OSError as err:
         raise ConfigError(f"{path}: {' '.join(str(err).split())}") from None
+    return config_from_yaml(text, path.name)
+
+
+def config_from_yaml(text: str, where: str = "config") -> TrainConfig:
+    """A TrainConfig from YAML text (a file's, or the one saved inside a weights file).
+
+    Raises:
+        ConfigError: bad YAML or unknown keys (``where`` names the source in the message).
+    """
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{where}: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the config must be a mapping of sections")
-    return _build(TrainConfig, data, path.name)
+        raise ConfigError(f"{where}: the config must be a mapping of sections")
+    return _build(TrainConfig, data, where)
 
 
 def dump_config(config: TrainConfig) -> str:

@@ -23,7 +23,7 @@ from ..network.grounding_head import GroundingHead
 from ..network.perceptron import EmbodiedPerceptron
 from ..network.perceptron_loss import perceptron_loss
 from ..network.perceptron_perceptor import torch_runner
-from .config import TrainConfig, dump_config, head_config
+from .config import TrainConfig, config_from_yaml, dump_config, head_config
 from .evaluate import evaluate, evaluate_grounding_head
 from .grounding_loss import grounding_loss
 from .samples import TrainingSample, generate_samples
@@ -95,23 +95,15 @@ def load_head(path: Path) -> GroundingHead | None:
     blob = torch.load(path, map_location="cpu", weights_only=True)
     if "head_state_dict" not in blob:
         return None
-    _, config = load_weights(path)
-    head = GroundingHead(head_config(config))
+    head = GroundingHead(head_config(config_from_yaml(blob["config_yaml"], path.name)))
     head.load_state_dict(blob["head_state_dict"])
     return head.eval()
 
 
 def load_weights(path: Path) -> tuple[EmbodiedPerceptron, TrainConfig]:
     """A model (eval mode) and its TrainConfig from a weights file written by save_weights."""
-    import tempfile
-
-    from .config import load_config
-
     blob = torch.load(path, map_location="cpu", weights_only=True)
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
-        f.write(blob["config_yaml"])
-    config = load_config(f.name)
-    Path(f.name).unlink()
+    config = config_from_yaml(blob["config_yaml"], path.name)
     model = EmbodiedPerceptron(config.model)
     model.load_state_dict(blob["state_dict"])
     return model.eval(), config
