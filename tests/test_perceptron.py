@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
+from embodied_ros.errors import ConfigError
 from embodied_ros.geometry.boxes import make_boxes
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.geometry.transforms import make_transform
@@ -22,6 +24,7 @@ from embodied_ros.network.perceptron import (
     VoxelLifting,
     count_parameters,
     example_inputs,
+    perceptron_contract,
 )
 from embodied_ros.network.perceptron_decode import (
     DecodeParams,
@@ -33,6 +36,7 @@ from embodied_ros.network.perceptron_decode import (
 )
 
 SMALL = PerceptronConfig(image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
+FINE = dataclasses.replace(SMALL, box_stride=1, feature_stride=4, face_margin=0.4)
 # Grid frame -> camera: a camera at the grid origin looking along grid +y (optical z = +y, optical y = -z).
 R_CAM_GRID = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
 
@@ -76,9 +80,30 @@ def test_lifting_samples_only_voxels_in_view() -> None:
     assert np.all(volume[0, 1].numpy()[~expected] == 0.0)
 
 
-def test_onnx_runtime_matches_pytorch_and_graph_is_tensorrt_safe(tmp_path: Path) -> None:
+def test_full_resolution_box_level_and_finer_image_features() -> None:
+    fine = dataclasses.replace(FINE, face_margin=0.4)
+    model = EmbodiedPerceptron(fine).eval()
+    with torch.no_grad():
+        out = model(*example_inputs(fine))
+    shapes = dict(zip(OUTPUT_NAMES, [tuple(o.shape) for o in out], strict=True))
+    assert shapes["box_cls"] == (1, fine.num_classes, 8, 8, 4) and shapes["box_dist"] == (1, 6, 8, 8, 4)
+    assert shapes["features"] == (1, fine.volume_channels[0], 8, 8, 4) == (1, fine.box_channels, *fine.box_shape)
+    assert [s.shape for s in perceptron_contract(fine).outputs] == list(shapes.values())
+    assert float(out[3].min()) >= -0.4 - 1e-6  # signed face distances, bounded by the margin
+    assert len(fine.box_voxel_centres()) == 8 * 8 * 4 and fine.box_voxel_size == fine.voxel_size
+    assert tuple(model.image_encoder(torch.zeros(1, 3, 64, 64)).shape) == (1, fine.image_channels, 16, 16)  # 1/4
+
+
+@pytest.mark.parametrize("field, value", [("box_stride", 3), ("feature_stride", 2), ("face_margin", -0.1)])
+def test_bad_head_settings_are_config_errors(field: str, value: float) -> None:
+    with pytest.raises(ConfigError, match=field):
+        dataclasses.replace(SMALL, **{field: value})
+
+
+@pytest.mark.parametrize("config", [SMALL, FINE], ids=["half-resolution boxes", "full-resolution boxes"])
+def test_onnx_runtime_matches_pytorch_and_graph_is_tensorrt_safe(tmp_path: Path, config: PerceptronConfig) -> None:
     torch.manual_seed(0)
-    model = EmbodiedPerceptron(SMALL).eval()
+    model = EmbodiedPerceptron(config).eval()
     rng = np.random.default_rng(0)
     inputs = (torch.from_numpy(rng.random((1, 3, 64, 64), dtype=np.float32)),
               torch.from_numpy(_projection(SMALL, 32.0))[None],
@@ -107,7 +132,7 @@ def test_rotation_6d_round_trip() -> None:
 
 def test_decode_recovers_an_encoded_box_in_the_world() -> None:
     config = PerceptronConfig()
-    coarse = config.coarse_voxel_centres()  # (20 * 20 * 8, 3)
+    coarse = config.box_voxel_centres()  # (20 * 20 * 8, 3)
     R = Rotation.from_euler("ZXY", [0.6, 0.2, -0.1]).as_matrix()
     centre, size = np.array([0.5, 1.1, 0.3]), np.array([0.8, 0.5, 0.9])
     k = int(np.argmin(np.linalg.norm(coarse - centre, axis=1)))

@@ -19,7 +19,7 @@ CUP = np.array([-1.1, -1.0, 0.35, 0.1, 0.1, 0.12, 0.0, 0.0, 0.0])  # between coa
 
 
 def test_targets_give_every_box_a_positive_and_invert_exactly() -> None:
-    centres = SMALL.coarse_voxel_centres()
+    centres = SMALL.box_voxel_centres()
     t = box_targets(centres, np.stack([TABLE, CUP]), np.array([1, 8]))
     assert set(t.box_index[t.positives].tolist()) == {0, 1}
     assert (t.labels[t.box_index == 1] == 8).all() and (t.labels[t.box_index == 0] == 1).all()
@@ -31,6 +31,25 @@ def test_targets_give_every_box_a_positive_and_invert_exactly() -> None:
     assert ((t.centerness >= 0) & (t.centerness <= 1)).all() and t.centerness[inside].max() > 0.3
     empty = box_targets(centres, np.zeros((0, 9)), np.zeros(0))
     assert not empty.positives.any()
+
+
+def test_small_box_gets_the_cell_around_its_centre_with_signed_faces() -> None:
+    centres = SMALL.box_voxel_centres()  # edge 0.8 m: the cup (0.1 m) contains no centre
+    edge = SMALL.box_voxel_size
+    t = box_targets(centres, np.stack([TABLE, CUP]), np.array([1, 8]), centre_cell=True, margin=edge)
+    cup = np.flatnonzero(t.box_index == 1)
+    assert len(cup) == 8 and (t.labels[cup] == 8).all()
+    d = np.linalg.norm(centres[cup] - CUP[:3], axis=1)
+    assert (np.abs(centres[cup] - CUP[:3]) < edge).all()  # exactly the 2 x 2 x 2 cell holding the centre
+    assert (t.faces[cup] < 0).any(axis=1).all()  # every one of them lies outside the cup
+    R = np.repeat(box_rotations(CUP), len(cup), 0)
+    centre, size = faces_to_box(centres[cup], t.faces[cup].astype(np.float64), R)
+    np.testing.assert_allclose(centre, np.repeat(CUP[None, :3], len(cup), 0), atol=1e-5)  # signed: exact
+    np.testing.assert_allclose(size, np.repeat(CUP[None, 3:6], len(cup), 0), atol=1e-5)
+    ctr = t.centerness[cup]
+    assert ((ctr > 0) & (ctr <= 1)).all() and ctr[np.argmin(d)] == ctr.max() and ctr.min() < ctr.max()
+    clamped = box_targets(centres, np.stack([TABLE, CUP]), np.array([1, 8]), centre_cell=True, margin=0.0)
+    assert clamped.faces.min() >= 0.0  # without a margin, outside positives are clamped onto the box
 
 
 def test_decoupled_corner_loss_known_answers() -> None:
@@ -47,7 +66,7 @@ def test_decoupled_corner_loss_known_answers() -> None:
 def test_a_few_steps_of_training_reduce_the_loss() -> None:
     torch.manual_seed(0)
     model = EmbodiedPerceptron(SMALL)
-    centres = SMALL.coarse_voxel_centres()
+    centres = SMALL.box_voxel_centres()
     targets = box_targets(centres, np.stack([TABLE, CUP]), np.array([1, 8]))
     occupancy = np.full(SMALL.grid_shape, SMALL.empty_label, np.int64)  # all empty ...
     occupancy[3:6, 3:6, 0:2] = 1  # ... but a block of "table"

@@ -32,7 +32,7 @@ _NEG = -1e4  # additive mask: large enough to vanish in softmax, small enough fo
 class GroundingHeadConfig:
     """Sizes of the grounding head (one config = one exported graph)."""
 
-    feature_dim: int = 32  # FPN features per proposal (PerceptronConfig.volume_channels[1])
+    feature_dim: int = 32  # FPN features per proposal (PerceptronConfig.box_channels)
     text_dim: int = 384  # token states of all-MiniLM-L6-v2
     d_model: int = 64  # width of the decoder
     n_heads: int = 4

@@ -13,11 +13,11 @@ Graph contract (fixed shapes, float32)::
     depth_volume (1, 1, X, Y, Z) log(1 + depth points per voxel) in the grid
     ->
     occupancy    (1, K + 1, X, Y, Z)        logits over the K occupancy classes; index K = empty
-    box_cls      (1, C, X/2, Y/2, Z/2)      logits per coarse voxel
-    box_ctr      (1, 1, X/2, Y/2, Z/2)      centerness logit
-    box_dist     (1, 6, X/2, Y/2, Z/2)      distances (m) from the voxel centre to the six faces
-    box_rot      (1, 6, X/2, Y/2, Z/2)      6D rotation (two columns of R, unnormalised)
-    features     (1, F, X/2, Y/2, Z/2)      FPN features for the grounding head
+    box_cls      (1, C, X/b, Y/b, Z/b)      logits per box voxel (b = box_stride: 1 or 2)
+    box_ctr      (1, 1, X/b, Y/b, Z/b)      centerness logit
+    box_dist     (1, 6, X/b, Y/b, Z/b)      signed distances (m, >= -face_margin) from the voxel centre to the six faces
+    box_rot      (1, 6, X/b, Y/b, Z/b)      6D rotation (two columns of R, unnormalised)
+    features     (1, F, X/b, Y/b, Z/b)      FPN features for the grounding head
 """
 
 from __future__ import annotations
@@ -57,12 +57,26 @@ class PerceptronConfig:
     image_channels: int = 24
     # Channels of the 3D levels (full, 1/2, 1/4 resolution).
     volume_channels: tuple[int, int, int] = (16, 32, 64)
+    # Resolution of the box head: 2 = the 1/2 level (edge 2 * voxel_size), 1 = the full-resolution
+    # level, where cups and books are more than one voxel.
+    box_stride: int = 2
+    # Stride of the 2D feature map lifted into the volume (8 or 4: finer keeps small objects apart).
+    feature_stride: int = 8
+    # Box face distances may be negative down to this (m): a small object's positives include the
+    # voxels around it whose centres lie outside it (perceptron_targets.py).
+    face_margin: float = 0.0
 
     def __post_init__(self) -> None:
         if any(n % 4 for n in self.grid_shape):
             raise ConfigError(f"grid_shape {self.grid_shape}: every axis must be divisible by 4 (two stride-2 levels)")
         if self.image_size % 8:
             raise ConfigError(f"image_size {self.image_size}: must be divisible by 8 (three stride-2 stages)")
+        if self.box_stride not in (1, 2):
+            raise ConfigError(f"box_stride {self.box_stride}: must be 1 or 2")
+        if self.feature_stride not in (4, 8):
+            raise ConfigError(f"feature_stride {self.feature_stride}: must be 4 or 8")
+        if self.face_margin < 0:
+            raise ConfigError(f"face_margin {self.face_margin}: must be >= 0")
 
     @property
     def num_classes(self) -> int:
@@ -85,11 +99,27 @@ class PerceptronConfig:
         xx, yy, zz = np.meshgrid(*axes, indexing="ij")  # each (X, Y, Z)
         return np.stack([xx, yy, zz], axis=-1).reshape(-1, 3).astype(np.float32)
 
-    def coarse_voxel_centres(self) -> np.ndarray:
-        """(X/2 * Y/2 * Z/2, 3) centres of the box head's voxels (edge 2 * voxel_size)."""
-        shape = tuple(n // 2 for n in self.grid_shape)
-        axes = [self.grid_origin[i] + 2 * self.voxel_size * (np.arange(n) + 0.5) for i, n in enumerate(shape)]
-        xx, yy, zz = np.meshgrid(*axes, indexing="ij")  # each (X/2, Y/2, Z/2)
+    @property
+    def box_shape(self) -> tuple[int, int, int]:
+        """Voxels per axis of the box head (and of the ``features`` output)."""
+        x, y, z = (n // self.box_stride for n in self.grid_shape)
+        return x, y, z
+
+    @property
+    def box_voxel_size(self) -> float:
+        """Edge (m) of the box head's voxels."""
+        return self.box_stride * self.voxel_size
+
+    @property
+    def box_channels(self) -> int:
+        """Channels of the ``features`` output (the FPN level the box head reads)."""
+        return self.volume_channels[0] if self.box_stride == 1 else self.volume_channels[1]
+
+    def box_voxel_centres(self) -> np.ndarray:
+        """(N, 3) float32 centres of the box head's voxels in the grid frame, x slowest, z fastest."""
+        edge = self.box_voxel_size
+        axes = [self.grid_origin[i] + edge * (np.arange(n) + 0.5) for i, n in enumerate(self.box_shape)]
+        xx, yy, zz = np.meshgrid(*axes, indexing="ij")  # each box_shape
         return np.stack([xx, yy, zz], axis=-1).reshape(-1, 3).astype(np.float32)
 
 
@@ -102,10 +132,11 @@ def _conv3d(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
 
 
 class ImageEncoder(nn.Module):
-    """A small 2D CNN: (V, 3, S, S) -> (V, C, S/8, S/8), with a 1/4 -> 1/8 skip for detail."""
+    """A small 2D CNN: (V, 3, S, S) -> (V, C, S/s, S/s), s = 8 or 4, joining the 1/4 and 1/8 stages."""
 
-    def __init__(self, channels: int) -> None:
+    def __init__(self, channels: int, stride: int = 8) -> None:
         super().__init__()
+        self.stride = stride
         self.stem = nn.Sequential(_conv2d(3, 16, 2), _conv2d(16, 16))  # 1/2
         self.down1 = nn.Sequential(_conv2d(16, 32, 2), _conv2d(32, 32))  # 1/4
         self.down2 = nn.Sequential(_conv2d(32, 48, 2), _conv2d(48, 48))  # 1/8
@@ -114,6 +145,8 @@ class ImageEncoder(nn.Module):
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x4 = self.down1(self.stem(images))  # (V, 32, S/4, S/4)
         x8 = self.down2(x4)  # (V, 48, S/8, S/8)
+        if self.stride == 4:  # context from 1/8 brought up to the 1/4 map
+            return self.out(torch.cat([F.interpolate(x8, scale_factor=2.0, mode="nearest"), x4], dim=1))
         skip = F.avg_pool2d(x4, 2)  # (V, 32, S/8, S/8)
         return self.out(torch.cat([x8, skip], dim=1))
 
@@ -177,30 +210,29 @@ class EmbodiedPerceptron(nn.Module):
     def __init__(self, config: PerceptronConfig = PerceptronConfig()) -> None:
         super().__init__()
         self.config = config
-        c0, c1, _ = config.volume_channels
-        n = config.num_classes
-        self.image_encoder = ImageEncoder(config.image_channels)
+        n, c = config.num_classes, config.box_channels
+        self.image_encoder = ImageEncoder(config.image_channels, config.feature_stride)
         self.lifting = VoxelLifting(config)
         self.fpn = VolumeFPN(config.image_channels + 1 + 1, config.volume_channels)  # + seen + depth
-        self.occupancy_head = nn.Conv3d(c0, config.empty_label + 1, 1)
-        self.box_tower = _conv3d(c1, c1)
-        self.box_cls = nn.Conv3d(c1, n, 1)
-        self.box_ctr = nn.Conv3d(c1, 1, 1)
-        self.box_dist = nn.Conv3d(c1, 6, 1)
-        self.box_rot = nn.Conv3d(c1, 6, 1)
+        self.occupancy_head = nn.Conv3d(config.volume_channels[0], config.empty_label + 1, 1)
+        self.box_tower = _conv3d(c, c)
+        self.box_cls = nn.Conv3d(c, n, 1)
+        self.box_ctr = nn.Conv3d(c, 1, 1)
+        self.box_dist = nn.Conv3d(c, 6, 1)
+        self.box_rot = nn.Conv3d(c, 6, 1)
         nn.init.constant_(self.box_cls.bias, -4.6)  # focal-loss prior: p(object) ~ 0.01 at start
 
     def forward(
         self, images: torch.Tensor, projections: torch.Tensor, depth_volume: torch.Tensor
     ) -> tuple[torch.Tensor, ...]:
-        features = self.image_encoder(images)  # (V, Ci, S/8, S/8)
-        # The projections map to pixels of the S x S input; the lifting samples the 1/8 map,
+        features = self.image_encoder(images)  # (V, Ci, S/s, S/s)
+        # The projections map to pixels of the S x S input; the lifting samples the 1/s map,
         # whose normalised coordinates are the same (grid_sample works in [-1, 1]).
         volume = self.lifting(features, projections)  # (1, Ci + 1, X, Y, Z)
         p0, p1 = self.fpn(torch.cat([volume, depth_volume], dim=1))
         occupancy = self.occupancy_head(p0)  # (1, C + 1, X, Y, Z)
-        t = self.box_tower(p1)  # (1, c1, X/2, Y/2, Z/2)
-        dist = F.softplus(self.box_dist(t))  # metres, >= 0
+        t = self.box_tower(p0 if self.config.box_stride == 1 else p1)  # (1, c, X/b, Y/b, Z/b)
+        dist = F.softplus(self.box_dist(t)) - self.config.face_margin  # metres, >= -face_margin
         return occupancy, self.box_cls(t), self.box_ctr(t), dist, self.box_rot(t), t
 
 
@@ -222,8 +254,8 @@ def perceptron_contract(config: PerceptronConfig) -> IOContract:
     """The graph's interface for every backend (names, fixed shapes, float32), from its config."""
     v, s = config.n_views, config.image_size
     x, y, z = config.grid_shape
-    n, k, f = config.num_classes, config.empty_label + 1, config.volume_channels[1]
-    half = (x // 2, y // 2, z // 2)
+    n, k, f = config.num_classes, config.empty_label + 1, config.box_channels
+    half = config.box_shape
     inputs = (
         TensorSpec("images", (v, 3, s, s), "float32", "RGB in [0, 1], each view resized to S x S"),
         TensorSpec("projections", (v, 3, 4), "float32", "grid-frame point (m) -> homogeneous pixel of the S x S image"),
@@ -231,9 +263,9 @@ def perceptron_contract(config: PerceptronConfig) -> IOContract:
     )
     outputs = (
         TensorSpec("occupancy", (1, k, x, y, z), "float32", "occupancy logits; last channel = empty"),
-        TensorSpec("box_cls", (1, n, *half), "float32", "class logits per coarse voxel"),
+        TensorSpec("box_cls", (1, n, *half), "float32", "class logits per box voxel"),
         TensorSpec("box_ctr", (1, 1, *half), "float32", "centerness logit"),
-        TensorSpec("box_dist", (1, 6, *half), "float32", "distances (m) to the six faces along the box axes"),
+        TensorSpec("box_dist", (1, 6, *half), "float32", "signed distances (m) to the six faces along the box axes"),
         TensorSpec("box_rot", (1, 6, *half), "float32", "6D rotation (two columns of R), grid frame"),
         TensorSpec("features", (1, f, *half), "float32", "FPN features for the grounding head"),
     )

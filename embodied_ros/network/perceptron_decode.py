@@ -1,7 +1,7 @@
 """Dense Embodied Perceptron outputs -> 9-DoF world boxes (outside the engine: top-k, NMS).
 
-The box head predicts, per coarse voxel (FCAF3D-like): class logits, a centerness logit, the
-distances from the voxel centre to the box's six faces measured along the box's own axes
+The box head predicts, per box-head voxel (FCAF3D-like): class logits, a centerness logit, the
+signed distances from the voxel centre to the box's six faces measured along the box's own axes
 (-x, +x, -y, +y, -z, +z), and a 6D rotation (the first two columns of R, Zhou et al. 2019).
 """
 
@@ -59,7 +59,8 @@ def faces_to_box(centres: np.ndarray, dist: np.ndarray, R: np.ndarray) -> tuple[
     """
     lo, hi = dist[:, 0::2], dist[:, 1::2]  # (N, 3) distances to the -axis and +axis faces
     local_offset = 0.5 * (hi - lo)  # box centre relative to the voxel centre, box axes
-    return centres + np.einsum("nij,nj->ni", R, local_offset), lo + hi
+    # Signed distances (a voxel outside a small box) can sum below zero on a poor prediction.
+    return centres + np.einsum("nij,nj->ni", R, local_offset), np.maximum(lo + hi, 1e-3)
 
 
 def box_to_faces(centres: np.ndarray, boxes_centre: np.ndarray, sizes: np.ndarray, R: np.ndarray) -> np.ndarray:

@@ -99,7 +99,7 @@ class PerceptronPerceptor:
         self.decode = decode or DecodeParams()
         self.name = name
         self.class_names = tuple(config.classes)
-        self._coarse = config.coarse_voxel_centres().astype(np.float64)
+        self._coarse = config.box_voxel_centres().astype(np.float64)
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()

@@ -24,6 +24,7 @@ class DataConfig:
     frames_per_scene: int = 12  # keyframes rendered per training scene
     val_frames_per_scene: int = 12  # keyframes per held-out scene (accumulated for the scene metric)
     min_visibility: float = 0.1  # an object is a training target in a frame when this much of it shows
+    centre_cell_positives: bool = False  # the 2 x 2 x 2 box-head voxels around each box centre are positives too
     prompts_per_sample: int = 4  # grounding prompts per keyframe for the grounding head (0: no head training)
     image_width: int = 480  # rendered frame size (the network resizes to its image_size)
     image_height: int = 480
@@ -47,7 +48,7 @@ class TrainConfig:
     """A training run."""
 
     model: PerceptronConfig = field(default_factory=PerceptronConfig)
-    # The grounding head; its feature_dim is taken from model.volume_channels[1] (see head_config).
+    # The grounding head; its feature_dim is taken from model.box_channels (see head_config).
     head: GroundingHeadConfig = field(default_factory=GroundingHeadConfig)
     data: DataConfig = field(default_factory=DataConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
@@ -60,7 +61,7 @@ class TrainConfig:
 
 def head_config(config: TrainConfig) -> GroundingHeadConfig:
     """The grounding head's config, wired to the perceptron's feature width."""
-    return dataclasses.replace(config.head, feature_dim=config.model.volume_channels[1])
+    return dataclasses.replace(config.head, feature_dim=config.model.box_channels)
 
 
 def _build(cls: type, data: dict[str, Any] | None, where: str) -> Any:

@@ -12,11 +12,11 @@ from .samples import TrainingSample
 
 
 def proposal_feature_indices(boxes_grid: np.ndarray, model: PerceptronConfig) -> np.ndarray:
-    """(K,) flat indices into the coarse feature grid (z fastest) of the voxels holding the box centres."""
-    half = np.asarray(model.grid_shape) // 2
-    ijk = np.floor((boxes_grid[:, :3] - np.asarray(model.grid_origin)) / (2 * model.voxel_size)).astype(np.int64)
-    ijk = np.clip(ijk, 0, half - 1)
-    return np.ravel_multi_index(ijk.T, tuple(half))
+    """(K,) flat indices into the box-level feature grid (z fastest) of the voxels holding the box centres."""
+    shape = np.asarray(model.box_shape)
+    ijk = np.floor((boxes_grid[:, :3] - np.asarray(model.grid_origin)) / model.box_voxel_size).astype(np.int64)
+    ijk = np.clip(ijk, 0, shape - 1)
+    return np.ravel_multi_index(ijk.T, model.box_shape)
 
 
 def grounding_loss(features: torch.Tensor, sample: TrainingSample, head: GroundingHead,
@@ -24,7 +24,7 @@ def grounding_loss(features: torch.Tensor, sample: TrainingSample, head: Groundi
     """Mean contrastive loss over the sample's prompts, and (correct, total) top-1 picks.
 
     Args:
-        features: (1, F, X/2, Y/2, Z/2) the perceptron's ``features`` output (gradients flow into it).
+        features: (1, F, *box_shape) the perceptron's ``features`` output (gradients flow into it).
         sample: the keyframe with its proposals and prompts.
         head: the grounding head.
         model: the perceptron's config (grid geometry).

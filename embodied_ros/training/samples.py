@@ -36,7 +36,7 @@ class TrainingSample:
 
     Attributes:
         inputs: the graph inputs (with the grid pose they refer to).
-        targets: box targets on the coarse voxels (grid frame).
+        targets: box targets on the box head's voxels (grid frame).
         occupancy: (X, Y, Z) int64 occupancy labels; the config's empty_label for empty.
         visible_ids: instance ids of the scene objects that are targets in this frame; they are
             also the grounding proposals, in this order.
@@ -81,7 +81,8 @@ def scene_sample(scene: SyntheticScene, index: int, model: PerceptronConfig, dat
     boxes_grid = transform_boxes(scene.boxes[visible], invert_transform(inputs.T_world_grid))
     extent = np.asarray(model.grid_shape) * model.voxel_size
     inside = np.all((boxes_grid[:, :3] >= 0) & (boxes_grid[:, :3] <= extent), axis=1)
-    targets = box_targets(model.coarse_voxel_centres(), boxes_grid[inside], scene.labels[visible][inside])
+    targets = box_targets(model.box_voxel_centres(), boxes_grid[inside], scene.labels[visible][inside],
+                          centre_cell=data.centre_cell_positives, margin=model.face_margin)
     occ = scene.surface.occupancy(inputs.T_world_grid, model.grid_spec()).labels.astype(np.int64)
     occ[occ < 0] = model.empty_label
     ids = visible[inside]

@@ -199,7 +199,7 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     seeds = range(*config.data.train_seeds)[rank::world]
     samples = generate_samples(seeds, config.model, config.data, config.data.frames_per_scene,
                                progress=progress and rank == 0, encoder=encoder)
-    coarse = torch.from_numpy(config.model.coarse_voxel_centres())
+    coarse = torch.from_numpy(config.model.box_voxel_centres())
     t0 = time.perf_counter()
     window: list[dict[str, float]] = []
     bar = tqdm(range(start, config.optim.steps), initial=start, total=config.optim.steps, unit="step",
