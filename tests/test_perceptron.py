@@ -154,6 +154,33 @@ def test_decode_recovers_an_encoded_box_in_the_world() -> None:
     assert box_iou_3d(boxes, truth)[0, 0] == pytest.approx(1.0, abs=1e-6)
 
 
+def test_decode_keeps_a_cup_beside_a_large_object_and_under_a_table_class() -> None:
+    """Per-class top-k and multi-label candidates: a bed's many voxels and a cup voxel whose best
+    class is "table" still give a cup box."""
+    config = PerceptronConfig()
+    centres = config.box_voxel_centres()
+    n_vox, c = len(centres), config.num_classes
+    bed, table, cup = (config.classes.index(n) for n in ("bed", "table", "cup"))
+    cls, ctr = np.full((c, n_vox), -8.0), np.full(n_vox, 2.0)
+    dist, rot = np.full((6, n_vox), 0.1), np.tile(rotation_to_6d(np.eye(3)[None])[0][:, None], (1, n_vox))
+    far = np.flatnonzero(np.linalg.norm(centres - [3.0, 3.0, 0.5], axis=1) < 1.0)  # many "bed" voxels
+    cls[bed, far] = 5.0
+    k = int(np.argmin(np.linalg.norm(centres - [0.5, 0.5, 0.8], axis=1)))
+    cls[table, k], cls[cup, k] = 1.0, -1.0  # best class "table", cup still likely (sigmoid 0.27)
+    shape = (1, -1, 20, 20, 8)
+    args = (cls.reshape(shape), ctr.reshape(shape), dist.reshape(shape), rot.reshape(shape), centres, np.eye(4))
+    boxes, labels, scores = decode_boxes(*args, params=DecodeParams(top_k=5))
+    assert len(far) > 5 and cup in labels and table in labels and bed in labels
+    np.testing.assert_allclose(boxes[labels == cup][0, :3], centres[k], atol=1e-6)
+    assert np.all(np.diff(scores) <= 0)  # best first
+    single = decode_boxes(*args, params=DecodeParams(top_k=5, multi_label=False))[1]
+    assert cup not in single and table in single  # one class per voxel: the cup is lost
+    _, p_labels, p_scores = decode_boxes(*args, params=DecodeParams(top_k=5, score="product"))
+    assert p_scores[p_labels == cup][0] == pytest.approx(scores[labels == cup][0] ** 2)  # geometric = sqrt(product)
+    with pytest.raises(ValueError, match="score"):
+        DecodeParams(score="max")
+
+
 def test_nms_suppresses_duplicates_within_a_class() -> None:
     box = np.array([0, 0, 0, 1, 1, 1, 0, 0, 0.0])
     boxes = np.stack([box, box + [0.05, 0, 0, 0, 0, 0, 0, 0, 0], box + [3, 0, 0, 0, 0, 0, 0, 0, 0]])

@@ -20,8 +20,9 @@ from ..geometry.transforms import transform_points
 class DecodeParams:
     """How dense predictions become boxes."""
 
-    # Candidates kept before NMS (highest sigmoid(cls) * sigmoid(ctr) first).
-    top_k: int = 200
+    # Candidates kept per class before NMS (highest score first). Per class, because a bed covers
+    # hundreds of full-resolution voxels that would otherwise crowd out every cup.
+    top_k: int = 40
     # Candidates below this score are dropped before NMS.
     score_threshold: float = 0.05
     # Exact 9-DoF IoU above which a lower-scored candidate is suppressed.
@@ -30,6 +31,17 @@ class DecodeParams:
     class_agnostic_nms: bool = False
     # Boxes kept after NMS at most.
     max_boxes: int = 100
+    # Every (voxel, class) pair is a candidate (True), or only each voxel's best class (False): a cup
+    # standing on a table shares voxels whose best class is "table".
+    multi_label: bool = True
+    # Candidate score: "geometric" = sqrt(sigmoid(cls) * sigmoid(ctr)) (FCOS at test time), or
+    # "product" = their product. The geometric mean keeps small objects, whose centerness is
+    # learned low around them, above the scene memory's 0.075 threshold.
+    score: str = "geometric"
+
+    def __post_init__(self) -> None:
+        if self.score not in ("geometric", "product"):
+            raise ValueError(f"score {self.score!r}: must be 'geometric' or 'product'")
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -115,16 +127,31 @@ def decode_boxes(
     cls = sigmoid(box_cls.reshape(c, -1).T)  # (N, C)
     ctr = sigmoid(box_ctr.reshape(-1))  # (N,)
     scores_all = cls * ctr[:, None]
-    labels = scores_all.argmax(axis=1)
-    scores = scores_all.max(axis=1)
-    cand = np.flatnonzero(scores >= params.score_threshold)
-    cand = cand[np.argsort(-scores[cand], kind="stable")[: params.top_k]]
-    if len(cand) == 0:
+    if params.score == "geometric":
+        scores_all = np.sqrt(scores_all)
+    if params.multi_label:
+        voxel, labels = np.nonzero(scores_all >= params.score_threshold)  # every (voxel, class) pair above it
+        scores = scores_all[voxel, labels]
+    else:
+        labels = scores_all.argmax(axis=1)
+        scores = scores_all[np.arange(len(labels)), labels]
+        voxel = np.flatnonzero(scores >= params.score_threshold)
+        labels, scores = labels[voxel], scores[voxel]
+    order = np.lexsort((-scores, labels))  # by class, best first within each
+    rank = np.arange(len(order)) - np.searchsorted(labels[order], labels[order])  # rank within the class
+    order = order[rank < params.top_k]
+    voxel, labels, scores = voxel[order], labels[order], scores[order]
+    if len(voxel) == 0:
         return np.zeros((0, 9)), np.zeros(0, np.int64), np.zeros(0)
-    dist = box_dist.reshape(6, -1).T[cand].astype(np.float64)
-    R_grid = rotation_from_6d(box_rot.reshape(6, -1).T[cand].astype(np.float64))
-    centres, sizes = faces_to_box(coarse_centres[cand].astype(np.float64), dist, R_grid)
+    dist = box_dist.reshape(6, -1).T[voxel].astype(np.float64)
+    R_grid = rotation_from_6d(box_rot.reshape(6, -1).T[voxel].astype(np.float64))
+    centres, sizes = faces_to_box(coarse_centres[voxel].astype(np.float64), dist, R_grid)
     R_world = T_world_grid[:3, :3][None] @ R_grid
     boxes = make_boxes(transform_points(T_world_grid, centres), sizes, R_world)
-    keep = nms_3d(boxes, scores[cand], labels[cand], params.nms_iou, params.class_agnostic_nms)[: params.max_boxes]
-    return boxes[keep], labels[cand][keep], scores[cand][keep]
+    if params.class_agnostic_nms:
+        keep = nms_3d(boxes, scores, labels, params.nms_iou, True)
+    else:  # class by class: K_c x K_c overlaps instead of one K x K matrix
+        keep = np.concatenate([group[nms_3d(boxes[group], scores[group], labels[group], params.nms_iou, True)]
+                               for group in np.split(np.arange(len(labels)), np.flatnonzero(np.diff(labels)) + 1)])
+    keep = keep[np.argsort(-scores[keep], kind="stable")][: params.max_boxes]
+    return boxes[keep], labels[keep], scores[keep]
