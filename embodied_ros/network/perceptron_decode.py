@@ -84,19 +84,26 @@ def box_to_faces(centres: np.ndarray, boxes_centre: np.ndarray, sizes: np.ndarra
 
 
 def nms_3d(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, iou: float, class_agnostic: bool) -> np.ndarray:
-    """Greedy NMS with exact 9-DoF IoU; returns kept indices, best score first."""
+    """Greedy NMS with exact 9-DoF IoU; returns kept indices, best score first.
+
+    Within classes, each class is suppressed on its own: K_c x K_c overlaps, never one K x K matrix.
+    """
+    if not class_agnostic and len(np.unique(labels)) > 1:
+        keep = np.concatenate([np.flatnonzero(labels == c)[nms_3d(boxes[labels == c], scores[labels == c],
+                                                                   labels[labels == c], iou, True)]
+                               for c in np.unique(labels)])
+        return keep[np.argsort(-scores[keep], kind="stable")]
     order = np.argsort(-scores, kind="stable")
     if len(order) == 0:
         return order
-    overlaps = box_iou_3d(boxes[order], boxes[order])  # (K, K), K <= top_k
-    same = np.ones_like(overlaps, dtype=bool) if class_agnostic else labels[order][:, None] == labels[order][None]
+    overlaps = box_iou_3d(boxes[order], boxes[order])  # (K, K)
     suppressed = np.zeros(len(order), dtype=bool)
     keep = []
     for i in range(len(order)):
         if suppressed[i]:
             continue
         keep.append(order[i])
-        suppressed |= (overlaps[i] > iou) & same[i]
+        suppressed |= overlaps[i] > iou
     return np.array(keep, dtype=np.int64)
 
 
@@ -148,10 +155,5 @@ def decode_boxes(
     centres, sizes = faces_to_box(coarse_centres[voxel].astype(np.float64), dist, R_grid)
     R_world = T_world_grid[:3, :3][None] @ R_grid
     boxes = make_boxes(transform_points(T_world_grid, centres), sizes, R_world)
-    if params.class_agnostic_nms:
-        keep = nms_3d(boxes, scores, labels, params.nms_iou, True)
-    else:  # class by class: K_c x K_c overlaps instead of one K x K matrix
-        keep = np.concatenate([group[nms_3d(boxes[group], scores[group], labels[group], params.nms_iou, True)]
-                               for group in np.split(np.arange(len(labels)), np.flatnonzero(np.diff(labels)) + 1)])
-    keep = keep[np.argsort(-scores[keep], kind="stable")][: params.max_boxes]
+    keep = nms_3d(boxes, scores, labels, params.nms_iou, params.class_agnostic_nms)[: params.max_boxes]
     return boxes[keep], labels[keep], scores[keep]

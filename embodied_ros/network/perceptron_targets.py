@@ -3,9 +3,8 @@
 FCAF3D-like assignment on the box head's voxels: a voxel whose centre lies inside a ground-truth
 box is a positive of that box; with ``centre_cell`` so are the 2 x 2 x 2 voxels around each box
 centre, so a cup between voxel centres still has eight positives (a box that no voxel claims takes
-the nearest voxel). A voxel claimed by
-several boxes goes to the smallest. Face distances of a positive outside its box are negative
-(down to ``-margin``). Everything is in the grid frame.
+the nearest voxel). A voxel claimed by several boxes goes to the smallest. Face distances of a
+positive outside its box are negative (down to ``-margin``). Everything is in the grid frame.
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ def box_targets(centres: np.ndarray, gt_boxes: np.ndarray, gt_labels: np.ndarray
             0 clamps outside positives onto the box surface.
     """
     n = len(centres)
+    edge = _voxel_edge(centres)
     boxes = as_boxes(gt_boxes)
     labels = np.full(n, -1, np.int64)
     index = np.full(n, -1, np.int64)
@@ -65,7 +65,7 @@ def box_targets(centres: np.ndarray, gt_boxes: np.ndarray, gt_labels: np.ndarray
         inside = points_in_boxes(centres, boxes)  # (M, N)
         claims = inside.copy()
         if centre_cell:
-            claims |= np.all(np.abs(centres[None] - boxes[:, None, :3]) < _voxel_edge(centres), axis=2)
+            claims |= np.all(np.abs(centres[None] - boxes[:, None, :3]) < edge, axis=2)
         for m in np.flatnonzero(~claims.any(axis=1)):  # nothing claimed: the nearest voxel
             claims[m, int(np.argmin(np.linalg.norm(centres - boxes[m, :3], axis=1)))] = True
         volume = np.where(claims, box_volumes(boxes)[:, None], np.inf)
@@ -85,7 +85,6 @@ def box_targets(centres: np.ndarray, gt_boxes: np.ndarray, gt_labels: np.ndarray
         ratio = np.minimum(lo, hi) / np.maximum(np.maximum(lo, hi), 1e-6)
         ctr = np.prod(ratio, axis=1) ** (1 / 3)  # geometric mean of the three axis ratios
         # Outside positives: centerness falls with the distance to the box centre (one voxel edge: 0).
-        edge = _voxel_edge(centres)
         d = np.linalg.norm(centres[pos] - boxes[index[pos], :3], axis=1)
         out = outside[pos]
         ctr[out] = np.clip(1.0 - d[out] / edge, 0.1, 1.0)
