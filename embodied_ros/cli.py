@@ -164,7 +164,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(f"trained {result.steps} steps in {result.seconds / 60:.1f} min; weights: {result.weights}")
         if last:
             print(f"held-out: mAP@0.25 per frame {last['map25_frame']:.3f}, accumulated {last['map25_scene']:.3f}, "
-                  f"occupancy mIoU {last['miou']:.3f}")
+                  f"occupancy mIoU {last['miou']:.3f}"
+                  + (f" (in view {last['miou_view']:.3f})" if "miou_view" in last else ""))
     return 0
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from embodied_ros.detections import FramePerception
-from embodied_ros.geometry.grid import GridSpec, aligned_grid_pose
+from embodied_ros.geometry.grid import GridSpec, aligned_grid_pose, voxels_in_view
 from embodied_ros.network.perceptor import Perceptor
 from embodied_ros.network.perceptron import EmbodiedPerceptron, PerceptronConfig
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
@@ -31,6 +31,29 @@ def test_grid_follows_the_camera_heading_and_the_floor() -> None:
     centre = G[:3, :3] @ (GridSpec().extent / 2) + G[:3, 3]
     np.testing.assert_allclose(centre[:2], [1.0, 2.0], atol=1e-12)  # centred on the camera
     assert G[2, 3] == pytest.approx(-0.78)
+
+
+def test_voxels_in_view_are_the_frustum_ahead_of_the_camera() -> None:
+    R_world_cam = np.array([[0, 0, 1], [-1, 0, 0], [0, -1, 0]], float)  # level, looking along world +x
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = R_world_cam, [0.0, 0.0, 1.0]
+    K = np.array([[300.0, 0, 320], [0, 300.0, 240], [0, 0, 1]])  # 640 x 480, 93 deg horizontal field of view
+    spec = GridSpec()
+    G = aligned_grid_pose(T, spec, floor_z=0.0)
+    view = voxels_in_view(G, T, K, 640, 480, spec)
+    assert view.shape == spec.shape
+
+    def voxel(p: np.ndarray) -> tuple[int, ...]:
+        return tuple(np.floor(np.linalg.solve(G, np.r_[p, 1.0])[:3] / spec.voxel_size).astype(int))
+
+    assert view[voxel(np.array([2.0, 0.0, 1.0]))]  # 2 m straight ahead
+    assert view[voxel(np.array([2.0, 1.5, 1.0]))]  # 37 deg to the left, inside the 46.8 deg half-angle
+    assert not view[voxel(np.array([-2.0, 0.0, 1.0]))]  # behind
+    assert not view[voxel(np.array([1.0, 2.5, 1.0]))]  # 68 deg to the left, outside
+    assert not view[voxel(np.array([0.05, 0.0, 1.0]))]  # nearer than 0.1 m
+    assert 0.05 < view.mean() < 0.25  # a ~90 deg wedge of a grid centred on the camera
+    narrow = voxels_in_view(G, T, K, 320, 480, spec)  # the image's left half only
+    assert narrow.sum() < view.sum() and not (narrow & ~view).any()
 
 
 @needs_kitchen

@@ -10,7 +10,13 @@ from scipy.spatial.transform import Rotation
 from embodied_ros.geometry.boxes import box_rotations
 from embodied_ros.network.perceptron import EmbodiedPerceptron, PerceptronConfig
 from embodied_ros.network.perceptron_decode import faces_to_box
-from embodied_ros.network.perceptron_loss import box_corners, decoupled_corner_loss, perceptron_loss
+from embodied_ros.network.perceptron_loss import (
+    LossWeights,
+    _object_weights,
+    box_corners,
+    decoupled_corner_loss,
+    perceptron_loss,
+)
 from embodied_ros.network.perceptron_targets import box_targets
 
 SMALL = PerceptronConfig(image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
@@ -61,6 +67,45 @@ def test_decoupled_corner_loss_known_answers() -> None:
     assert float(decoupled_corner_loss(c + 0.3, s, R, c, s, R)) > 0.1
     assert float(decoupled_corner_loss(c, s * 1.5, R, c, s, R)) > 0.05
     assert box_corners(c, s, R).shape == (1, 8, 3)
+
+
+def test_object_balanced_weights_give_each_object_the_same_share() -> None:
+    w = _object_weights(torch.tensor([0, 0, 0, 5]))  # a big object with 3 positives, a small one with 1
+    np.testing.assert_allclose(w.numpy(), [1 / 6, 1 / 6, 1 / 6, 1 / 2], rtol=1e-6)
+    assert float(w.sum()) == pytest.approx(1.0)
+
+
+def test_relative_corner_loss_makes_a_shift_cost_more_on_a_small_box() -> None:
+    R = torch.eye(3)[None]
+    shift = torch.tensor([[0.05, 0.0, 0.0]])
+    cup_c, cup_s = torch.tensor([[0.0, 0.0, 0.8]]), torch.tensor([[0.1, 0.1, 0.12]])
+    bed_c, bed_s = torch.tensor([[1.0, 1.0, 0.3]]), torch.tensor([[2.0, 1.6, 0.6]])
+    absolute = [float(decoupled_corner_loss(c + shift, s, R, c, s, R)) for c, s in ((cup_c, cup_s), (bed_c, bed_s))]
+    assert absolute[0] == pytest.approx(absolute[1], rel=1e-5)  # metres: the same 5 cm, the same cost
+    relative = [float(decoupled_corner_loss(c + shift, s, R, c, s, R, relative=True))
+                for c, s in ((cup_c, cup_s), (bed_c, bed_s))]
+    assert relative[0] > 10 * relative[1]
+    both = decoupled_corner_loss(torch.cat([cup_c + shift, bed_c]), torch.cat([cup_s, bed_s]), R.repeat(2, 1, 1),
+                                 torch.cat([cup_c, bed_c]), torch.cat([cup_s, bed_s]), R.repeat(2, 1, 1),
+                                 weight=torch.tensor([1.0, 0.0]))
+    assert float(both) == pytest.approx(absolute[0], rel=1e-5)  # the weights pick the cup alone
+
+
+def test_balanced_relative_losses_run_on_real_targets() -> None:
+    torch.manual_seed(0)
+    model = EmbodiedPerceptron(SMALL)
+    centres = SMALL.box_voxel_centres()
+    targets = box_targets(centres, np.stack([TABLE, CUP]), np.array([1, 8]), centre_cell=True, margin=0.4)
+    x = (torch.rand(1, 3, 64, 64), torch.rand(1, 3, 4), torch.zeros(1, 1, *SMALL.grid_shape))
+    occ = torch.full(SMALL.grid_shape, SMALL.empty_label, dtype=torch.int64)
+    outputs = model(*x)
+    plain = perceptron_loss(outputs, targets, occ, torch.from_numpy(centres).float())
+    tuned = perceptron_loss(outputs, targets, occ, torch.from_numpy(centres).float(),
+                            LossWeights(balance_objects=True, relative_corners=True))
+    assert torch.isfinite(tuned["total"])
+    assert float(tuned["corners"].detach()) != pytest.approx(float(plain["corners"].detach()))
+    tuned["total"].backward()
+    assert model.box_dist.weight.grad is not None and float(model.box_dist.weight.grad.abs().sum()) > 0
 
 
 def test_a_few_steps_of_training_reduce_the_loss() -> None:

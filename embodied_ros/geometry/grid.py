@@ -48,3 +48,25 @@ def aligned_grid_pose(T_world_camera: np.ndarray, spec: GridSpec = GridSpec(), f
     T[:3, :3] = Rz
     T[:3, 3] = np.array([T_world_camera[0, 3], T_world_camera[1, 3], floor_z]) + Rz @ corner
     return T
+
+
+def voxels_in_view(T_world_grid: np.ndarray, T_world_camera: np.ndarray, K: np.ndarray, width: int, height: int,
+                   spec: GridSpec = GridSpec(), near: float = 0.1) -> np.ndarray:
+    """(X, Y, Z) bool: voxels whose centre lies in the camera's view frustum.
+
+    In front of the camera (beyond ``near`` metres) and projecting inside the ``width`` x
+    ``height`` image, occluded or not. A centred grid is mostly behind or beside the camera; this
+    is the part one frame can speak for, the region semantic scene completion is scored on
+    (SSCNet's NYU practice).
+    """
+    from .transforms import invert_transform, transform_points
+
+    axes = [spec.voxel_size * (np.arange(n) + 0.5) for n in spec.shape]
+    centres = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    p = transform_points(invert_transform(np.asarray(T_world_camera, float)) @ np.asarray(T_world_grid, float),
+                         centres)
+    z = p[:, 2]
+    in_front = z > near
+    uv = (np.asarray(K, float) @ p.T).T[:, :2] / np.where(in_front, z, 1.0)[:, None]
+    inside = in_front & (uv[:, 0] >= 0) & (uv[:, 0] < width) & (uv[:, 1] >= 0) & (uv[:, 1] < height)
+    return inside.reshape(spec.shape)

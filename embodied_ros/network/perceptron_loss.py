@@ -31,6 +31,12 @@ class LossWeights:
     # Focal loss parameters (RetinaNet's).
     focal_alpha: float = 0.25
     focal_gamma: float = 2.0
+    # Every object weighs the same in the centerness and corner terms, however many voxels it
+    # claims (a bed claims hundreds of voxels at 0.16 m, a cup eight).
+    balance_objects: bool = False
+    # Corner errors relative to the object's diagonal: IoU is scale-free, so 5 cm on a cup must
+    # cost what 50 cm costs on a bed.
+    relative_corners: bool = False
 
 
 def rotation_from_6d(r6: torch.Tensor) -> torch.Tensor:
@@ -48,26 +54,41 @@ def box_corners(centre: torch.Tensor, size: torch.Tensor, R: torch.Tensor) -> to
 
 
 def _chamfer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Mean symmetric nearest-corner distance of (P, 8, 3) corner sets (indifferent to box symmetries)."""
+    """(P,) symmetric nearest-corner distances of (P, 8, 3) corner sets (indifferent to box symmetries)."""
     d = torch.cdist(a, b)  # (P, 8, 8)
-    return 0.5 * (d.min(dim=2).values.mean() + d.min(dim=1).values.mean())
+    return 0.5 * (d.min(dim=2).values.mean(dim=1) + d.min(dim=1).values.mean(dim=1))
 
 
 def decoupled_corner_loss(
     centre: torch.Tensor, size: torch.Tensor, R: torch.Tensor,
     gt_centre: torch.Tensor, gt_size: torch.Tensor, gt_R: torch.Tensor,
+    weight: torch.Tensor | None = None, relative: bool = False,
 ) -> torch.Tensor:
     """EmbodiedScan's decoupled 9-DoF loss: corner errors of centre, size and rotation, each alone.
 
     Each term builds the box from one predicted group and the ground truth for the others, so a
     wrong size cannot be compensated by a wrong rotation. The rotation term compares corner sets
     without order, so the box's symmetric rotations all score zero.
+
+    Args:
+        weight: (P,) weights of the predictions, summing to 1 (default: the mean).
+        relative: divide each prediction's errors by its box's diagonal (metres -> fraction).
     """
     gt = box_corners(gt_centre, gt_size, gt_R)
-    l_centre = F.smooth_l1_loss(box_corners(centre, gt_size, gt_R), gt, beta=0.05)
-    l_size = F.smooth_l1_loss(box_corners(gt_centre, size, gt_R), gt, beta=0.05)
-    l_rot = _chamfer(box_corners(gt_centre, gt_size, R), gt)
-    return l_centre + l_size + l_rot
+    per = (F.smooth_l1_loss(box_corners(centre, gt_size, gt_R), gt, beta=0.05, reduction="none").mean(dim=(1, 2))
+           + F.smooth_l1_loss(box_corners(gt_centre, size, gt_R), gt, beta=0.05, reduction="none").mean(dim=(1, 2))
+           + _chamfer(box_corners(gt_centre, gt_size, R), gt))  # (P,)
+    if relative:
+        per = per / gt_size.norm(dim=1).clamp(min=0.05)
+    if weight is None:
+        return per.mean()
+    return (per * weight).sum()
+
+
+def _object_weights(box_index: torch.Tensor) -> torch.Tensor:
+    """(P,) weights of positives: 1 / (objects x the object's positives), so each object sums to 1 / objects."""
+    _, inverse, counts = torch.unique(box_index, return_inverse=True, return_counts=True)
+    return 1.0 / (len(counts) * counts[inverse].to(torch.float32))
 
 
 def focal_loss(logits: torch.Tensor, labels: torch.Tensor, alpha: float, gamma: float) -> torch.Tensor:
@@ -137,8 +158,12 @@ def perceptron_loss(
         R = rotation_from_6d(rot[pos])
         lo, hi = dist[pos][:, 0::2], dist[pos][:, 1::2]
         centre = coarse_centres[pos] + torch.einsum("pij,pj->pi", R, 0.5 * (hi - lo))
-        losses["centerness"] = F.binary_cross_entropy_with_logits(ctr[pos], torch.from_numpy(targets.centerness)[pos])
-        losses["corners"] = decoupled_corner_loss(centre, lo + hi, R, gt[:, 0:3], gt[:, 3:6], gt_R)
+        w = _object_weights(idx) if weights.balance_objects else None
+        bce = F.binary_cross_entropy_with_logits(ctr[pos], torch.from_numpy(targets.centerness)[pos],
+                                                 reduction="none")
+        losses["centerness"] = bce.mean() if w is None else (bce * w).sum()
+        losses["corners"] = decoupled_corner_loss(centre, lo + hi, R, gt[:, 0:3], gt[:, 3:6], gt_R,
+                                                  weight=w, relative=weights.relative_corners)
     else:
         losses["centerness"] = ctr.sum() * 0.0
         losses["corners"] = dist.sum() * 0.0

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..geometry.grid import voxels_in_view
 from ..memory.scene_memory import SceneMemory
 from ..metrics.detection import BoxSet, DetectionMetrics, evaluate_detection
 from ..metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
@@ -23,19 +24,24 @@ class EvalResult:
     Attributes:
         per_frame: detection of each frame alone against the objects visible in it.
         accumulated: the scene memory after the whole trajectory against every object seen.
-        occupancy: per-frame local occupancy against the ground-truth grids.
+        occupancy: per-frame local occupancy against the whole ground-truth grids (the grid is
+            centred on the camera, so about 85 % of it lies outside the view and must be guessed).
+        occupancy_in_view: the same on the voxels in each frame's view frustum only
+            (geometry.grid.voxels_in_view; SSCNet's NYU practice).
         n_scenes, n_frames: how much was evaluated.
     """
 
     per_frame: DetectionMetrics
     accumulated: DetectionMetrics
     occupancy: OccupancyMetrics
+    occupancy_in_view: OccupancyMetrics
     n_scenes: int
     n_frames: int
 
     def summary(self) -> str:
         return (f"per-frame {self.per_frame.summary()} | accumulated {self.accumulated.summary()} | "
-                f"{self.occupancy.summary()} ({self.n_scenes} scenes, {self.n_frames} frames)")
+                f"{self.occupancy.summary()} | in view: {self.occupancy_in_view.summary()} "
+                f"({self.n_scenes} scenes, {self.n_frames} frames)")
 
 
 def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, seeds: range | None = None,
@@ -50,6 +56,7 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0)  # synthetic floors are at z = 0
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
+    occ_view = OccupancyAccumulator(model.occupancy_classes)
     count = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
@@ -66,6 +73,10 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
             assert result.occupancy is not None
             truth = scene.surface.occupancy(result.occupancy.T_world_grid, model.grid_spec())
             occ.add(result.occupancy.labels, truth.labels)
+            frame = rendered.frame
+            in_view = voxels_in_view(result.occupancy.T_world_grid, frame.T_world_camera, frame.K, frame.width,
+                                     frame.height, model.grid_spec())
+            occ_view.add(result.occupancy.labels, truth.labels, valid=in_view)
             count += 1
         objects = memory.published_objects()
         scene_preds.append(BoxSet(np.array([o.box for o in objects]).reshape(-1, 9),
@@ -73,7 +84,8 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
         scene_gts.append(scene.ground_truth(np.array(sorted(seen), dtype=np.int64)))
     classes = model.classes
     return EvalResult(evaluate_detection(frame_preds, frame_gts, classes=classes),
-                      evaluate_detection(scene_preds, scene_gts, classes=classes), occ.result(), len(seeds), count)
+                      evaluate_detection(scene_preds, scene_gts, classes=classes), occ.result(), occ_view.result(),
+                      len(seeds), count)
 
 
 def evaluate_grounding_head(model: object, head: object, config: TrainConfig, encoder: object) -> float:

@@ -149,7 +149,8 @@ def _plot(history: list[dict[str, Any]], path: Path) -> None:
     a.set_title("training losses")
     a.legend(fontsize=8)
     for key, label in (("map25_frame", "mAP@0.25 per frame"), ("map25_scene", "mAP@0.25 accumulated"),
-                       ("miou", "occupancy mIoU"), ("grounding_acc", "grounding head top-1")):
+                       ("miou", "occupancy mIoU (whole grid)"), ("miou_view", "occupancy mIoU (in view)"),
+                       ("grounding_acc", "grounding head top-1")):
         b.plot([h["step"] for h in evals if key in h], [h[key] for h in evals if key in h], "o-", label=label)
     b.set_ylim(0, 1)
     b.set_xlabel("step")
@@ -231,7 +232,7 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
             result = evaluate(torch_runner(model.eval()), config.model, config.data)
             record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
                       "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
-                      "map50_scene": result.accumulated.mean_ap[0.5]}
+                      "miou_view": result.occupancy_in_view.miou, "map50_scene": result.accumulated.mean_ap[0.5]}
             if head is not None and encoder is not None:
                 record["grounding_acc"] = evaluate_grounding_head(model, head.eval(), config, encoder)
             history.append(record)
