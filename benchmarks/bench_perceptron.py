@@ -100,9 +100,9 @@ def main() -> None:
               f"mAP@0.50 {result.accumulated.mean_ap[0.5]:.3f}")
         print(f"  whole grid: {result.occupancy.summary()}")
         print(f"  in view:    {result.occupancy_in_view.summary()}")
-        iou = result.occupancy_in_view.iou
+        view = result.occupancy_in_view
         print("  in-view occupancy IoU per class: "
-              + ", ".join(f"{c} {v:.2f}" for c, v in zip(result.occupancy_in_view.class_names, iou, strict=True) if v == v))
+              + ", ".join(f"{c} {v:.2f}" for c, v in zip(view.class_names, view.iou, strict=True) if v == v))
         ap = result.accumulated.ap[0.25]
         print("  accumulated AP@0.25 per class: " + ", ".join(f"{c} {v:.2f}" for c, v in ap.items() if v == v))
         if head is not None:
