@@ -1,7 +1,8 @@
 """The Embodied Perceptron's figures on held-out synthetic scenes (issue 3's acceptance list).
 
 Prints: parameters, ONNX size and operators, ONNX Runtime vs PyTorch latency per keyframe (p50/p99,
-measured in the same run), detection mAP@0.25/0.50 per frame and after accumulation, occupancy mIoU,
+measured in the same run), detection mAP@0.25/0.50 per frame and after accumulation, occupancy mIoU
+(per frame on the whole grid and in view, and of the accumulated world map),
 the grounding head's top-1 accuracy, and the whole system's grounding Acc@0.25/0.50 (Grounder over
 the accumulated memory) on the scenes' own prompts.
 
@@ -100,6 +101,7 @@ def main() -> None:
               f"mAP@0.50 {result.accumulated.mean_ap[0.5]:.3f}")
         print(f"  whole grid: {result.occupancy.summary()}")
         print(f"  in view:    {result.occupancy_in_view.summary()}")
+        print(f"  accumulated world map, in view: {result.occupancy_map.summary()}")
         view = result.occupancy_in_view
         print("  in-view occupancy IoU per class: "
               + ", ".join(f"{c} {v:.2f}" for c, v in zip(view.class_names, view.iou, strict=True) if v == v))

@@ -150,10 +150,7 @@ def run(
             with timer.stage("memory"):
                 memory.update(perception)
             with timer.stage("occupancy"):
-                occupancy.integrate_depth(frame)
-                if perception.occupancy is not None:
-                    occupancy.integrate_local_grid(perception.occupancy)
-                occupancy.add_detection_evidence(perception.detections)
+                occupancy.integrate_frame(frame, perception)
             with timer.stage("writing"):
                 writer.write_inputs_of(frame)
                 writer.write_scene(frame.stamp_ns, frame.world_frame, memory.published_objects(),

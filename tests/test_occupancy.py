@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from embodied_ros.detections import Detections3D, LocalOccupancy
+from embodied_ros.detections import Detections3D, FramePerception, LocalOccupancy
 from embodied_ros.errors import ConfigError, FrameError, InputError
 from embodied_ros.frame import Frame
 from embodied_ros.memory.config import OccupancyConfig
@@ -120,6 +120,27 @@ def test_local_grid_round_trip_through_labels_grid():
     np.testing.assert_array_equal(sample.labels, labels[labels >= 0])
     with pytest.raises(FrameError):
         occ2.integrate_local_grid(LocalOccupancy(labels, T2, 0.16, ("chair",)))  # label 1 unknown
+
+
+def test_network_grid_counts_only_in_the_cameras_view():
+    labels = np.zeros((40, 40, 16), dtype=np.int16)  # the network calls every voxel "chair"
+    T = _pose((-3.2, -3.2, -1.28))  # centred on the camera at the origin, which looks along world +z
+    frame = _wall_frame(1.2)
+    perception = FramePerception(0, 0, Detections3D(np.zeros((0, 9)), [], [], ("chair",), "world"),
+                                 occupancy=LocalOccupancy(labels, T, 0.16, ("chair",)))
+    ahead, behind, beside = np.array([[0.0, 0.0, 0.6]]), np.array([[0.0, 0.0, -0.6]]), np.array([[2.5, 0.0, 0.6]])
+    in_view = OccupancyMap()
+    in_view.integrate_frame(frame, perception)
+    assert in_view.class_names[in_view.sample(ahead).labels[0]] == "chair"
+    for p in (behind, beside):  # outside the frustum: the network's guess is not evidence
+        sample = in_view.sample(p)
+        assert sample.labels[0] == -1 and not sample.observed[0]
+    everywhere = OccupancyMap(grid_in_view_only=False)
+    everywhere.integrate_frame(frame, perception)
+    for p in (ahead, behind, beside):
+        assert everywhere.class_names[everywhere.sample(p).labels[0]] == "chair"
+    with pytest.raises(FrameError):
+        in_view.integrate_local_grid(perception.occupancy, np.ones((4, 4, 4), bool))
 
 
 def test_detection_evidence_labels_voxels_inside_the_box():

@@ -100,6 +100,9 @@ class OccupancyConfig:
     max_voxels: int = 2_000_000
     # Class-vote weight of one occupied voxel of a network's local grid (detections vote with their score).
     grid_class_weight: float = 1.0
+    # Take a network's local grid as evidence only on the voxels in the camera's view frustum;
+    # the rest of the grid (most of it: the grid is centred on the camera) is the network's guess.
+    grid_in_view_only: bool = True
     # Optional axis-aligned world region (xmin, ymin, zmin, xmax, ymax, zmax), metres; voxels whose
     # centre lies outside are never stored. None = unbounded.
     bounds: tuple[float, float, float, float, float, float] | None = None

@@ -27,10 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..detections import Detections3D, LocalOccupancy
+from ..detections import Detections3D, FramePerception, LocalOccupancy
 from ..errors import ConfigError, FrameError, InputError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, points_in_boxes
+from ..geometry.grid import GridSpec, voxels_in_view
 from .config import OccupancyConfig
 from .raycast import linearise, trace_rays, unlinearise
 from .voxel_blocks import MAX_VOXEL_COORD, VoxelBlocks
@@ -137,13 +138,14 @@ class OccupancyMap:
         pixel_stride: int = 4,
         max_voxels: int = 2_000_000,
         grid_class_weight: float = 1.0,
+        grid_in_view_only: bool = True,
         bounds: tuple[float, float, float, float, float, float] | None = None,
     ) -> None:
         self.config = OccupancyConfig(
             voxel_size=voxel_size, log_odds_hit=log_odds_hit, log_odds_miss=log_odds_miss,
             log_odds_min=log_odds_min, log_odds_max=log_odds_max, occupied_threshold=occupied_threshold,
             max_range=max_range, pixel_stride=pixel_stride, max_voxels=max_voxels,
-            grid_class_weight=grid_class_weight, bounds=bounds,
+            grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only, bounds=bounds,
         )
         self.voxel_size = self.config.voxel_size
         self._lock = threading.RLock()
@@ -208,11 +210,32 @@ class OccupancyMap:
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
-    def integrate_local_grid(self, occ: LocalOccupancy) -> IntegrationResult:
+    def integrate_frame(self, frame: Frame, perception: FramePerception) -> None:
+        """One keyframe, as every caller fuses it: depth rays, the network's grid, detection evidence.
+
+        With ``grid_in_view_only`` the grid counts only on the voxels in the frame's view frustum.
+        """
+        self.integrate_depth(frame)
+        occ = perception.occupancy
+        if occ is not None:
+            valid = None
+            if self.config.grid_in_view_only:
+                spec = GridSpec(shape=tuple(occ.labels.shape), voxel_size=occ.voxel_size)  # type: ignore[arg-type]
+                valid = voxels_in_view(occ.T_world_grid, frame.T_world_camera, frame.K, frame.width, frame.height,
+                                       spec)
+            self.integrate_local_grid(occ, valid)
+        self.add_detection_evidence(perception.detections)
+
+    def integrate_local_grid(self, occ: LocalOccupancy, valid: np.ndarray | None = None) -> IntegrationResult:
         """Fuse a network's local grid: label -1 -> miss; a class -> hit plus a class vote.
 
+        Args:
+            occ: the grid.
+            valid: optional bool grid of its shape; only True voxels are fused.
+
         Raises:
-            FrameError: if the grid is not 3-D, its pose not finite or a label outside its vocabulary.
+            FrameError: if the grid is not 3-D, its pose not finite, a label outside its vocabulary
+                or ``valid`` of another shape.
         """
         labels = np.asarray(occ.labels)
         T = np.asarray(occ.T_world_grid, dtype=np.float64)
@@ -222,6 +245,11 @@ class OccupancyMap:
         if lab.size and (lab.min() < -1 or lab.max() >= len(occ.class_names)):
             raise FrameError("local occupancy grid has a label outside -1..len(class_names)-1")
         centres = (np.indices(labels.shape).reshape(3, -1).T + 0.5) * occ.voxel_size
+        if valid is not None:
+            keep = np.asarray(valid, dtype=bool)
+            if keep.shape != labels.shape:
+                raise FrameError(f"valid mask {keep.shape} differs from the grid {labels.shape}")
+            lab, centres = lab[keep.reshape(-1)], centres[keep.reshape(-1)]
         world = _transform(T, centres)
         vox = np.floor(world / self.voxel_size).astype(np.int64)
         occupied = lab >= 0

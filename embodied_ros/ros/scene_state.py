@@ -61,10 +61,7 @@ class SceneState:
             t0 = time.perf_counter()
             self.memory.update(perception)
             t1 = time.perf_counter()
-            self.occupancy.integrate_depth(frame)
-            if perception.occupancy is not None:
-                self.occupancy.integrate_local_grid(perception.occupancy)
-            self.occupancy.add_detection_evidence(perception.detections)
+            self.occupancy.integrate_frame(frame, perception)
             t2 = time.perf_counter()
             self.frames_processed += 1
         stages.update(memory=t1 - t0, occupancy=t2 - t1)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..geometry.grid import voxels_in_view
+from ..memory.occupancy import OccupancyMap
 from ..memory.scene_memory import SceneMemory
 from ..metrics.detection import BoxSet, DetectionMetrics, evaluate_detection
 from ..metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
@@ -28,6 +29,10 @@ class EvalResult:
             centred on the camera, so about 85 % of it lies outside the view and must be guessed).
         occupancy_in_view: the same on the voxels in each frame's view frustum only
             (geometry.grid.voxels_in_view; SSCNet's NYU practice).
+        occupancy_map: the world occupancy map after the whole trajectory (depth rays, network
+            grids and detections fused as the system fuses them), sampled on every keyframe's grid
+            and scored on that keyframe's in-view voxels; occupied voxels without a class vote
+            count as empty.
         n_scenes, n_frames: how much was evaluated.
     """
 
@@ -35,12 +40,14 @@ class EvalResult:
     accumulated: DetectionMetrics
     occupancy: OccupancyMetrics
     occupancy_in_view: OccupancyMetrics
+    occupancy_map: OccupancyMetrics
     n_scenes: int
     n_frames: int
 
     def summary(self) -> str:
         return (f"per-frame {self.per_frame.summary()} | accumulated {self.accumulated.summary()} | "
-                f"{self.occupancy.summary()} | in view: {self.occupancy_in_view.summary()} "
+                f"{self.occupancy.summary()} | in view: {self.occupancy_in_view.summary()} | "
+                f"accumulated map: {self.occupancy_map.summary()} "
                 f"({self.n_scenes} scenes, {self.n_frames} frames)")
 
 
@@ -57,10 +64,13 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
     occ_view = OccupancyAccumulator(model.occupancy_classes)
+    occ_map = OccupancyAccumulator(model.occupancy_classes)
     count = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
         memory = SceneMemory(**{"min_observations": 1, **(memory_kwargs or {})})
+        world = OccupancyMap()
+        views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (T_world_grid, in view, truth)
         seen: set[int] = set()
         for i in frame_indices(len(scene), n_frames):
             rendered = scene.render(int(i))
@@ -77,7 +87,11 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
             in_view = voxels_in_view(result.occupancy.T_world_grid, frame.T_world_camera, frame.K, frame.width,
                                      frame.height, model.grid_spec())
             occ_view.add(result.occupancy.labels, truth.labels, valid=in_view)
+            world.integrate_frame(frame, result)
+            views.append((result.occupancy.T_world_grid, in_view, truth.labels))
             count += 1
+        for T_world_grid, in_view, truth_labels in views:
+            occ_map.add(_map_labels(world, T_world_grid, model), truth_labels, valid=in_view)
         objects = memory.published_objects()
         scene_preds.append(BoxSet(np.array([o.box for o in objects]).reshape(-1, 9),
                                   tuple(o.class_name for o in objects), np.array([o.score for o in objects])))
@@ -85,7 +99,15 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     classes = model.classes
     return EvalResult(evaluate_detection(frame_preds, frame_gts, classes=classes),
                       evaluate_detection(scene_preds, scene_gts, classes=classes), occ.result(), occ_view.result(),
-                      len(seeds), count)
+                      occ_map.result(), len(seeds), count)
+
+
+def _map_labels(world: OccupancyMap, T_world_grid: np.ndarray, model: PerceptronConfig) -> np.ndarray:
+    """The map sampled on a grid, as labels of ``model.occupancy_classes`` (-1: empty or no class vote)."""
+    grid = world.labels_grid(T_world_grid, model.grid_shape, model.voxel_size)
+    index = {name: i for i, name in enumerate(model.occupancy_classes)}
+    lut = np.array([index.get(name, -1) for name in grid.class_names] + [-1], dtype=np.int64)
+    return lut[grid.labels.astype(np.int64)]  # label -1 reads the last entry
 
 
 def evaluate_grounding_head(model: object, head: object, config: TrainConfig, encoder: object) -> float:

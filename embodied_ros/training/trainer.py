@@ -232,7 +232,8 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
             result = evaluate(torch_runner(model.eval()), config.model, config.data)
             record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
                       "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
-                      "miou_view": result.occupancy_in_view.miou, "map50_scene": result.accumulated.mean_ap[0.5]}
+                      "miou_view": result.occupancy_in_view.miou, "miou_map": result.occupancy_map.miou,
+                      "map50_scene": result.accumulated.mean_ap[0.5]}
             if head is not None and encoder is not None:
                 record["grounding_acc"] = evaluate_grounding_head(model, head.eval(), config, encoder)
             history.append(record)
