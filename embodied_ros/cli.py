@@ -146,6 +146,7 @@ def _synthetic_demo(args: argparse.Namespace, weights: Path) -> int:
           f"{s.frames_processed} frames, {len(s.objects)} objects published")
     print("objects: " + ", ".join(f"{k} x{v}" for k, v in s.class_counts().items()))
     print(f"accumulated detection vs ground truth: mAP@0.25 {result.map25:.3f}, mAP@0.50 {result.map50:.3f}")
+    print(f"world occupancy map vs ground truth, voxels in the frames' view: {result.occupancy.summary()}")
     print(f"grounding: {result.grounding_correct}/{result.grounding_total} of the scene's prompts right (Acc@0.25)")
     for line in result.examples[:4]:
         print("  " + line)

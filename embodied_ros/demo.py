@@ -14,16 +14,19 @@ from pathlib import Path
 
 import numpy as np
 
+from .geometry.grid import aligned_grid_pose, voxels_in_view
 from .geometry.iou import box_iou_3d
 from .memory.occupancy import OccupancyMap
 from .memory.scene_memory import SceneMemory
 from .metrics.detection import BoxSet, evaluate_detection
+from .metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
+from .network.perceptron import PerceptronConfig
 from .network.registry import build_perceptron
 from .pipeline import RunSummary, run
 from .synthetic.source import SyntheticSource
 
 DEMO_SEED = 20_000
-"""Held out: the shipped weights trained on seeds 0..59 and were validated on 10000..10003."""
+"""Held out: the shipped weights trained on seeds 0..99 and were validated on 10000..10003."""
 
 
 @dataclass(frozen=True)
@@ -33,17 +36,28 @@ class DemoResult:
     summary: RunSummary
     map25: float  # accumulated detection mAP@0.25 against every object seen in the processed frames
     map50: float
+    occupancy: OccupancyMetrics  # the world map after the run, on each frame's grid, voxels in view
     grounding_correct: int  # prompts whose top-1 box has IoU > 0.25 with the target
     grounding_total: int
     examples: tuple[str, ...]  # a few answered prompts, for the report
 
 
-def _seen_objects(source: SyntheticSource, indices: list[int], min_fraction: float = 0.1) -> np.ndarray:
+def _score_frames(source: SyntheticSource, world: OccupancyMap, config: PerceptronConfig,
+                  min_fraction: float = 0.1) -> tuple[np.ndarray, OccupancyMetrics]:
+    """Objects seen in the source's frames, and the world map's occupancy in each frame's view."""
     scene = source.scene
     seen: set[int] = set()
-    for i in indices:
-        seen.update(int(v) for v in scene.visible_objects(scene.render(i), min_fraction=min_fraction))
-    return np.array(sorted(seen), dtype=np.int64)
+    occupancy = OccupancyAccumulator(config.occupancy_classes)
+    spec = config.grid_spec()
+    for i in range(len(source)):
+        rendered = scene.render(i)
+        seen.update(int(v) for v in scene.visible_objects(rendered, min_fraction=min_fraction))
+        frame = rendered.frame
+        T_world_grid = aligned_grid_pose(frame.T_world_camera, spec, floor_z=0.0)
+        in_view = voxels_in_view(T_world_grid, frame.T_world_camera, frame.K, frame.width, frame.height, spec)
+        predicted = world.class_grid(T_world_grid, config.occupancy_classes, spec.shape, spec.voxel_size)
+        occupancy.add(predicted, scene.surface.occupancy(T_world_grid, spec).labels, valid=in_view)
+    return np.array(sorted(seen), dtype=np.int64), occupancy.result()
 
 
 def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, frames: int = 40,
@@ -56,10 +70,11 @@ def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, 
     source = SyntheticSource.from_spec(f"synthetic:seed={seed},frames={frames}")
     perceptor = build_perceptron(weights, backend="onnxruntime", floor_z=0.0)  # the generated floor is z = 0
     memory = SceneMemory()
-    summary = run(source, perceptor, memory, OccupancyMap(), out_dir,
+    world = OccupancyMap()
+    summary = run(source, perceptor, memory, world, out_dir,
                   progress=(lambda it: tqdm(it, total=len(source), unit="frame", desc="demo")) if progress else None)
     published = memory.published_objects()
-    seen = _seen_objects(source, list(range(len(source))))
+    seen, occupancy = _score_frames(source, world, perceptor.config)
     prediction = BoxSet(np.array([o.box for o in published]).reshape(-1, 9), tuple(o.class_name for o in published),
                         np.array([o.score for o in published]))
     metrics = evaluate_detection([prediction], [source.scene.ground_truth(seen)], classes=perceptor.class_names)
@@ -74,11 +89,12 @@ def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, 
         hit = answer.best is not None and box_iou_3d(answer.best.object.box[None], target)[0, 0] > 0.25
         correct += int(hit)
         examples.append(f"{'ok ' if hit else 'NO '} \"{prompt.text}\" -> {answer.message}")
-    result = DemoResult(summary, float(metrics.mean_ap[0.25]), float(metrics.mean_ap[0.5]), correct, len(prompts),
-                        tuple(examples))
+    result = DemoResult(summary, float(metrics.mean_ap[0.25]), float(metrics.mean_ap[0.5]), occupancy, correct,
+                        len(prompts), tuple(examples))
     (out_dir / "demo_metrics.json").write_text(json.dumps({
         "seed": seed, "frames": summary.frames_processed, "objects_seen": int(len(seen)),
         "objects_published": len(published), "map25_accumulated": result.map25, "map50_accumulated": result.map50,
+        "occupancy_miou_in_view": occupancy.miou, "occupancy_occupied_iou_in_view": occupancy.occupied_iou,
         "grounding_acc25": correct / max(len(prompts), 1), "grounding_prompts": len(prompts),
         "examples": list(examples)}, indent=1))
     return result

@@ -38,9 +38,11 @@ def test_demo_writes_outputs_and_metrics(tiny_weights: Path, tmp_path: Path, mon
     assert main(["demo", "--weights", str(tiny_weights), "--max-frames", "2", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "never trained on" in printed and "mAP@0.25" in printed and "grounding:" in printed
+    assert "world occupancy map vs ground truth" in printed
     metrics = json.loads((out / "demo_metrics.json").read_text())
     assert metrics["frames"] == 2 and metrics["objects_seen"] > 0
     assert 0.0 <= metrics["map25_accumulated"] <= 1.0 and metrics["grounding_prompts"] > 0
+    assert 0.0 <= metrics["occupancy_miou_in_view"] <= 1.0
     for name in ("scene.mcap", "objects.json", "memory.json", "top_down.png"):
         assert (out / name).is_file(), name
 

@@ -107,6 +107,9 @@ def test_local_grid_round_trip_through_labels_grid():
     np.testing.assert_array_equal(back.labels, labels)
     voxels = occ.occupied_voxels()
     assert sorted(set(voxels.class_names)) == ["chair", "table"]
+    vocabulary = ("table", "sofa", "chair")  # another vocabulary, without the map's order
+    np.testing.assert_array_equal(occ.class_grid(T, vocabulary), np.select([labels == 0, labels == 1], [2, 0], -1))
+    np.testing.assert_array_equal(occ.class_grid(T, ("sofa",)), np.full(labels.shape, -1))  # unknown -> -1
     # A rotated, offset grid: every labelled voxel centre lands in an occupied voxel of its class.
     c, s = np.cos(0.5), np.sin(0.5)
     R = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])

@@ -347,6 +347,19 @@ class OccupancyMap:
         labels = np.where(occupied, np.where(s.labels >= 0, s.labels, len(vocab)), -1).astype(np.int16)
         return LocalOccupancy(labels.reshape(shape), T.copy(), vs, vocab + (UNLABELLED_CLASS,))
 
+    def class_grid(self, T_world_grid: np.ndarray, class_names: tuple[str, ...] | list[str],
+                   shape: tuple[int, int, int] = (40, 40, 16), voxel_size: float | None = None) -> np.ndarray:
+        """The map sampled on a local grid as labels of the caller's ``class_names``.
+
+        Returns:
+            (X, Y, Z) int64: index into ``class_names``; -1 where free, unknown, occupied without a
+            class vote, or voted for a class not in ``class_names`` (to score against a network's grid).
+        """
+        grid = self.labels_grid(T_world_grid, shape, voxel_size)
+        index = {name: i for i, name in enumerate(class_names)}
+        lut = np.array([index.get(name, -1) for name in grid.class_names] + [-1], dtype=np.int64)
+        return lut[grid.labels.astype(np.int64)]  # label -1 reads the last entry
+
     def stats(self) -> OccupancyStats:
         """Counts of blocks and voxels (allocated, observed, occupied, free, labelled), frames and bytes."""
         with self._lock:

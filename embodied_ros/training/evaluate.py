@@ -91,7 +91,8 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
             views.append((result.occupancy.T_world_grid, in_view, truth.labels))
             count += 1
         for T_world_grid, in_view, truth_labels in views:
-            occ_map.add(_map_labels(world, T_world_grid, model), truth_labels, valid=in_view)
+            occ_map.add(world.class_grid(T_world_grid, model.occupancy_classes, model.grid_shape, model.voxel_size),
+                        truth_labels, valid=in_view)
         objects = memory.published_objects()
         scene_preds.append(BoxSet(np.array([o.box for o in objects]).reshape(-1, 9),
                                   tuple(o.class_name for o in objects), np.array([o.score for o in objects])))
@@ -101,13 +102,6 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
                       evaluate_detection(scene_preds, scene_gts, classes=classes), occ.result(), occ_view.result(),
                       occ_map.result(), len(seeds), count)
 
-
-def _map_labels(world: OccupancyMap, T_world_grid: np.ndarray, model: PerceptronConfig) -> np.ndarray:
-    """The map sampled on a grid, as labels of ``model.occupancy_classes`` (-1: empty or no class vote)."""
-    grid = world.labels_grid(T_world_grid, model.grid_shape, model.voxel_size)
-    index = {name: i for i, name in enumerate(model.occupancy_classes)}
-    lut = np.array([index.get(name, -1) for name in grid.class_names] + [-1], dtype=np.int64)
-    return lut[grid.labels.astype(np.int64)]  # label -1 reads the last entry
 
 
 def evaluate_grounding_head(model: object, head: object, config: TrainConfig, encoder: object) -> float:
