@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .transforms import invert_transform, transform_points
+
 
 @dataclass(frozen=True)
 class GridSpec:
@@ -27,6 +29,10 @@ class GridSpec:
     def extent(self) -> np.ndarray:
         """(3,) grid size in metres."""
         return np.asarray(self.shape, dtype=np.float64) * self.voxel_size
+
+    def voxel_centres(self) -> np.ndarray:
+        """(X * Y * Z, 3) float64 voxel centres in the grid frame, x slowest, z fastest."""
+        return (np.indices(self.shape).reshape(3, -1).T + 0.5) * self.voxel_size
 
 
 def aligned_grid_pose(T_world_camera: np.ndarray, spec: GridSpec = GridSpec(), floor_z: float = 0.0) -> np.ndarray:
@@ -59,12 +65,8 @@ def voxels_in_view(T_world_grid: np.ndarray, T_world_camera: np.ndarray, K: np.n
     is the part one frame can speak for, the region semantic scene completion is scored on
     (SSCNet's NYU practice).
     """
-    from .transforms import invert_transform, transform_points
-
-    axes = [spec.voxel_size * (np.arange(n) + 0.5) for n in spec.shape]
-    centres = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     p = transform_points(invert_transform(np.asarray(T_world_camera, float)) @ np.asarray(T_world_grid, float),
-                         centres)
+                         spec.voxel_centres())
     z = p[:, 2]
     in_front = z > near
     uv = (np.asarray(K, float) @ p.T).T[:, :2] / np.where(in_front, z, 1.0)[:, None]

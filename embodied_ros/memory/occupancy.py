@@ -220,7 +220,7 @@ class OccupancyMap:
         if occ is not None:
             valid = None
             if self.config.grid_in_view_only:
-                spec = GridSpec(shape=tuple(occ.labels.shape), voxel_size=occ.voxel_size)  # type: ignore[arg-type]
+                spec = GridSpec(shape=occ.labels.shape, voxel_size=occ.voxel_size)  # type: ignore[arg-type]
                 valid = voxels_in_view(occ.T_world_grid, frame.T_world_camera, frame.K, frame.width, frame.height,
                                        spec)
             self.integrate_local_grid(occ, valid)
@@ -244,7 +244,7 @@ class OccupancyMap:
         lab = labels.reshape(-1).astype(np.int64)
         if lab.size and (lab.min() < -1 or lab.max() >= len(occ.class_names)):
             raise FrameError("local occupancy grid has a label outside -1..len(class_names)-1")
-        centres = (np.indices(labels.shape).reshape(3, -1).T + 0.5) * occ.voxel_size
+        centres = GridSpec(shape=labels.shape, voxel_size=occ.voxel_size).voxel_centres()  # type: ignore[arg-type]
         if valid is not None:
             keep = np.asarray(valid, dtype=bool)
             if keep.shape != labels.shape:
@@ -339,7 +339,7 @@ class OccupancyMap:
         """
         vs = self.voxel_size if voxel_size is None else float(voxel_size)
         T = np.asarray(T_world_grid, dtype=np.float64)
-        centres = (np.indices(shape).reshape(3, -1).T + 0.5) * vs
+        centres = GridSpec(shape=shape, voxel_size=vs).voxel_centres()
         with self._lock:
             s = self.sample(_transform(T, centres))
             vocab = self.class_names

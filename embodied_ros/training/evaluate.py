@@ -103,7 +103,6 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
                       occ_map.result(), len(seeds), count)
 
 
-
 def evaluate_grounding_head(model: object, head: object, config: TrainConfig, encoder: object) -> float:
     """Top-1 accuracy of the grounding head on held-out frames' prompts (proposals: the objects seen).
 
