@@ -104,6 +104,8 @@ class FramePerception:
         detections_2d: the image detections they came from, when the perceptor has them.
         occupancy: local occupancy, when the perceptor predicts it.
         timings_s: seconds spent per named stage (e.g. "network", "lifting").
+        viewpoint: (3,) camera position in the world frame, when the perceptor knows it (the
+            scene memory turns objects' fronts towards where they were seen from).
     """
 
     frame_index: int
@@ -112,3 +114,4 @@ class FramePerception:
     detections_2d: Detections2D | None = None
     occupancy: LocalOccupancy | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
+    viewpoint: np.ndarray | None = None

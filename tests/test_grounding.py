@@ -65,6 +65,26 @@ def test_allocentric_relations_use_the_anchor_yaw(table_only: Grounder, phrase: 
     assert _best(table_only, phrase, snap).best.object.id == expected
 
 
+@pytest.mark.parametrize(("front_from_views", "expected"), [(True, "east"), (False, "west")])
+def test_memory_gives_anchors_the_front_they_were_seen_from(table_only: Grounder, front_from_views: bool,
+                                                             expected: str) -> None:
+    """The detector's sofa box faces west (it cannot tell front from back); the robot saw the sofa
+    from the east, so "in front of the sofa" is east: the memory's fronts make it so."""
+    from embodied_ros.detections import Detections3D, FramePerception
+    from embodied_ros.memory import SceneMemory
+
+    vocab = ("sofa", "lamp")
+    boxes = np.array([[0, 0, 0.4, 0.9, 2.0, 0.8, 0.2, 0, 0],  # sofa; its own front (local -y) faces south-west
+                      [1.5, 0, 0.6, 0.3, 0.3, 1.2, 0, 0, 0],  # lamp 1, east
+                      [-1.5, 0, 0.6, 0.3, 0.3, 1.2, 0, 0, 0]])  # lamp 2, west
+    memory = SceneMemory(front_from_views=front_from_views)
+    for i, y in enumerate((-2.0, 0.0, 2.0)):
+        det = Detections3D(boxes, [0, 1, 1], [0.9, 0.8, 0.8], vocab, "world")
+        memory.update(FramePerception(i, i, det, viewpoint=np.array([3.5, y, 1.2])))
+    r = _best(table_only, "the lamp in front of the sofa", memory.snapshot())
+    assert ("east" if r.best.object.box[0] > 0 else "west") == expected
+
+
 def test_explanation_names_the_anchors(table_only: Grounder) -> None:
     r = _best(table_only, "the cup on the table next to the monitor")
     assert r.message.startswith("cup #1: on diningtable #0, nearest to tvmonitor #4"), r.message

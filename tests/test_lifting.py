@@ -393,6 +393,7 @@ def test_lifted_perceptor_with_the_real_detector_finds_the_white_cup():
     assert isinstance(result, FramePerception)
     assert result.frame_index == 250 and result.stamp_ns == 250 and result.occupancy is None
     assert set(result.timings_s) == {"network", "lifting"} and min(result.timings_s.values()) > 0
+    np.testing.assert_array_equal(result.viewpoint, frame.T_world_camera[:3, 3])
     dets = result.detections
     assert dets.frame_id == frame.world_frame and dets.class_names == perceptor.class_names
     assert result.detections_2d is not None and 0 < len(dets) <= len(result.detections_2d)

@@ -91,3 +91,4 @@ def test_perceive_returns_world_detections_and_local_occupancy() -> None:
     assert occ is not None and occ.labels.shape == config.grid_shape and occ.labels.min() >= -1
     assert occ.class_names == config.occupancy_classes and occ.voxel_size == pytest.approx(0.16)
     assert set(result.timings_s) == {"preprocess", "network", "decode"}
+    np.testing.assert_array_equal(result.viewpoint, frame.T_world_camera[:3, 3])  # where the memory turns fronts

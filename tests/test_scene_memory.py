@@ -9,9 +9,9 @@ import pytest
 
 from embodied_ros.detections import Detections3D, FramePerception
 from embodied_ros.errors import ConfigError, FrameError, InputError
-from embodied_ros.geometry.boxes import box_rotations, make_boxes
+from embodied_ros.geometry.boxes import FRONT_AXIS, box_corners, box_rotations, make_boxes
 from embodied_ros.geometry.iou import box_iou_3d
-from embodied_ros.memory.box_fusion import align_box, fuse_boxes
+from embodied_ros.memory.box_fusion import align_box, canonical_box, face_box, fuse_boxes
 from embodied_ros.memory.config import MemoryConfig, ScoreMode
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.spatial_index import SpatialHashGrid
@@ -23,11 +23,12 @@ def _box(x=0.0, y=0.0, z=0.5, dx=1.0, dy=1.0, dz=1.0, yaw=0.0, beta=0.0, gamma=0
     return np.array([x, y, z, dx, dy, dz, yaw, beta, gamma], dtype=np.float64)
 
 
-def _frame(index, boxes, scores, names, frame_id="world") -> FramePerception:
+def _frame(index, boxes, scores, names, frame_id="world", viewpoint=None) -> FramePerception:
     boxes = np.array(boxes, dtype=np.float64).reshape(-1, 9)
     labels = np.array([VOCAB.index(n) for n in names], dtype=np.int64)
     det = Detections3D(boxes, labels, np.asarray(scores, dtype=np.float64), VOCAB, frame_id)
-    return FramePerception(frame_index=index, stamp_ns=1_000_000 * index, detections=det)
+    return FramePerception(frame_index=index, stamp_ns=1_000_000 * index, detections=det,
+                           viewpoint=None if viewpoint is None else np.asarray(viewpoint, dtype=np.float64))
 
 
 def _random_boxes(rng: np.random.Generator, n: int, extent: float = 6.0, general: bool = True) -> np.ndarray:
@@ -292,7 +293,7 @@ def test_save_load_round_trip(tmp_path):
     memory = SceneMemory(max_per_class=4, score_mode=ScoreMode.EMA)
     for i in range(15):
         memory.update(_frame(i, _random_boxes(rng, 6, extent=2.5), rng.uniform(0.05, 1.0, 6),
-                             list(rng.choice(VOCAB, 6))))
+                             list(rng.choice(VOCAB, 6)), viewpoint=rng.uniform(-3, 3, 3)))
     path = tmp_path / "memory.json"
     memory.save(path)
     loaded = SceneMemory.load(path)
@@ -300,7 +301,8 @@ def test_save_load_round_trip(tmp_path):
     assert loaded.config == memory.config and loaded.frame_id == "world"
     assert all(0.0 <= o.score <= 1.0 for o in loaded.objects())
     # Both go on identically (same fusion weights, same id counter).
-    nxt = _frame(15, _random_boxes(rng, 6, extent=2.5), rng.uniform(0.1, 1.0, 6), ["cup"] * 6)
+    # (the directions objects were seen from are saved too: the next sighting turns fronts alike)
+    nxt = _frame(15, _random_boxes(rng, 6, extent=2.5), rng.uniform(0.1, 1.0, 6), ["cup"] * 6, viewpoint=[0, 4, 1])
     assert loaded.update(nxt) == memory.update(nxt)
     assert loaded.objects() == memory.objects()
     assert SceneMemory.from_dict(memory.to_dict(), max_per_class=2).config.max_per_class == 2
@@ -309,6 +311,69 @@ def test_save_load_round_trip(tmp_path):
         SceneMemory.load(tmp_path / "bad.json")
     with pytest.raises(InputError):
         SceneMemory.load(tmp_path / "missing.json")
+
+
+def _front(box: np.ndarray) -> np.ndarray:
+    return box_rotations(box[None])[0] @ FRONT_AXIS
+
+
+def _same_box(a: np.ndarray, b: np.ndarray) -> bool:
+    return np.allclose(np.sort(box_corners(a[None])[0], axis=0), np.sort(box_corners(b[None])[0], axis=0), atol=1e-9)
+
+
+@pytest.mark.parametrize("direction", [(1, 0), (0, 1), (-1, 0), (0, -1), (0.6, -0.8)])
+def test_face_box_turns_the_front_without_changing_the_box(direction):
+    d = np.array(direction, dtype=np.float64)
+    sofa = _box(1.0, 2.0, 0.4, 2.0, 0.9, 0.8, yaw=0.3)
+    faced = face_box(sofa, d)
+    assert _same_box(faced, sofa)
+    assert faced[7] == 0.0 and faced[8] == 0.0  # gravity-aligned stays gravity-aligned
+    front = _front(faced)[:2]
+    # Of the four horizontal sides, the front is the one nearest the direction (within 45 degrees).
+    assert front @ d / np.linalg.norm(d) >= np.cos(np.pi / 4) - 1e-9
+    # A tilted box: its most vertical axis becomes local z, then the same rule.
+    book = _box(0.0, 0.0, 0.8, 0.3, 0.2, 0.05, yaw=0.4, beta=1.3, gamma=0.2)
+    faced = face_box(book, d)
+    R = box_rotations(faced[None])[0]
+    assert _same_box(faced, book)
+    assert R[2, 2] == pytest.approx(np.abs(box_rotations(book[None])[0][2]).max())
+    horizontal = _front(faced)[:2] / np.linalg.norm(_front(faced)[:2])
+    assert horizontal @ d / np.linalg.norm(d) >= np.cos(np.pi / 4) - 1e-9
+    # No direction: the box keeps its own front.
+    np.testing.assert_allclose(face_box(sofa, np.zeros(2)), sofa, atol=1e-12)
+
+
+def test_objects_face_where_they_were_seen_from():
+    """A detector that cannot tell front from back; the memory turns a sofa's front towards the
+    viewpoints it was seen from (the robot stood east of it, later north)."""
+    detection = _box(0.0, 0.0, 0.4, 0.9, 2.0, 0.8, yaw=0.2)  # front (local -y) points roughly south
+    memory = SceneMemory(min_observations=1)
+    for i, y in enumerate((-1.0, 0.0, 1.5)):
+        memory.update(_frame(i, [detection], [0.8], ["sofa"], viewpoint=[3.0, y, 1.2]))
+    (sofa,) = memory.objects()
+    assert _same_box(sofa.box, detection)
+    assert _front(sofa.box)[0] > 0.95  # east
+    for i in range(3, 12):  # then seen from the north, more often and with higher scores
+        memory.update(_frame(i, [detection], [0.9], ["sofa"], viewpoint=[0.0, 5.0, 1.2]))
+    assert _front(memory.objects()[0].box)[1] > 0.95
+    # Off, or without viewpoints: the stored box is the fresh object's canonical form (here facing west).
+    assert _front(canonical_box(detection))[0] < -0.95
+    for kwargs, viewpoint in (({"front_from_views": False}, [3.0, 0.0, 1.2]), ({}, None)):
+        other = SceneMemory(min_observations=1, **kwargs)
+        other.update(_frame(0, [detection], [0.8], ["sofa"], viewpoint=viewpoint))
+        np.testing.assert_allclose(other.objects()[0].box, canonical_box(detection), atol=1e-12)
+
+
+def test_merged_objects_pool_the_directions_they_were_seen_from():
+    memory = SceneMemory(min_observations=1)
+    memory.update(_frame(0, [_box(0.0, 0, 0.5, 0.5, 0.5, 1.0)], [0.3], ["chair"], viewpoint=[-3.0, 0.0, 1.0]))
+    for i in (1, 2, 3):
+        memory.update(_frame(i, [_box(0.6, 0, 0.5, 0.5, 0.5, 1.0)], [0.9], ["chair"], viewpoint=[0.6, 3.0, 1.0]))
+    assert len(memory) == 2 and _front(memory.get(0).box)[0] < -0.99  # object 0 faces west
+    # A wide detection (no viewpoint) grows object 0 into object 1, which is merged into it.
+    result = memory.update(_frame(4, [_box(0.2, 0, 0.5, 1.0, 0.5, 1.0)], [0.9], ["chair"]))
+    assert result.merged == ((1, 0),)
+    assert _front(memory.get(0).box)[1] > 0.95  # object 1's sightings from the north now dominate
 
 
 def test_config_and_validation():

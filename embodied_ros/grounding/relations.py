@@ -20,9 +20,11 @@ Conventions:
   axis (a chair's seat, a monitor's screen, a shelf's open side), so its left is local +x and
   its back +y, seen from the object itself, z up: the project's one convention, that of the
   synthetic world's objects (``geometry.boxes.FRONT_AXIS``) and of its ground-truth prompts.
-  The angle from that axis to A's centre decides. Boxes whose yaw carries no meaning (the
-  lifted COCO detector's yaw comes from the footprint's minimum-area rectangle) give arbitrary
-  answers: say so to users.
+  The angle from that axis to A's centre decides. Detectors rarely know an object's front (the
+  Embodied Perceptron's box loss ignores box symmetries; the lifted COCO detector's yaw comes
+  from the footprint's minimum-area rectangle), so the scene memory turns each object's front
+  towards where it was seen from (``MemoryConfig.front_from_views``); chairs at a table, seen
+  from behind, get it wrong.
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
   (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
   the segment's length (half score at min(0.6 m, 0.35 x length) off the line).

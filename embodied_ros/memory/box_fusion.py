@@ -13,6 +13,11 @@ is nearest to the first one's, and only then averages:
 - general rotations: weighted average of the two unit quaternions on the same hemisphere,
   renormalised (for two rotations this is the exact weighted geodesic mean to second order,
   and it is well defined because the alignment keeps them within about 63 degrees).
+
+The same symmetries let a box be written with its front (local -y, ``geometry.boxes.FRONT_AXIS``)
+facing a chosen direction without changing the box (``face_box``): the scene memory uses it to
+give objects the front they were seen from, since a detector indifferent to the symmetries
+(the Embodied Perceptron's corner loss) cannot tell front from back.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import itertools
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ..geometry.boxes import BOX_DIM, box_rotations, canonical_yaw_box, make_boxes
+from ..geometry.boxes import BOX_DIM, FRONT_AXIS, box_rotations, canonical_yaw_box, make_boxes
 
 _YAW_ONLY_TOL = 1e-6  # radians: beta and gamma below this are rounding, the box is gravity-aligned
 
@@ -41,7 +46,7 @@ def _axis_symmetries() -> tuple[np.ndarray, np.ndarray]:
             if np.linalg.det(P) > 0:
                 mats.append(P)
                 perms.append(perm)
-    return np.array(mats), np.array(perms, dtype=np.int64)
+    return np.array(mats), np.array(perms, dtype=np.int64)  # identity first
 
 
 _SYM_MATS, _SYM_PERMS = _axis_symmetries()  # (24, 3, 3), (24, 3)
@@ -90,6 +95,37 @@ def align_box(box: np.ndarray, reference: np.ndarray) -> np.ndarray:
     # trace(R_ref^T R_box P) is 1 + 2 cos(angle between R_ref and R_box P): largest = nearest.
     k = int(np.argmax(np.einsum("ij,kji->k", M, _SYM_MATS)))
     return make_boxes(b[0:3], b[3:6][_SYM_PERMS[k]], (R_box @ _SYM_MATS[k])[None])[0]
+
+
+def face_box(box: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Rewrite ``box`` in its symmetric form with local z up and its front nearest ``direction``.
+
+    Args:
+        box: (9,) the box (any of its 24 equivalent parametrisations).
+        direction: (2,) or (3,) world direction the front should face; only its horizontal
+            part counts. A zero direction keeps the z-up form nearest the box's own front.
+
+    Returns:
+        (9,) the same physical box: of the forms whose local z axis is the one nearest world
+        up, the one whose front (``R @ FRONT_AXIS``) is nearest ``direction`` horizontally.
+        Yaw-only boxes stay yaw-only (beta = gamma = 0, yaw wrapped to [-pi, pi)).
+    """
+    b = np.array(box, dtype=np.float64).reshape(BOX_DIM)
+    d = np.zeros(2)
+    d[:] = np.asarray(direction, dtype=np.float64).reshape(-1)[:2]
+    forms = box_rotations(b)[0][None] @ _SYM_MATS  # (24, 3, 3): the box's rotation times each symmetry
+    up = forms[:, 2, 2]  # local z . world z
+    fronts = forms @ FRONT_AXIS  # (24, 3)
+    own = forms[0] @ FRONT_AXIS  # _SYM_MATS[0] is the identity: the box's own front breaks ties
+    score = np.where(up >= up.max() - 1e-9, fronts[:, :2] @ d + 1e-6 * (fronts @ own), -np.inf)
+    k = int(np.argmax(score))
+    if is_yaw_only(b):
+        out = b.copy()
+        out[3:6] = b[3:6][_SYM_PERMS[k]]
+        out[6] = float(np.arctan2(forms[k, 1, 0], forms[k, 0, 0]))  # yaw of the chosen local x axis
+        out[7:9] = 0.0
+        return out
+    return make_boxes(b[0:3], b[3:6][_SYM_PERMS[k]], forms[k][None])[0]
 
 
 def fuse_boxes(a: np.ndarray, weight_a: float, b: np.ndarray, weight_b: float) -> np.ndarray:

@@ -52,6 +52,11 @@ class MemoryConfig:
     max_fusion_weight: float = 20.0
     # Edge of a spatial-index cell in metres (about one object; see spatial_index.py).
     cell_size: float = 1.0
+    # Turn each object's front (local -y, the side "in front of" refers to) towards the mean
+    # horizontal direction it was seen from (score-weighted, from the perceptions' viewpoints).
+    # Detectors whose box loss ignores box symmetries cannot tell front from back; a robot sees
+    # furniture mostly from its open side. False keeps the fused boxes' own parametrisation.
+    front_from_views: bool = True
 
     def __post_init__(self) -> None:
         try:

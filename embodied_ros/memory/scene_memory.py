@@ -31,7 +31,7 @@ from ..detections import FramePerception
 from ..errors import FrameError, InputError
 from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume
-from .box_fusion import canonical_box, fuse_boxes
+from .box_fusion import canonical_box, face_box, fuse_boxes
 from .config import MemoryConfig, ScoreMode
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
@@ -75,6 +75,7 @@ class _Track:
     last_frame: int
     first_ns: int
     last_ns: int
+    seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))  # sum of score x unit direction to viewpoints
     cached: SceneObject | None = field(default=None, repr=False)
 
 
@@ -83,7 +84,7 @@ class SceneMemory:
 
     Args:
         score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations,
-            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size: see
+            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size, front_from_views: see
             :class:`MemoryConfig` (same names and defaults).
 
     Raises:
@@ -103,12 +104,14 @@ class SceneMemory:
         score_ema: float = 0.3,
         max_fusion_weight: float = 20.0,
         cell_size: float = 1.0,
+        front_from_views: bool = True,
     ) -> None:
         self.config = MemoryConfig(
             score_threshold=score_threshold, iou_threshold=iou_threshold, max_per_class=max_per_class,
             containment_threshold=containment_threshold, min_observations=min_observations,
             class_agnostic=class_agnostic, score_mode=score_mode,  # type: ignore[arg-type]  # str accepted
             score_ema=score_ema, max_fusion_weight=max_fusion_weight, cell_size=cell_size,
+            front_from_views=front_from_views,
         )
         self._lock = threading.RLock()
         self._tracks: dict[int, _Track] = {}
@@ -260,6 +263,7 @@ class SceneMemory:
         self._next_id += 1
         frame, stamp = int(perception.frame_index), int(perception.stamp_ns)
         track = _Track(obj_id, canonical_box(box), score, score, {name: score}, name, 1, frame, frame, stamp, stamp)
+        self._seen_from(track, score, perception)
         self._tracks[obj_id] = track
         self._index.insert(obj_id, track.box)
         return obj_id
@@ -276,8 +280,19 @@ class SceneMemory:
             track.class_name = name
         track.n_obs += 1
         track.last_frame, track.last_ns = int(perception.frame_index), int(perception.stamp_ns)
+        self._seen_from(track, score, perception)
         track.cached = None
         self._index.update(track.id, track.box)
+
+    def _seen_from(self, track: _Track, score: float, perception: FramePerception) -> None:
+        """Add a sighting's direction to the track's evidence and turn its front that way."""
+        if not self.config.front_from_views or perception.viewpoint is None:
+            return
+        ray = np.asarray(perception.viewpoint, dtype=np.float64).reshape(3)[:2] - track.box[:2]
+        length = float(np.linalg.norm(ray))
+        if np.isfinite(length) and length > 1e-6:
+            track.seen_from = track.seen_from + score * ray / length
+            track.box = face_box(track.box, track.seen_from)
 
     def _matches(self, box: np.ndarray, name: str, exclude: int = -1) -> list[int]:
         return self._matches_batch(box[None], [name], [exclude])[0][0]
@@ -307,6 +322,9 @@ class SceneMemory:
             keep.evidence[name] = keep.evidence.get(name, 0.0) + ev
         keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
         keep.n_obs += gone.n_obs
+        keep.seen_from = keep.seen_from + gone.seen_from
+        if self.config.front_from_views and np.any(keep.seen_from):
+            keep.box = face_box(keep.box, keep.seen_from)
         if gone.first_frame < keep.first_frame:
             keep.first_frame, keep.first_ns = gone.first_frame, gone.first_ns
         if gone.last_frame > keep.last_frame:
@@ -387,6 +405,7 @@ class SceneMemory:
                         "n_observations": t.n_obs, "first_seen_frame": t.first_frame,
                         "last_seen_frame": t.last_frame, "first_seen_ns": t.first_ns,
                         "last_seen_ns": t.last_ns, "fusion_weight": t.weight,
+                        "seen_from": [float(v) for v in t.seen_from],
                     }
                     for t in (self._tracks[i] for i in sorted(self._tracks))
                 ],
@@ -416,6 +435,7 @@ class SceneMemory:
                     float(o["score"]), {str(k): float(v) for k, v in o["class_scores"].items()},
                     str(o["class_name"]), int(o["n_observations"]), int(o["first_seen_frame"]),
                     int(o["last_seen_frame"]), int(o["first_seen_ns"]), int(o["last_seen_ns"]),
+                    np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
                 )
                 memory._tracks[track.id] = track
                 memory._index.insert(track.id, track.box)

@@ -57,4 +57,5 @@ class LiftedPerceptor:
             detections_2d=dets2d,
             occupancy=None,
             timings_s={"network": t1 - t0, "lifting": t2 - t1},
+            viewpoint=frame.T_world_camera[:3, 3].copy(),
         )
