@@ -4,7 +4,8 @@ Prints: parameters, ONNX size and operators, ONNX Runtime vs PyTorch latency per
 measured in the same run), detection mAP@0.25/0.50 per frame and after accumulation, occupancy mIoU
 (per frame on the whole grid and in view, and of the accumulated world map),
 the grounding head's top-1 accuracy, and the whole system's grounding Acc@0.25/0.50 (Grounder over
-the accumulated memory) on the scenes' own prompts.
+the accumulated memory) on the scenes' own prompts. Boxes get the size calibration beside the
+weights (``<stem>.sizes.json``) as the shipped perceptor does; ``--no-sizes`` scores the raw network.
 
 Usage: .venv/bin/python benchmarks/bench_perceptron.py [--weights models/embodied_perceptron.pt] [--seeds 10000 10004]
 """
@@ -23,6 +24,7 @@ from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.network.onnx_export import export_onnx
 from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, count_parameters, example_inputs
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
+from embodied_ros.network.size_calibration import SizeCalibration, calibration_path
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.synthetic.scene import generate_scene
 from embodied_ros.training.evaluate import evaluate, evaluate_grounding_head
@@ -42,7 +44,7 @@ def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
     return float(np.percentile(times, 50)), float(np.percentile(times, 99))
 
 
-def _system_grounding(onnx_run, config, seeds: range, frames: int) -> tuple[float, float, int]:
+def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None) -> tuple[float, float, int]:
     """Grounder over the accumulated memory of each scene vs the scene's prompts: Acc@0.25, Acc@0.50."""
     from embodied_ros.grounding import Grounder
 
@@ -50,7 +52,7 @@ def _system_grounding(onnx_run, config, seeds: range, frames: int) -> tuple[floa
     hit25 = hit50 = n = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(config.data))
-        perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0)
+        perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0, sizes=sizes)
         memory = SceneMemory()
         for i in frame_indices(len(scene), frames):
             memory.update(perceptor.perceive(scene.frame(int(i))))
@@ -70,10 +72,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs=2, default=(10_000, 10_004), help="[first, last) held-out seeds")
     parser.add_argument("--frames", type=int, default=12, help="keyframes per scene")
     parser.add_argument("--runs", type=int, default=20, help="latency samples per backend")
+    parser.add_argument("--no-sizes", action="store_true", help="ignore the size calibration beside the weights")
     args = parser.parse_args()
 
     model, config = load_weights(args.weights)
     head = load_head(args.weights)
+    sizes_file = calibration_path(args.weights)
+    sizes = None if args.no_sizes or not sizes_file.is_file() else SizeCalibration.load(sizes_file)
+    print(f"box sizes: {'calibrated by ' + sizes_file.name if sizes else 'as the network gives them'}")
     seeds = range(*args.seeds)
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = Path(tmp) / "perceptron.onnx"
@@ -93,7 +99,7 @@ def main() -> None:
               f"{'x'.join(map(str, config.model.grid_shape))} grid): ONNX Runtime p50 {ort_p50:.0f} ms, "
               f"p99 {ort_p99:.0f} ms; PyTorch p50 {torch_p50:.0f} ms, p99 {torch_p99:.0f} ms; "
               f"ratio ORT/PyTorch (p50) {ort_p50 / torch_p50:.2f}")
-        result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames)
+        result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames, sizes=sizes)
         print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames:")
         print(f"  detection per frame:      mAP@0.25 {result.per_frame.mean_ap[0.25]:.3f}  "
               f"mAP@0.50 {result.per_frame.mean_ap[0.5]:.3f}")
@@ -112,7 +118,7 @@ def main() -> None:
 
             acc = evaluate_grounding_head(model, head, config, TextEncoder())
             print(f"  grounding head top-1 on the frames' true objects: {acc:.3f}")
-        g25, g50, n = _system_grounding(ort.run, config, seeds, args.frames)
+        g25, g50, n = _system_grounding(ort.run, config, seeds, args.frames, sizes)
         print(f"  grounding (Grounder over the accumulated memory), {n} prompts: "
               f"Acc@0.25 {g25:.3f}  Acc@0.50 {g50:.3f}")
 

@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .errors import EmbodiedError, InputError
+from .errors import EmbodiedError, InputError, ModelError
 from .memory.config import MemoryConfig
 
 log = logging.getLogger("embodied_ros")
@@ -170,6 +170,35 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .network.perceptron_perceptor import torch_runner
+    from .network.registry import find_perceptron_weights
+    from .network.size_calibration import calibration_path
+    from .training.calibrate import calibrate_sizes
+    from .training.trainer import load_weights
+
+    weights = find_perceptron_weights(args.weights)
+    if weights is None:
+        raise ModelError("no Embodied Perceptron weights found; pass --weights PATH")
+    first, last = args.seeds
+    if not 0 <= first < last:
+        raise InputError(f"--seeds {first} {last}: need 0 <= FIRST < LAST")
+    model, config = load_weights(weights)
+    val = range(*config.data.val_seeds)
+    if set(range(first, last)) & set(val):
+        raise InputError(f"--seeds {first} {last} overlap the held-out seeds {val.start}..{val.stop - 1}: "
+                         "calibrate on training seeds")
+    sizes = calibrate_sizes(torch_runner(model), config.model, config.data, range(first, last), args.frames,
+                            source=f"{weights.name}, seeds {first}..{last - 1}, {args.frames} keyframes each",
+                            progress=not args.no_progress)
+    out = args.out or calibration_path(weights)
+    sizes.save(out)
+    for name, (h, a) in sizes.factors.items():
+        print(f"  {name:10s} height x{h:.2f}  footprint x{a:.2f}  ({sizes.samples[name]} detections)")
+    print(f"size calibration of {len(sizes.factors)} classes written to {out}")
+    return 0
+
+
 def cmd_ground(args: argparse.Namespace) -> int:
     from .grounding.cli import ground_command
 
@@ -206,6 +235,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
     p_train.add_argument("--no-progress", action="store_true", help="no progress bars (logs only)")
     p_train.set_defaults(func=cmd_train)
+
+    p_cal = sub.add_parser("calibrate", help="fit the Embodied Perceptron's per-class box size correction "
+                                             "on synthetic training scenes")
+    p_cal.add_argument("--weights", type=Path, default=None,
+                       help="weights file (default: models/embodied_perceptron.pt)")
+    p_cal.add_argument("--seeds", type=int, nargs=2, default=(0, 24), metavar=("FIRST", "LAST"),
+                       help="[FIRST, LAST) training scene seeds (default: 0 24)")
+    p_cal.add_argument("--frames", type=int, default=12, help="keyframes per scene (default: %(default)s)")
+    p_cal.add_argument("--out", type=Path, default=None,
+                       help="output JSON (default: <weights stem>.sizes.json beside the weights)")
+    p_cal.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_cal.set_defaults(func=cmd_calibrate)
 
     p_demo = sub.add_parser("demo", help="run on the built-in scene")
     p_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder (default: %(default)s)")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 from test_training import TINY_YAML
 
 from embodied_ros.cli import main
+from embodied_ros.errors import ModelError
 from embodied_ros.network.registry import build_perceptron
+from embodied_ros.network.size_calibration import SizeCalibration, calibration_path
 from embodied_ros.training.config import load_config
 from embodied_ros.training.trainer import WEIGHTS, train
 
@@ -29,6 +32,31 @@ def test_registry_runs_the_perceptron_on_onnx_runtime(tiny_weights: Path, monkey
     perceptor = build_perceptron(tiny_weights, backend="onnxruntime", floor_z=0.0)
     assert "onnxruntime" in perceptor.name
     assert list((tmp_path / "cache" / "onnx").glob("embodied-perceptron-*.onnx"))  # exported once, cached
+
+
+def test_registry_applies_the_size_calibration_beside_the_weights(tiny_weights: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EMBODIED_ROS_CACHE", str(tmp_path / "cache"))
+    weights = tmp_path / "w" / "embodied_perceptron.pt"
+    weights.parent.mkdir()
+    shutil.copy(tiny_weights, weights)
+    assert build_perceptron(weights, backend="onnxruntime").sizes is None
+    SizeCalibration({"cup": (1.5, 0.5)}).save(calibration_path(weights))
+    assert build_perceptron(weights, backend="onnxruntime").sizes.factors == {"cup": (1.5, 0.5)}
+    calibration_path(weights).write_text("{}")
+    with pytest.raises(ModelError, match="not a size calibration"):
+        build_perceptron(weights, backend="onnxruntime")
+
+
+def test_calibrate_command_fits_on_training_seeds_only(tiny_weights: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sizes.json"
+    assert main(["calibrate", "--weights", str(tiny_weights), "--seeds", "100", "102", "--out", str(out)]) == 2
+    assert "held-out seeds 100..100" in capsys.readouterr().err and not out.exists()
+    assert main(["calibrate", "--weights", str(tiny_weights), "--seeds", "0", "1", "--frames", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert "size calibration of" in capsys.readouterr().out
+    assert SizeCalibration.load(out).source.endswith("seeds 0..0, 2 keyframes each")
 
 
 def test_demo_writes_outputs_and_metrics(tiny_weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

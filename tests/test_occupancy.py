@@ -146,6 +146,23 @@ def test_network_grid_counts_only_in_the_cameras_view():
         in_view.integrate_local_grid(perception.occupancy, np.ones((4, 4, 4), bool))
 
 
+def test_detections_vote_for_classes_only_without_a_network_grid():
+    frame = _wall_frame(1.2)
+    labels = np.zeros((40, 40, 16), dtype=np.int16)  # the network's grid: "chair" everywhere
+    grid = LocalOccupancy(labels, _pose((-3.2, -3.2, -1.28)), 0.16, ("chair",))
+    tv = Detections3D(np.array([[0.0, 0.0, 1.2, 0.6, 0.6, 0.4, 0.0, 0.0, 0.0]]), [0], [0.9], ("tv",), "world")
+    wall = np.array([[0.0, 0.0, 1.2]])
+
+    def label(perception: FramePerception, **config) -> str:
+        occ = OccupancyMap(grid_class_weight=0.1, **config)  # one detection would outvote the grid
+        occ.integrate_frame(frame, perception)
+        return occ.class_names[occ.sample(wall).labels[0]]
+
+    assert label(FramePerception(0, 0, tv, occupancy=grid)) == "chair"
+    assert label(FramePerception(0, 0, tv, occupancy=grid), detection_votes_with_grid=True) == "tv"
+    assert label(FramePerception(0, 0, tv)) == "tv"  # a lifted 2D detector: its boxes are the only class evidence
+
+
 def test_detection_evidence_labels_voxels_inside_the_box():
     occ = OccupancyMap()
     occ.integrate_depth(_wall_frame(2.0))

@@ -108,6 +108,11 @@ class OccupancyConfig:
     # Take a network's local grid as evidence only on the voxels in the camera's view frustum;
     # the rest of the grid (most of it: the grid is centred on the camera) is the network's guess.
     grid_in_view_only: bool = True
+    # Let detections vote for their class on the occupied voxels in their boxes also when the
+    # perceptor gives an occupancy grid. Off: they vote only when it gives none (a lifted 2D
+    # detector); the network's grid labels voxels better than its boxes do (world-map mIoU in
+    # view 0.46 without the votes vs 0.40 with them, shipped weights, seeds 10004..10007).
+    detection_votes_with_grid: bool = False
     # Optional axis-aligned world region (xmin, ymin, zmin, xmax, ymax, zmax), metres; voxels whose
     # centre lies outside are never stored. None = unbounded.
     bounds: tuple[float, float, float, float, float, float] | None = None

@@ -119,7 +119,8 @@ class OccupancyMap:
     Args:
         voxel_size, log_odds_hit, log_odds_miss, log_odds_min, log_odds_max,
             occupied_threshold, max_range, pixel_stride, max_voxels, grid_class_weight,
-            bounds: see :class:`OccupancyConfig` (same names and defaults).
+            grid_in_view_only, detection_votes_with_grid, bounds: see :class:`OccupancyConfig`
+            (same names and defaults).
 
     Raises:
         ConfigError: if a parameter cannot work.
@@ -139,13 +140,15 @@ class OccupancyMap:
         max_voxels: int = 2_000_000,
         grid_class_weight: float = 1.0,
         grid_in_view_only: bool = True,
+        detection_votes_with_grid: bool = False,
         bounds: tuple[float, float, float, float, float, float] | None = None,
     ) -> None:
         self.config = OccupancyConfig(
             voxel_size=voxel_size, log_odds_hit=log_odds_hit, log_odds_miss=log_odds_miss,
             log_odds_min=log_odds_min, log_odds_max=log_odds_max, occupied_threshold=occupied_threshold,
             max_range=max_range, pixel_stride=pixel_stride, max_voxels=max_voxels,
-            grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only, bounds=bounds,
+            grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only,
+            detection_votes_with_grid=detection_votes_with_grid, bounds=bounds,
         )
         self.voxel_size = self.config.voxel_size
         self._lock = threading.RLock()
@@ -214,6 +217,7 @@ class OccupancyMap:
         """One keyframe, as every caller fuses it: depth rays, the network's grid, detection evidence.
 
         With ``grid_in_view_only`` the grid counts only on the voxels in the frame's view frustum.
+        Detections vote only when there is no grid, unless ``detection_votes_with_grid``.
         """
         self.integrate_depth(frame)
         occ = perception.occupancy
@@ -224,7 +228,8 @@ class OccupancyMap:
                 valid = voxels_in_view(occ.T_world_grid, frame.T_world_camera, frame.K, frame.width, frame.height,
                                        spec)
             self.integrate_local_grid(occ, valid)
-        self.add_detection_evidence(perception.detections)
+        if occ is None or self.config.detection_votes_with_grid:
+            self.add_detection_evidence(perception.detections)
 
     def integrate_local_grid(self, occ: LocalOccupancy, valid: np.ndarray | None = None) -> IntegrationResult:
         """Fuse a network's local grid: label -1 -> miss; a class -> hit plus a class vote.

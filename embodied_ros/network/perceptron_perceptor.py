@@ -15,6 +15,7 @@ from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
 from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronConfig
 from .perceptron_decode import DecodeParams, decode_boxes
+from .size_calibration import SizeCalibration
 
 RunGraph = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
 """A backend: named input arrays -> named output arrays (the graph contract of perceptron.py)."""
@@ -87,12 +88,15 @@ class PerceptronPerceptor:
         name: for logs and outputs.
         floor_z: floor height of the world, when known (a synthetic scene: 0); None estimates it
             from each frame's depth.
+        sizes: per-class box size correction applied after decoding (fitted for these weights;
+            network/size_calibration.py), or None.
     """
 
     def __init__(self, run_graph: RunGraph, config: PerceptronConfig | None = None,
                  decode: DecodeParams | None = None, name: str = "embodied-perceptron",
-                 floor_z: float | None = None) -> None:
+                 floor_z: float | None = None, sizes: SizeCalibration | None = None) -> None:
         self.floor_z = floor_z
+        self.sizes = sizes
         self.network: object | None = None  # the exportable network, when built from weights (registry)
         self.run_graph = run_graph
         self.config = config = config or PerceptronConfig()
@@ -109,6 +113,8 @@ class PerceptronPerceptor:
         t2 = time.perf_counter()
         boxes, labels, scores = decode_boxes(out["box_cls"], out["box_ctr"], out["box_dist"], out["box_rot"],
                                              self._coarse, inputs.T_world_grid, self.decode)
+        if self.sizes is not None:
+            boxes = self.sizes.apply(boxes, labels, self.class_names)
         occ = np.asarray(out["occupancy"])[0].argmax(axis=0).astype(np.int16)  # (X, Y, Z)
         occ[occ == self.config.empty_label] = -1
         t3 = time.perf_counter()

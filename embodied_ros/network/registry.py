@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from .lifting import LiftingParams
 from .perceptor import Perceptor
 from .weights import DEFAULT_MODEL, KNOWN_MODELS, ModelFiles, resolve_known_model
 from .yolo_detector import YoloDetector2D
+
+log = logging.getLogger(__name__)
 
 MODELS_ENV = "EMBODIED_ROS_MODELS"
 _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -63,13 +66,15 @@ def _perceptron_weights(weights: Path | None) -> Path:
 def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_fallback: bool = False,
                      fp16: bool = False, floor_z: float | None = None) -> Perceptor:
     """The Embodied Perceptron on a runtime backend; its ONNX file is the .onnx beside the weights, or
-    exported once into the cache (keyed by the weights' sha256)."""
+    exported once into the cache (keyed by the weights' sha256). A size calibration beside the
+    weights (``<stem>.sizes.json``, ``embodied-ros calibrate``) is applied to its boxes."""
     from ..runtime.config import RuntimeConfig
     from ..runtime.select import create_backend
     from ..training.trainer import load_weights
     from .onnx_export import export_onnx
     from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronNetwork, example_inputs, perceptron_contract
     from .perceptron_perceptor import PerceptronPerceptor
+    from .size_calibration import SizeCalibration, calibration_path
     from .weights import cache_dir, sha256_file
 
     path = _perceptron_weights(weights)
@@ -87,8 +92,12 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
 
     runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,
                              onnx_path=onnx_path, torch_module=lambda: model)
+    sizes_file = calibration_path(path)
+    sizes = SizeCalibration.load(sizes_file) if sizes_file.is_file() else None
+    if sizes is None:
+        log.info("no size calibration beside %s (%s): box sizes as the network gives them", path, sizes_file.name)
     perceptor = PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
-                                    floor_z=floor_z)
+                                    floor_z=floor_z, sizes=sizes)
     perceptor.network = PerceptronNetwork(model)  # for `embodied-ros export`
     return perceptor
 

@@ -13,6 +13,7 @@ from ..metrics.detection import BoxSet, DetectionMetrics, evaluate_detection
 from ..metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
+from ..network.size_calibration import SizeCalibration
 from ..synthetic.scene import generate_scene
 from .config import DataConfig, TrainConfig
 from .samples import frame_indices, scene_config
@@ -52,15 +53,17 @@ class EvalResult:
 
 
 def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, seeds: range | None = None,
-             frames_per_scene: int | None = None, memory_kwargs: dict | None = None) -> EvalResult:
+             frames_per_scene: int | None = None, memory_kwargs: dict | None = None,
+             sizes: SizeCalibration | None = None) -> EvalResult:
     """Run the network frame by frame over held-out synthetic scenes and score it.
 
     Accumulation uses the real SceneMemory with the project's rules (score 0.075, IoU 0.15);
     every object is published (min_observations=1) so the scene metric sees all of them.
+    ``sizes``: the weights' size calibration, applied as the shipped perceptor applies it.
     """
     seeds = range(*data.val_seeds) if seeds is None else seeds
     n_frames = frames_per_scene or data.val_frames_per_scene
-    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0)  # synthetic floors are at z = 0
+    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0, sizes=sizes)  # synthetic floors are at z = 0
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
     occ_view = OccupancyAccumulator(model.occupancy_classes)

@@ -1,0 +1,64 @@
+"""Fit a weights file's per-class size calibration on synthetic training scenes (never held-out seeds)."""
+
+from __future__ import annotations
+
+import numpy as np
+from tqdm import tqdm
+
+from ..geometry.iou import box_iou_3d
+from ..network.perceptron import PerceptronConfig
+from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
+from ..network.size_calibration import MIN_SAMPLES, SizeCalibration, fit_size_calibration
+from ..synthetic.scene import generate_scene
+from .config import DataConfig
+from .samples import frame_indices, scene_config
+
+MATCH_IOU = 0.05  # a detection belongs to the same-class true box it overlaps most, from this IoU...
+MATCH_CENTRE_M = 0.3  # ...or, overlapping none, to the nearest one within this distance (small objects)
+
+
+def match_detections(boxes: np.ndarray, labels: np.ndarray, true_boxes: np.ndarray,
+                     true_labels: np.ndarray) -> np.ndarray:
+    """(N,) index of the true box each detection describes, -1 for none (same class only)."""
+    out = np.full(len(boxes), -1, dtype=np.int64)
+    for i in range(len(boxes)):
+        same = np.flatnonzero(true_labels == labels[i])
+        if len(same) == 0:
+            continue
+        iou = box_iou_3d(boxes[i][None], true_boxes[same])[0]
+        if iou.max() >= MATCH_IOU:
+            out[i] = same[int(iou.argmax())]
+            continue
+        dist = np.linalg.norm(true_boxes[same, :3] - boxes[i, :3], axis=1)
+        if dist.min() <= MATCH_CENTRE_M:
+            out[i] = same[int(dist.argmin())]
+    return out
+
+
+def calibrate_sizes(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, seeds: range,
+                    frames_per_scene: int = 12, min_samples: int = MIN_SAMPLES, source: str = "",
+                    progress: bool = True) -> SizeCalibration:
+    """Run the network (uncorrected) over synthetic scenes and fit its size factors.
+
+    Args:
+        run_graph: the network on a backend.
+        model, data: the weights' configuration (vocabulary, scene generator settings).
+        seeds: scene seeds; use training seeds, so the held-out figures stay held out.
+        frames_per_scene: keyframes per scene, spread over its trajectory.
+        min_samples: matched detections a class needs to get factors.
+        source: a note stored with the result.
+        progress: show a progress bar.
+    """
+    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0)  # synthetic floors are at z = 0
+    predicted, truth, names = [], [], []
+    for seed in tqdm(seeds, desc="calibrating sizes", unit="scene", disable=not progress):
+        scene = generate_scene(int(seed), scene_config(data))
+        for i in frame_indices(len(scene), frames_per_scene):
+            det = perceptor.perceive(scene.frame(int(i))).detections
+            match = match_detections(det.boxes, det.labels, scene.boxes, scene.labels)
+            ok = match >= 0
+            predicted.append(det.boxes[ok])
+            truth.append(scene.boxes[match[ok]])
+            names += [det.class_names[k] for k in det.labels[ok]]
+    return fit_size_calibration(np.concatenate(predicted).reshape(-1, 9), np.concatenate(truth).reshape(-1, 9),
+                                names, min_samples=min_samples, source=source)
