@@ -174,6 +174,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .network.perceptron_perceptor import torch_runner
     from .network.registry import find_perceptron_weights
     from .network.size_calibration import calibration_path
+    from .network.weights import sha256_file
     from .training.calibrate import calibrate_sizes
     from .training.trainer import load_weights
 
@@ -190,7 +191,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                          "calibrate on training seeds")
     sizes = calibrate_sizes(torch_runner(model), config.model, config.data, range(first, last), args.frames,
                             source=f"{weights.name}, seeds {first}..{last - 1}, {args.frames} keyframes each",
-                            progress=not args.no_progress)
+                            progress=not args.no_progress, weights_sha256=sha256_file(weights))
     out = args.out or calibration_path(weights)
     sizes.save(out)
     for name, (h, a) in sizes.factors.items():

@@ -2,8 +2,10 @@
 """Copy a finished training run's weights into models/ and export both graphs to ONNX beside them.
 
 Usage: .venv/bin/python scripts/ship_weights.py runs/NAME [--models models]
-Writes embodied_perceptron.pt, embodied_perceptron.onnx, embodied_perceptron_grounding_head.onnx
-(the model card, MODEL_CARD.md, is written by hand from benchmarks/bench_perceptron.py's figures).
+Writes embodied_perceptron.pt, embodied_perceptron.onnx, embodied_perceptron_grounding_head.onnx and
+embodied_perceptron.sizes.json (the per-class size calibration, fitted on training seeds 0..23 as
+`embodied-ros calibrate` does; a few minutes). The model card, MODEL_CARD.md, is written by hand from
+benchmarks/bench_perceptron.py's figures.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import argparse
 import shutil
 from pathlib import Path
 
+from embodied_ros.cli import main as cli_main
 from embodied_ros.network.grounding_head import HEAD_INPUTS, HEAD_OUTPUTS, head_example_inputs
 from embodied_ros.network.onnx_export import check_tensorrt_compatible, export_onnx
 from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, example_inputs
@@ -37,6 +40,7 @@ def main() -> None:
         graph = export_onnx(head, head_example_inputs(head.config), path, input_names=HEAD_INPUTS,
                             output_names=HEAD_OUTPUTS)
         print(f"{path}: TensorRT check {check_tensorrt_compatible(graph) or 'clean'}")
+    cli_main(["calibrate", "--weights", str(weights)])  # never leave an old calibration beside new weights
     for p in sorted(args.models.glob("embodied_perceptron*")):
         print(f"{p.name}: {p.stat().st_size / 1e6:.2f} MB")
 

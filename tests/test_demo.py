@@ -13,6 +13,7 @@ from embodied_ros.cli import main
 from embodied_ros.errors import ModelError
 from embodied_ros.network.registry import build_perceptron
 from embodied_ros.network.size_calibration import SizeCalibration, calibration_path
+from embodied_ros.network.weights import sha256_file
 from embodied_ros.training.config import load_config
 from embodied_ros.training.trainer import WEIGHTS, train
 
@@ -43,6 +44,11 @@ def test_registry_applies_the_size_calibration_beside_the_weights(tiny_weights: 
     assert build_perceptron(weights, backend="onnxruntime").sizes is None
     SizeCalibration({"cup": (1.5, 0.5)}).save(calibration_path(weights))
     assert build_perceptron(weights, backend="onnxruntime").sizes.factors == {"cup": (1.5, 0.5)}
+    # Fitted for these weights: used; for other weights: ignored (a stale file never rescales boxes).
+    SizeCalibration({"cup": (1.5, 0.5)}, weights_sha256=sha256_file(weights)).save(calibration_path(weights))
+    assert build_perceptron(weights, backend="onnxruntime").sizes is not None
+    SizeCalibration({"cup": (1.5, 0.5)}, weights_sha256="0" * 64).save(calibration_path(weights))
+    assert build_perceptron(weights, backend="onnxruntime").sizes is None
     calibration_path(weights).write_text("{}")
     with pytest.raises(ModelError, match="not a size calibration"):
         build_perceptron(weights, backend="onnxruntime")
@@ -56,7 +62,8 @@ def test_calibrate_command_fits_on_training_seeds_only(tiny_weights: Path, tmp_p
     assert main(["calibrate", "--weights", str(tiny_weights), "--seeds", "0", "1", "--frames", "2", "--out", str(out),
                  "--no-progress"]) == 0
     assert "size calibration of" in capsys.readouterr().out
-    assert SizeCalibration.load(out).source.endswith("seeds 0..0, 2 keyframes each")
+    fitted = SizeCalibration.load(out)
+    assert fitted.source.endswith("seeds 0..0, 2 keyframes each") and fitted.weights_sha256 == sha256_file(tiny_weights)
 
 
 def test_demo_writes_outputs_and_metrics(tiny_weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -20,6 +20,7 @@ from embodied_ros.network.size_calibration import (
     height_and_footprint,
     vertical_axes,
 )
+from embodied_ros.network.weights import sha256_file
 from embodied_ros.synthetic.scene import generate_scene
 from embodied_ros.training.calibrate import calibrate_sizes, match_detections
 from embodied_ros.training.samples import scene_config
@@ -78,7 +79,7 @@ def test_apply_scales_the_vertical_axis_of_a_tilted_box() -> None:
 
 def test_files_round_trip_and_bad_files_say_why(tmp_path: Path) -> None:
     assert calibration_path(tmp_path / "embodied_perceptron.pt") == tmp_path / "embodied_perceptron.sizes.json"
-    sizes = SizeCalibration({"cup": (1.25, 0.8), "bed": (1.0, 0.5)}, {"cup": 12, "bed": 30}, "test")
+    sizes = SizeCalibration({"cup": (1.25, 0.8), "bed": (1.0, 0.5)}, {"cup": 12, "bed": 30}, "test", "ab" * 32)
     sizes.save(tmp_path / "s.json")
     assert SizeCalibration.load(tmp_path / "s.json") == sizes
     doc = json.loads((tmp_path / "s.json").read_text())
@@ -130,3 +131,4 @@ def test_the_shipped_calibration_file_loads_and_covers_the_vocabulary(shipped) -
     sizes = SizeCalibration.load(calibration_path(SHIPPED))
     assert set(sizes.factors) <= set(config.model.classes) and len(sizes.factors) >= 12
     assert "seeds 0..23" in sizes.source  # training seeds, never the held-out 10000..
+    assert sizes.weights_sha256 == sha256_file(SHIPPED)  # fitted for exactly these weights

@@ -94,8 +94,12 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
                              onnx_path=onnx_path, torch_module=lambda: model)
     sizes_file = calibration_path(path)
     sizes = SizeCalibration.load(sizes_file) if sizes_file.is_file() else None
+    if sizes is not None and sizes.weights_sha256 and sizes.weights_sha256 != sha256_file(path):
+        log.warning("%s was fitted for other weights than %s: ignored (run `embodied-ros calibrate --weights %s`)",
+                    sizes_file, path.name, path)
+        sizes = None
     if sizes is None:
-        log.info("no size calibration beside %s (%s): box sizes as the network gives them", path, sizes_file.name)
+        log.info("no size calibration for %s: box sizes as the network gives them", path)
     perceptor = PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
                                     floor_z=floor_z, sizes=sizes)
     perceptor.network = PerceptronNetwork(model)  # for `embodied-ros export`

@@ -56,11 +56,14 @@ class SizeCalibration:
         factors: class name -> (height factor, footprint factor).
         samples: class name -> matched detections the factors came from.
         source: how it was fitted (weights, seeds, frames), for the model card.
+        weights_sha256: sha256 of the weights it was fitted for ("" = not recorded); the registry
+            ignores a calibration made for other weights.
     """
 
     factors: dict[str, tuple[float, float]]
     samples: dict[str, int] = field(default_factory=dict)
     source: str = ""
+    weights_sha256: str = ""
 
     def apply(self, boxes: np.ndarray, labels: np.ndarray, class_names: Sequence[str]) -> np.ndarray:
         """(N, 9) boxes with their classes' factors applied (centres and rotations unchanged)."""
@@ -76,7 +79,7 @@ class SizeCalibration:
         return out
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        doc = {"format": FORMAT, "source": self.source,
+        doc = {"format": FORMAT, "source": self.source, "weights_sha256": self.weights_sha256,
                "classes": {name: {"height": h, "footprint": a, "samples": self.samples.get(name, 0)}
                            for name, (h, a) in sorted(self.factors.items())}}
         Path(path).write_text(json.dumps(doc, indent=1) + "\n")
@@ -104,7 +107,7 @@ class SizeCalibration:
                 samples[str(name)] = int(entry.get("samples", 0))
         except (KeyError, TypeError, ValueError) as err:
             raise ModelError(f"{path}: malformed size calibration: {err}") from None
-        return cls(factors, samples, str(doc.get("source", "")))
+        return cls(factors, samples, str(doc.get("source", "")), str(doc.get("weights_sha256", "")))
 
 
 def fit_size_calibration(predicted: np.ndarray, truth: np.ndarray, names: Sequence[str],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from tqdm import tqdm
 
@@ -37,7 +39,7 @@ def match_detections(boxes: np.ndarray, labels: np.ndarray, true_boxes: np.ndarr
 
 def calibrate_sizes(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, seeds: range,
                     frames_per_scene: int = 12, min_samples: int = MIN_SAMPLES, source: str = "",
-                    progress: bool = True) -> SizeCalibration:
+                    progress: bool = True, weights_sha256: str = "") -> SizeCalibration:
     """Run the network (uncorrected) over synthetic scenes and fit its size factors.
 
     Args:
@@ -48,6 +50,7 @@ def calibrate_sizes(run_graph: RunGraph, model: PerceptronConfig, data: DataConf
         min_samples: matched detections a class needs to get factors.
         source: a note stored with the result.
         progress: show a progress bar.
+        weights_sha256: the weights' sha256, stored so a calibration is never applied to other weights.
     """
     perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0)  # synthetic floors are at z = 0
     predicted, truth, names = [], [], []
@@ -60,5 +63,6 @@ def calibrate_sizes(run_graph: RunGraph, model: PerceptronConfig, data: DataConf
             predicted.append(det.boxes[ok])
             truth.append(scene.boxes[match[ok]])
             names += [det.class_names[k] for k in det.labels[ok]]
-    return fit_size_calibration(np.concatenate(predicted).reshape(-1, 9), np.concatenate(truth).reshape(-1, 9),
-                                names, min_samples=min_samples, source=source)
+    fitted = fit_size_calibration(np.concatenate(predicted).reshape(-1, 9), np.concatenate(truth).reshape(-1, 9),
+                                  names, min_samples=min_samples, source=source)
+    return replace(fitted, weights_sha256=weights_sha256)
