@@ -2,7 +2,8 @@
 
 Prints: parameters, ONNX size and operators, ONNX Runtime vs PyTorch latency per keyframe (p50/p99,
 measured in the same run), detection mAP@0.25/0.50 per frame and after accumulation, occupancy mIoU
-(per frame on the whole grid and in view, and of the accumulated world map),
+(per frame on the whole grid and in view, and of the accumulated world map in view and on the
+keyframes' whole grids),
 the grounding head's top-1 accuracy, and the whole system's grounding Acc@0.25/0.50 (Grounder over
 the accumulated memory) on the scenes' own prompts. Boxes get the size calibration beside the
 weights (``<stem>.sizes.json``) as the shipped perceptor does; ``--no-sizes`` scores the raw network.
@@ -108,6 +109,7 @@ def main() -> None:
         print(f"  whole grid: {result.occupancy.summary()}")
         print(f"  in view:    {result.occupancy_in_view.summary()}")
         print(f"  accumulated world map, in view: {result.occupancy_map.summary()}")
+        print(f"  accumulated world map, whole grids: {result.occupancy_map_grid.summary()}")
         view = result.occupancy_in_view
         print("  in-view occupancy IoU per class: "
               + ", ".join(f"{c} {v:.2f}" for c, v in zip(view.class_names, view.iou, strict=True) if v == v))

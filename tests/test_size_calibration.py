@@ -132,3 +132,21 @@ def test_the_shipped_calibration_file_loads_and_covers_the_vocabulary(shipped) -
     assert set(sizes.factors) <= set(config.model.classes) and len(sizes.factors) >= 12
     assert "seeds 0..23" in sizes.source  # training seeds, never the held-out 10000..
     assert sizes.weights_sha256 == sha256_file(SHIPPED)  # fitted for exactly these weights
+
+
+def test_held_out_evaluation_with_the_shipped_weights(shipped) -> None:
+    """evaluate() as the benchmark runs it, on one held-out scene: the calibration changes the boxes
+    only, and the accumulated world map answers more of each keyframe's grid than the frame alone."""
+    from embodied_ros.training.evaluate import evaluate
+
+    model, config = shipped
+    sizes = SizeCalibration.load(calibration_path(SHIPPED))
+    runs = [evaluate(torch_runner(model), config.model, config.data, seeds=range(10_000, 10_001), frames_per_scene=4,
+                     sizes=s) for s in (None, sizes)]
+    raw, calibrated = runs
+    assert raw.n_frames == calibrated.n_frames == 4
+    assert raw.occupancy.miou == calibrated.occupancy.miou  # the grid is not touched by box sizes
+    assert raw.accumulated.mean_ap[0.25] != calibrated.accumulated.mean_ap[0.25]
+    for r in runs:
+        assert r.occupancy_map_grid.miou > r.occupancy.miou  # accumulation fills the unseen part of the grid
+        assert r.occupancy_map.miou > r.occupancy_map_grid.miou  # ...but in view is still where it is good

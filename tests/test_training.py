@@ -76,6 +76,7 @@ def test_train_evaluate_and_resume(tiny: Path, tmp_path: Path) -> None:
     assert [h["step"] for h in losses] == [2, 4] and all(h["total"] > 0 for h in losses)
     assert len(evals) == 1 and 0.0 <= evals[0]["miou"] <= 1.0  # evaluated on the held-out scene
     assert 0.0 <= evals[0]["miou_view"] <= 1.0  # and on the voxels in view only
+    assert 0.0 <= evals[0]["miou_map_grid"] <= 1.0  # the accumulated world map on whole grids
     assert all("grounding" in h and "ground_acc" in h for h in losses)  # the grounding head trained too
     assert any(h["grounding"] > 0 for h in losses)
     assert "grounding_acc" in evals[0]

@@ -34,6 +34,8 @@ class EvalResult:
             grids and detections fused as the system fuses them), sampled on every keyframe's grid
             and scored on that keyframe's in-view voxels; occupied voxels without a class vote
             count as empty.
+        occupancy_map_grid: the same map scored on every keyframe's whole grid: accumulation's
+            answer to the 85 % of a grid one frame cannot see (parts no frame saw count as empty).
         n_scenes, n_frames: how much was evaluated.
     """
 
@@ -42,13 +44,15 @@ class EvalResult:
     occupancy: OccupancyMetrics
     occupancy_in_view: OccupancyMetrics
     occupancy_map: OccupancyMetrics
+    occupancy_map_grid: OccupancyMetrics
     n_scenes: int
     n_frames: int
 
     def summary(self) -> str:
         return (f"per-frame {self.per_frame.summary()} | accumulated {self.accumulated.summary()} | "
                 f"{self.occupancy.summary()} | in view: {self.occupancy_in_view.summary()} | "
-                f"accumulated map: {self.occupancy_map.summary()} "
+                f"accumulated map: {self.occupancy_map.summary()} | on whole grids: "
+                f"{self.occupancy_map_grid.summary()} "
                 f"({self.n_scenes} scenes, {self.n_frames} frames)")
 
 
@@ -68,6 +72,7 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     occ = OccupancyAccumulator(model.occupancy_classes)
     occ_view = OccupancyAccumulator(model.occupancy_classes)
     occ_map = OccupancyAccumulator(model.occupancy_classes)
+    occ_map_grid = OccupancyAccumulator(model.occupancy_classes)
     count = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
@@ -94,8 +99,9 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
             views.append((result.occupancy.T_world_grid, in_view, truth.labels))
             count += 1
         for T_world_grid, in_view, truth_labels in views:
-            occ_map.add(world.class_grid(T_world_grid, model.occupancy_classes, model.grid_shape, model.voxel_size),
-                        truth_labels, valid=in_view)
+            labels = world.class_grid(T_world_grid, model.occupancy_classes, model.grid_shape, model.voxel_size)
+            occ_map.add(labels, truth_labels, valid=in_view)
+            occ_map_grid.add(labels, truth_labels)
         objects = memory.published_objects()
         scene_preds.append(BoxSet(np.array([o.box for o in objects]).reshape(-1, 9),
                                   tuple(o.class_name for o in objects), np.array([o.score for o in objects])))
@@ -103,7 +109,7 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     classes = model.classes
     return EvalResult(evaluate_detection(frame_preds, frame_gts, classes=classes),
                       evaluate_detection(scene_preds, scene_gts, classes=classes), occ.result(), occ_view.result(),
-                      occ_map.result(), len(seeds), count)
+                      occ_map.result(), occ_map_grid.result(), len(seeds), count)
 
 
 def evaluate_grounding_head(model: object, head: object, config: TrainConfig, encoder: object) -> float:

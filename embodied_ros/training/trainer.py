@@ -233,6 +233,7 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
             record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
                       "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
                       "miou_view": result.occupancy_in_view.miou, "miou_map": result.occupancy_map.miou,
+                      "miou_map_grid": result.occupancy_map_grid.miou,
                       "map50_scene": result.accumulated.mean_ap[0.5]}
             if head is not None and encoder is not None:
                 record["grounding_acc"] = evaluate_grounding_head(model, head.eval(), config, encoder)
