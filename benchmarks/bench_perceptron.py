@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=12, help="keyframes per scene")
     parser.add_argument("--runs", type=int, default=20, help="latency samples per backend")
     parser.add_argument("--no-sizes", action="store_true", help="ignore the size calibration beside the weights")
+    parser.add_argument("--map-voxel", type=float, default=None, help="world occupancy map voxel (m; default: 0.16)")
     args = parser.parse_args()
 
     model, config = load_weights(args.weights)
@@ -100,7 +101,8 @@ def main() -> None:
               f"{'x'.join(map(str, config.model.grid_shape))} grid): ONNX Runtime p50 {ort_p50:.0f} ms, "
               f"p99 {ort_p99:.0f} ms; PyTorch p50 {torch_p50:.0f} ms, p99 {torch_p99:.0f} ms; "
               f"ratio ORT/PyTorch (p50) {ort_p50 / torch_p50:.2f}")
-        result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames, sizes=sizes)
+        result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames, sizes=sizes,
+                          occupancy_kwargs=None if args.map_voxel is None else {"voxel_size": args.map_voxel})
         print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames:")
         print(f"  detection per frame:      mAP@0.25 {result.per_frame.mean_ap[0.25]:.3f}  "
               f"mAP@0.50 {result.per_frame.mean_ap[0.5]:.3f}")

@@ -125,6 +125,22 @@ def test_local_grid_round_trip_through_labels_grid():
         occ2.integrate_local_grid(LocalOccupancy(labels, T2, 0.16, ("chair",)))  # label 1 unknown
 
 
+def test_a_coarse_grid_fills_every_finer_map_voxel_it_covers():
+    labels = np.full((10, 10, 6), -1, dtype=np.int16)
+    labels[2:4, 3:5, 1:3] = 0  # a chair: 2 x 2 x 2 voxels of 0.16 m
+    valid = np.ones(labels.shape, dtype=bool)
+    valid[:, :, 5] = False  # the top layer is not fused
+    T = _pose((-0.8, -0.8, -0.48))  # on voxel boundaries of both maps
+    fine = OccupancyMap(voxel_size=0.08)
+    result = fine.integrate_local_grid(LocalOccupancy(labels, T, 0.16, ("chair",)), valid)
+    assert result.n_hit == 8 * 8 and result.n_free == 8 * (int(valid.sum()) - 8)
+    back = fine.labels_grid(T, (20, 20, 12), voxel_size=0.08)
+    expected = np.repeat(np.repeat(np.repeat(labels, 2, axis=0), 2, axis=1), 2, axis=2)
+    np.testing.assert_array_equal(back.labels, expected)
+    with pytest.raises(FrameError):
+        fine.integrate_local_grid(LocalOccupancy(labels, T, 0.16, ("chair",)), np.ones((2, 2, 2), bool))
+
+
 def test_network_grid_counts_only_in_the_cameras_view():
     labels = np.zeros((40, 40, 16), dtype=np.int16)  # the network calls every voxel "chair"
     T = _pose((-3.2, -3.2, -1.28))  # centred on the camera at the origin, which looks along world +z

@@ -234,6 +234,9 @@ class OccupancyMap:
     def integrate_local_grid(self, occ: LocalOccupancy, valid: np.ndarray | None = None) -> IntegrationResult:
         """Fuse a network's local grid: label -1 -> miss; a class -> hit plus a class vote.
 
+        A grid coarser than the map is split into the map's voxels first (a 0.16 m grid into a
+        0.08 m map: each grid voxel becomes 2 x 2 x 2), so every map voxel it covers gets its label.
+
         Args:
             occ: the grid.
             valid: optional bool grid of its shape; only True voxels are fused.
@@ -246,14 +249,20 @@ class OccupancyMap:
         T = np.asarray(occ.T_world_grid, dtype=np.float64)
         if labels.ndim != 3 or T.shape != (4, 4) or not np.all(np.isfinite(T)) or not occ.voxel_size > 0:
             raise FrameError(f"local occupancy grid must be 3-D with a finite 4x4 pose, got {labels.shape}")
+        if valid is not None and np.shape(valid) != labels.shape:
+            raise FrameError(f"valid mask {np.shape(valid)} differs from the grid {labels.shape}")
+        split = max(1, int(round(occ.voxel_size / self.voxel_size)))
+        voxel_size = occ.voxel_size / split
+        if split > 1:
+            for axis in range(3):
+                labels = np.repeat(labels, split, axis=axis)
+                valid = None if valid is None else np.repeat(valid, split, axis=axis)
         lab = labels.reshape(-1).astype(np.int64)
         if lab.size and (lab.min() < -1 or lab.max() >= len(occ.class_names)):
             raise FrameError("local occupancy grid has a label outside -1..len(class_names)-1")
-        centres = GridSpec(shape=labels.shape, voxel_size=occ.voxel_size).voxel_centres()  # type: ignore[arg-type]
+        centres = GridSpec(shape=labels.shape, voxel_size=voxel_size).voxel_centres()  # type: ignore[arg-type]
         if valid is not None:
             keep = np.asarray(valid, dtype=bool)
-            if keep.shape != labels.shape:
-                raise FrameError(f"valid mask {keep.shape} differs from the grid {labels.shape}")
             lab, centres = lab[keep.reshape(-1)], centres[keep.reshape(-1)]
         world = _transform(T, centres)
         vox = np.floor(world / self.voxel_size).astype(np.int64)
@@ -261,7 +270,7 @@ class OccupancyMap:
         lin, lo, dims = linearise(vox)
         hit_lin = np.unique(lin[occupied])
         free_lin = np.setdiff1d(np.unique(lin[~occupied]), hit_lin, assume_unique=True)  # a hit wins
-        centre = T[:3, :3] @ (0.5 * occ.voxel_size * np.array(labels.shape, dtype=np.float64)) + T[:3, 3]
+        centre = T[:3, :3] @ (0.5 * voxel_size * np.array(labels.shape, dtype=np.float64)) + T[:3, 3]
         with self._lock:
             fh, ff = self._apply(unlinearise(hit_lin, lo, dims), unlinearise(free_lin, lo, dims),
                                  near=centre / self.voxel_size)

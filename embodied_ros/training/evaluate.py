@@ -58,12 +58,13 @@ class EvalResult:
 
 def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, seeds: range | None = None,
              frames_per_scene: int | None = None, memory_kwargs: dict | None = None,
-             sizes: SizeCalibration | None = None) -> EvalResult:
+             sizes: SizeCalibration | None = None, occupancy_kwargs: dict | None = None) -> EvalResult:
     """Run the network frame by frame over held-out synthetic scenes and score it.
 
     Accumulation uses the real SceneMemory with the project's rules (score 0.075, IoU 0.15);
     every object is published (min_observations=1) so the scene metric sees all of them.
     ``sizes``: the weights' size calibration, applied as the shipped perceptor applies it.
+    ``memory_kwargs``, ``occupancy_kwargs``: parameters of the SceneMemory and the world OccupancyMap.
     """
     seeds = range(*data.val_seeds) if seeds is None else seeds
     n_frames = frames_per_scene or data.val_frames_per_scene
@@ -77,7 +78,7 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
         memory = SceneMemory(**{"min_observations": 1, **(memory_kwargs or {})})
-        world = OccupancyMap()
+        world = OccupancyMap(**(occupancy_kwargs or {}))
         views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (T_world_grid, in view, truth)
         seen: set[int] = set()
         for i in frame_indices(len(scene), n_frames):
