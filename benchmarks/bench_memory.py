@@ -39,10 +39,11 @@ def _grid_boxes(n: int, rng: np.random.Generator) -> np.ndarray:
     return boxes
 
 
-def _perception(index: int, boxes: np.ndarray, rng: np.random.Generator) -> FramePerception:
+def _perception(index: int, boxes: np.ndarray, rng: np.random.Generator,
+                viewpoint: np.ndarray | None = None) -> FramePerception:
     labels = rng.integers(0, len(VOCAB), len(boxes))
     det = Detections3D(boxes, labels, rng.uniform(0.1, 0.95, len(boxes)), VOCAB, "world")
-    return FramePerception(frame_index=index, stamp_ns=index * 33_333_333, detections=det)
+    return FramePerception(frame_index=index, stamp_ns=index * 33_333_333, detections=det, viewpoint=viewpoint)
 
 
 def bench_memory(n_objects: int, n_frames: int, seed: int = 0) -> tuple[float, int]:
@@ -64,7 +65,8 @@ def bench_memory(n_objects: int, n_frames: int, seed: int = 0) -> tuple[float, i
         new[:, 0:2] = centre + rng.uniform(-3, 3, (2, 2)) + SPACING / 2  # between grid objects
         new[:, 3:6] = 0.2
         new[:, 2] = 2.0  # above the others: new objects
-        perception = _perception(f, np.concatenate([seen, new]), rng)
+        camera = np.array([*centre, 1.2])  # objects' fronts turn towards it (memory.front_from_views)
+        perception = _perception(f, np.concatenate([seen, new]), rng, camera)
         t0 = time.perf_counter()
         memory.update(perception)
         times.append(time.perf_counter() - t0)
