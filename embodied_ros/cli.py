@@ -178,6 +178,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .training.calibrate import calibrate_sizes
     from .training.trainer import load_weights
 
+    if args.weights is not None and not args.weights.exists():
+        raise ModelError(f"--weights {args.weights}: no such file or folder")
     weights = find_perceptron_weights(args.weights)
     if weights is None:
         raise ModelError("no Embodied Perceptron weights found; pass --weights PATH")

@@ -59,6 +59,9 @@ def test_calibrate_command_fits_on_training_seeds_only(tiny_weights: Path, tmp_p
     out = tmp_path / "sizes.json"
     assert main(["calibrate", "--weights", str(tiny_weights), "--seeds", "100", "102", "--out", str(out)]) == 2
     assert "held-out seeds 100..100" in capsys.readouterr().err and not out.exists()
+    # A mistyped path is an error, never a silent fall-back to the shipped weights.
+    assert main(["calibrate", "--weights", str(tmp_path / "typo.pt"), "--out", str(out)]) == 2
+    assert "typo.pt: no such file" in capsys.readouterr().err and not out.exists()
     assert main(["calibrate", "--weights", str(tiny_weights), "--seeds", "0", "1", "--frames", "2", "--out", str(out),
                  "--no-progress"]) == 0
     assert "size calibration of" in capsys.readouterr().out
