@@ -188,7 +188,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         raise InputError(f"--seeds {first} {last}: need 0 <= FIRST < LAST")
     model, config = load_weights(weights)
     val = range(*config.data.val_seeds)
-    if set(range(first, last)) & set(val):
+    if first < val.stop and val.start < last:
         raise InputError(f"--seeds {first} {last} overlap the held-out seeds {val.start}..{val.stop - 1}: "
                          "calibrate on training seeds")
     sizes = calibrate_sizes(torch_runner(model), config.model, config.data, range(first, last), args.frames,

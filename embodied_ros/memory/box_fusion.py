@@ -111,8 +111,7 @@ def face_box(box: np.ndarray, direction: np.ndarray) -> np.ndarray:
         Yaw-only boxes stay yaw-only (beta = gamma = 0, yaw wrapped to [-pi, pi)).
     """
     b = np.array(box, dtype=np.float64).reshape(BOX_DIM)
-    d = np.zeros(2)
-    d[:] = np.asarray(direction, dtype=np.float64).reshape(-1)[:2]
+    d = np.asarray(direction, dtype=np.float64).reshape(-1)[:2]
     forms = box_rotations(b)[0][None] @ _SYM_MATS  # (24, 3, 3): the box's rotation times each symmetry
     up = forms[:, 2, 2]  # local z . world z
     fronts = forms @ FRONT_AXIS  # (24, 3)

@@ -292,6 +292,11 @@ class SceneMemory:
         length = float(np.linalg.norm(ray))
         if np.isfinite(length) and length > 1e-6:
             track.seen_from = track.seen_from + score * ray / length
+            self._turn_front(track)
+
+    def _turn_front(self, track: _Track) -> None:
+        """Write the track's box with its front towards the directions it was seen from."""
+        if self.config.front_from_views and np.any(track.seen_from):
             track.box = face_box(track.box, track.seen_from)
 
     def _matches(self, box: np.ndarray, name: str, exclude: int = -1) -> list[int]:
@@ -323,8 +328,7 @@ class SceneMemory:
         keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
         keep.n_obs += gone.n_obs
         keep.seen_from = keep.seen_from + gone.seen_from
-        if self.config.front_from_views and np.any(keep.seen_from):
-            keep.box = face_box(keep.box, keep.seen_from)
+        self._turn_front(keep)
         if gone.first_frame < keep.first_frame:
             keep.first_frame, keep.first_ns = gone.first_frame, gone.first_ns
         if gone.last_frame > keep.last_frame:

@@ -1,7 +1,7 @@
 """Per-class correction of a detector's box sizes: height and footprint factors fitted on training scenes.
 
 A box regressor trained on few steps keeps a per-class size bias (the shipped Embodied Perceptron
-draws beds twice too large and shelves a third too small); 3D IoU punishes it hard on small and
+draws beds' footprints about twice too large and shelves' several times too small); 3D IoU punishes it hard on small and
 thin objects. The correction is the geometric median of truth/prediction ratios per class, for
 two quantities that do not depend on how a box's axes are labelled: the extent along the box axis
 nearest world z (height) and the product of the other two (footprint area). Fitted by

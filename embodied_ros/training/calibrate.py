@@ -23,17 +23,16 @@ def match_detections(boxes: np.ndarray, labels: np.ndarray, true_boxes: np.ndarr
                      true_labels: np.ndarray) -> np.ndarray:
     """(N,) index of the true box each detection describes, -1 for none (same class only)."""
     out = np.full(len(boxes), -1, dtype=np.int64)
-    for i in range(len(boxes)):
-        same = np.flatnonzero(true_labels == labels[i])
-        if len(same) == 0:
-            continue
-        iou = box_iou_3d(boxes[i][None], true_boxes[same])[0]
-        if iou.max() >= MATCH_IOU:
-            out[i] = same[int(iou.argmax())]
-            continue
-        dist = np.linalg.norm(true_boxes[same, :3] - boxes[i, :3], axis=1)
-        if dist.min() <= MATCH_CENTRE_M:
-            out[i] = same[int(dist.argmin())]
+    if len(boxes) == 0 or len(true_boxes) == 0:
+        return out
+    same = np.asarray(labels)[:, None] == np.asarray(true_labels)[None, :]  # (N, M)
+    iou = np.where(same, box_iou_3d(boxes, true_boxes), -1.0)
+    dist = np.where(same, np.linalg.norm(boxes[:, None, :3] - true_boxes[None, :, :3], axis=2), np.inf)
+    rows = np.arange(len(boxes))
+    by_iou, by_dist = iou.argmax(axis=1), dist.argmin(axis=1)
+    out[iou[rows, by_iou] >= MATCH_IOU] = by_iou[iou[rows, by_iou] >= MATCH_IOU]
+    near = (out < 0) & (dist[rows, by_dist] <= MATCH_CENTRE_M)
+    out[near] = by_dist[near]
     return out
 
 
