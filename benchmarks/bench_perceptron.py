@@ -22,6 +22,7 @@ import numpy as np
 
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.metrics.scene_bootstrap import scene_interval
 from embodied_ros.network.onnx_export import export_onnx
 from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, count_parameters, example_inputs
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
@@ -45,12 +46,16 @@ def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
     return float(np.percentile(times, 50)), float(np.percentile(times, 99))
 
 
-def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None) -> tuple[float, float, int]:
-    """Grounder over the accumulated memory of each scene vs the scene's prompts: Acc@0.25, Acc@0.50."""
+def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None) -> np.ndarray:
+    """Grounder over the accumulated memory of each scene vs the scene's prompts.
+
+    Returns:
+        (scenes, 3) per scene: prompts right at IoU 0.25, right at 0.50, prompts.
+    """
     from embodied_ros.grounding import Grounder
 
     grounder = Grounder()
-    hit25 = hit50 = n = 0
+    counts = []
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(config.data))
         perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0, sizes=sizes)
@@ -58,13 +63,15 @@ def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None) -
         for i in frame_indices(len(scene), frames):
             memory.update(perceptor.perceive(scene.frame(int(i))))
         snapshot = memory.snapshot()
+        hit25 = hit50 = 0
         for prompt in scene.prompts:
             answer = grounder.ground(prompt.text, snapshot)
             iou = 0.0
             if answer.best is not None:
                 iou = float(box_iou_3d(answer.best.object.box[None], scene.boxes[prompt.target_id][None])[0, 0])
-            hit25, hit50, n = hit25 + (iou > 0.25), hit50 + (iou > 0.5), n + 1
-    return hit25 / max(n, 1), hit50 / max(n, 1), n
+            hit25, hit50 = hit25 + (iou > 0.25), hit50 + (iou > 0.5)
+        counts.append((hit25, hit50, len(scene.prompts)))
+    return np.array(counts, dtype=np.int64).reshape(-1, 3)
 
 
 def main() -> None:
@@ -75,6 +82,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="latency samples per backend")
     parser.add_argument("--no-sizes", action="store_true", help="ignore the size calibration beside the weights")
     parser.add_argument("--map-voxel", type=float, default=None, help="world occupancy map voxel (m; default: 0.16)")
+    parser.add_argument("--resamples", type=int, default=300,
+                        help="bootstrap resamples over scenes for the 90%% intervals (0: none)")
     args = parser.parse_args()
 
     model, config = load_weights(args.weights)
@@ -102,7 +111,8 @@ def main() -> None:
               f"p99 {ort_p99:.0f} ms; PyTorch p50 {torch_p50:.0f} ms, p99 {torch_p99:.0f} ms; "
               f"ratio ORT/PyTorch (p50) {ort_p50 / torch_p50:.2f}")
         result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames, sizes=sizes,
-                          occupancy_kwargs=None if args.map_voxel is None else {"voxel_size": args.map_voxel})
+                          occupancy_kwargs=None if args.map_voxel is None else {"voxel_size": args.map_voxel},
+                          resamples=args.resamples)
         print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames:")
         print(f"  detection per frame:      mAP@0.25 {result.per_frame.mean_ap[0.25]:.3f}  "
               f"mAP@0.50 {result.per_frame.mean_ap[0.5]:.3f}")
@@ -122,10 +132,20 @@ def main() -> None:
 
             acc = evaluate_grounding_head(model, head, config, TextEncoder())
             print(f"  grounding head top-1 on the frames' true objects: {acc:.3f}")
-        g25, g50, n = _system_grounding(ort.run, config, seeds, args.frames, sizes)
+        counts = _system_grounding(ort.run, config, seeds, args.frames, sizes)
+        n = int(counts[:, 2].sum())
+        g25, g50 = counts[:, 0].sum() / max(n, 1), counts[:, 1].sum() / max(n, 1)
         print(f"  grounding (Grounder over the accumulated memory), {n} prompts: "
               f"Acc@0.25 {g25:.3f}  Acc@0.50 {g50:.3f}")
-
+        if args.resamples > 0:
+            grounding = scene_interval(lambda s: counts[s, 0].sum() / max(counts[s, 2].sum(), 1), len(counts),
+                                       args.resamples)
+            print("  bootstrap over scenes (the spread another draw of held-out scenes would give):")
+            for name, interval in (("detection accumulated mAP@0.25", result.intervals["accumulated_map25"]),
+                                   ("world map occupancy mIoU, in view", result.intervals["map_in_view"]),
+                                   ("world map occupancy mIoU, whole grids", result.intervals["map_whole_grids"]),
+                                   ("grounding Acc@0.25", grounding)):
+                print(f"    {name}: {interval}")
 
 if __name__ == "__main__":
     main()

@@ -142,8 +142,15 @@ def test_held_out_evaluation_with_the_shipped_weights(shipped) -> None:
     model, config = shipped
     sizes = SizeCalibration.load(calibration_path(SHIPPED))
     runs = [evaluate(torch_runner(model), config.model, config.data, seeds=range(10_000, 10_001), frames_per_scene=4,
-                     sizes=s) for s in (None, sizes)]
+                     sizes=s, resamples=r) for s, r in ((None, 0), (sizes, 20))]
     raw, calibrated = runs
+    assert raw.intervals == {}
+    # One scene: every bootstrap draw is that scene, so each interval is the metric itself.
+    for name, value in (("accumulated_map25", calibrated.accumulated.mean_ap[0.25]),
+                        ("map_in_view", calibrated.occupancy_map.miou),
+                        ("map_whole_grids", calibrated.occupancy_map_grid.miou)):
+        interval = calibrated.intervals[name]
+        assert interval.value == interval.low == interval.high == pytest.approx(value) and interval.n_scenes == 1
     assert raw.n_frames == calibrated.n_frames == 4
     assert raw.occupancy.miou == calibrated.occupancy.miou  # the grid is not touched by box sizes
     assert raw.accumulated.mean_ap[0.25] != calibrated.accumulated.mean_ap[0.25]

@@ -96,6 +96,16 @@ class OccupancyAccumulator:
         self._occ += [np.count_nonzero(po & go), np.count_nonzero(po & ~go), np.count_nonzero(~po & go)]
         self._n += int(gt.size)
 
+    def extend(self, other: OccupancyAccumulator) -> None:
+        """Count everything ``other`` counted too (per-scene accumulators summed for a bootstrap)."""
+        if other.class_names != self.class_names:
+            raise ValueError("accumulators of different class vocabularies cannot be summed")
+        self._tp += other._tp
+        self._fp += other._fp
+        self._fn += other._fn
+        self._occ += other._occ
+        self._n += other._n
+
     def result(self) -> OccupancyMetrics:
         """Metrics over everything added so far."""
         union = self._tp + self._fp + self._fn
