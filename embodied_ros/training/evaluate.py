@@ -79,7 +79,8 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
     occ_view = OccupancyAccumulator(model.occupancy_classes)
-    map_scenes: list[tuple[OccupancyAccumulator, OccupancyAccumulator]] = []  # (in view, whole grids) per scene
+    in_view_maps: list[OccupancyAccumulator] = []  # per scene: the world map on its keyframes' in-view voxels
+    whole_maps: list[OccupancyAccumulator] = []  # per scene: the same on the keyframes' whole grids
     count = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
@@ -105,27 +106,24 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
             world.integrate_frame(frame, result)
             views.append((result.occupancy.T_world_grid, in_view, truth.labels))
             count += 1
-        occ_map = OccupancyAccumulator(model.occupancy_classes)
-        occ_map_grid = OccupancyAccumulator(model.occupancy_classes)
+        in_view_maps.append(OccupancyAccumulator(model.occupancy_classes))
+        whole_maps.append(OccupancyAccumulator(model.occupancy_classes))
         for T_world_grid, in_view, truth_labels in views:
             labels = world.class_grid(T_world_grid, model.occupancy_classes, model.grid_shape, model.voxel_size)
-            occ_map.add(labels, truth_labels, valid=in_view)
-            occ_map_grid.add(labels, truth_labels)
-        map_scenes.append((occ_map, occ_map_grid))
+            in_view_maps[-1].add(labels, truth_labels, valid=in_view)
+            whole_maps[-1].add(labels, truth_labels)
         objects = memory.published_objects()
         scene_preds.append(BoxSet(np.array([o.box for o in objects]).reshape(-1, 9),
                                   tuple(o.class_name for o in objects), np.array([o.score for o in objects])))
         scene_gts.append(scene.ground_truth(np.array(sorted(seen), dtype=np.int64)))
     classes, names = model.classes, model.occupancy_classes
-    in_view_maps = [pair[0] for pair in map_scenes]
-    whole_maps = [pair[1] for pair in map_scenes]
 
     def scene_map25(scenes: np.ndarray) -> float:
         picked = evaluate_detection([scene_preds[i] for i in scenes], [scene_gts[i] for i in scenes],
                                     iou_thresholds=(0.25,), classes=classes)
         return picked.mean_ap[0.25]
 
-    n = len(map_scenes)
+    n = len(scene_preds)
     intervals = {} if resamples <= 0 or n == 0 else {
         "accumulated_map25": scene_interval(scene_map25, n, resamples),
         "map_in_view": scene_interval(lambda s: _summed(in_view_maps, s, names).miou, n, resamples),
