@@ -26,7 +26,7 @@ from embodied_ros.metrics.scene_bootstrap import scene_interval
 from embodied_ros.network.onnx_export import export_onnx
 from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, count_parameters, example_inputs
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
-from embodied_ros.network.size_calibration import SizeCalibration, calibration_path
+from embodied_ros.network.size_calibration import calibration_for, calibration_path
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.synthetic.scene import generate_scene
 from embodied_ros.training.evaluate import evaluate, evaluate_grounding_head
@@ -88,9 +88,9 @@ def main() -> None:
 
     model, config = load_weights(args.weights)
     head = load_head(args.weights)
-    sizes_file = calibration_path(args.weights)
-    sizes = None if args.no_sizes or not sizes_file.is_file() else SizeCalibration.load(sizes_file)
-    print(f"box sizes: {'calibrated by ' + sizes_file.name if sizes else 'as the network gives them'}")
+    sizes = None if args.no_sizes else calibration_for(args.weights)
+    how = f"calibrated by {calibration_path(args.weights).name}" if sizes else "as the network gives them"
+    print(f"box sizes: {how}")
     seeds = range(*args.seeds)
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = Path(tmp) / "perceptron.onnx"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
@@ -12,8 +11,6 @@ from .lifting import LiftingParams
 from .perceptor import Perceptor
 from .weights import DEFAULT_MODEL, KNOWN_MODELS, ModelFiles, resolve_known_model
 from .yolo_detector import YoloDetector2D
-
-log = logging.getLogger(__name__)
 
 MODELS_ENV = "EMBODIED_ROS_MODELS"
 _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -74,7 +71,7 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     from .onnx_export import export_onnx
     from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronNetwork, example_inputs, perceptron_contract
     from .perceptron_perceptor import PerceptronPerceptor
-    from .size_calibration import SizeCalibration, calibration_path
+    from .size_calibration import calibration_for
     from .weights import cache_dir, sha256_file
 
     path = _perceptron_weights(weights)
@@ -92,16 +89,8 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
 
     runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,
                              onnx_path=onnx_path, torch_module=lambda: model)
-    sizes_file = calibration_path(path)
-    sizes = SizeCalibration.load(sizes_file) if sizes_file.is_file() else None
-    if sizes is not None and sizes.weights_sha256 and sizes.weights_sha256 != sha256_file(path):
-        log.warning("%s was fitted for other weights than %s: ignored (run `embodied-ros calibrate --weights %s`)",
-                    sizes_file, path.name, path)
-        sizes = None
-    if sizes is None:
-        log.info("no size calibration for %s: box sizes as the network gives them", path)
     perceptor = PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
-                                    floor_z=floor_z, sizes=sizes)
+                                    floor_z=floor_z, sizes=calibration_for(path))
     perceptor.network = PerceptronNetwork(model)  # for `embodied-ros export`
     return perceptor
 

@@ -12,6 +12,7 @@ nearest world z (height) and the product of the other two (footprint area). Fitt
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,6 +22,9 @@ import numpy as np
 
 from ..errors import ModelError
 from ..geometry.boxes import as_boxes, box_rotations
+from .weights import sha256_file
+
+log = logging.getLogger(__name__)
 
 FORMAT = "embodied_ros/size_calibration"
 SUFFIX = ".sizes.json"
@@ -46,6 +50,24 @@ def calibration_path(weights: str | os.PathLike[str]) -> Path:
     """Where the size calibration of a weights file lives: beside it, ``<stem>.sizes.json``."""
     weights = Path(weights)
     return weights.with_name(weights.stem + SUFFIX)
+
+
+def calibration_for(weights: str | os.PathLike[str]) -> SizeCalibration | None:
+    """The calibration beside ``weights`` when there is one fitted for them; None otherwise.
+
+    A file fitted for other weights (its ``weights_sha256`` differs) is ignored with a warning, so a
+    stale file never rescales boxes. Raises ModelError for a file that is not a size calibration.
+    """
+    weights = Path(weights)
+    path = calibration_path(weights)
+    sizes = SizeCalibration.load(path) if path.is_file() else None
+    if sizes is not None and sizes.weights_sha256 and sizes.weights_sha256 != sha256_file(weights):
+        log.warning("%s was fitted for other weights than %s: ignored (run `embodied-ros calibrate --weights %s`)",
+                    path, weights.name, weights)
+        sizes = None
+    if sizes is None:
+        log.info("no size calibration for %s: box sizes as the network gives them", weights)
+    return sizes
 
 
 @dataclass(frozen=True)
