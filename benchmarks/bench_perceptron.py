@@ -24,7 +24,7 @@ from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.metrics.scene_bootstrap import scene_interval
 from embodied_ros.network.onnx_export import export_onnx
-from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, count_parameters, example_inputs
+from embodied_ros.network.perceptron import INPUT_NAMES, count_parameters, example_inputs, output_names
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
 from embodied_ros.network.size_calibration import calibration_for, calibration_path
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
@@ -95,7 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = Path(tmp) / "perceptron.onnx"
         onnx_model = export_onnx(model, example_inputs(config.model), onnx_path, input_names=INPUT_NAMES,
-                                 output_names=OUTPUT_NAMES)
+                                 output_names=output_names(config.model))
         size_mb = onnx_path.stat().st_size / 1e6
         ort = OnnxRuntimeBackend(onnx_path)
         scene = generate_scene(seeds[0], scene_config(config.data))

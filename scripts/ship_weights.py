@@ -17,7 +17,7 @@ from pathlib import Path
 from embodied_ros.cli import main as cli_main
 from embodied_ros.network.grounding_head import HEAD_INPUTS, HEAD_OUTPUTS, head_example_inputs
 from embodied_ros.network.onnx_export import check_tensorrt_compatible, export_onnx
-from embodied_ros.network.perceptron import INPUT_NAMES, OUTPUT_NAMES, example_inputs
+from embodied_ros.network.perceptron import INPUT_NAMES, example_inputs, output_names
 from embodied_ros.network.registry import PERCEPTRON_FILE
 from embodied_ros.training.trainer import WEIGHTS, load_head, load_weights
 
@@ -32,7 +32,7 @@ def main() -> None:
     shutil.copy(args.run / WEIGHTS, weights)
     model, config = load_weights(weights)
     graph = export_onnx(model, example_inputs(config.model), weights.with_suffix(".onnx"),
-                        input_names=INPUT_NAMES, output_names=OUTPUT_NAMES)
+                        input_names=INPUT_NAMES, output_names=output_names(config.model))
     print(f"{weights.with_suffix('.onnx')}: TensorRT check {check_tensorrt_compatible(graph) or 'clean'}")
     head = load_head(weights)
     if head is not None:

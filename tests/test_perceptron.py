@@ -24,6 +24,7 @@ from embodied_ros.network.perceptron import (
     VoxelLifting,
     count_parameters,
     example_inputs,
+    output_names,
     perceptron_contract,
 )
 from embodied_ros.network.perceptron_decode import (
@@ -37,6 +38,7 @@ from embodied_ros.network.perceptron_decode import (
 
 SMALL = PerceptronConfig(image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
 FINE = dataclasses.replace(SMALL, box_stride=1, feature_stride=4, face_margin=0.4)
+PIXELS = dataclasses.replace(FINE, pixel_head=True)
 # Grid frame -> camera: a camera at the grid origin looking along grid +y (optical z = +y, optical y = -z).
 R_CAM_GRID = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])
 
@@ -100,7 +102,22 @@ def test_bad_head_settings_are_config_errors(field: str, value: float) -> None:
         dataclasses.replace(SMALL, **{field: value})
 
 
-@pytest.mark.parametrize("config", [SMALL, FINE], ids=["half-resolution boxes", "full-resolution boxes"])
+def test_pixel_head_adds_one_output_at_half_the_input() -> None:
+    model = EmbodiedPerceptron(PIXELS).eval()
+    with torch.no_grad():
+        out = model(*example_inputs(PIXELS))
+        alone = model.pixel_logits(example_inputs(PIXELS)[0])
+    names = output_names(PIXELS)
+    assert names == (*OUTPUT_NAMES, "pixel_cls") and output_names(FINE) == OUTPUT_NAMES
+    assert [s.shape for s in perceptron_contract(PIXELS).outputs] == [tuple(o.shape) for o in out]
+    assert tuple(out[-1].shape) == (1, PIXELS.num_classes + 1, 32, 32)  # classes + other at 1/2 of 64 px
+    torch.testing.assert_close(out[-1], alone)  # the head alone gives what the whole graph gives
+    with pytest.raises(ConfigError, match="pixel head"):
+        EmbodiedPerceptron(FINE).pixel_logits(torch.zeros(1, 3, 64, 64))
+
+
+@pytest.mark.parametrize("config", [SMALL, FINE, PIXELS],
+                         ids=["half-resolution boxes", "full-resolution boxes", "with pixel head"])
 def test_onnx_runtime_matches_pytorch_and_graph_is_tensorrt_safe(tmp_path: Path, config: PerceptronConfig) -> None:
     torch.manual_seed(0)
     model = EmbodiedPerceptron(config).eval()
@@ -108,16 +125,17 @@ def test_onnx_runtime_matches_pytorch_and_graph_is_tensorrt_safe(tmp_path: Path,
     inputs = (torch.from_numpy(rng.random((1, 3, 64, 64), dtype=np.float32)),
               torch.from_numpy(_projection(SMALL, 32.0))[None],
               torch.from_numpy(rng.random((1, 1, 8, 8, 4), dtype=np.float32)))
+    names = output_names(config)
     onnx_model = export_onnx(model, inputs, tmp_path / "perceptron.onnx", input_names=INPUT_NAMES,
-                             output_names=OUTPUT_NAMES)
+                             output_names=names)
     assert check_tensorrt_compatible(onnx_model) == []
     ops = {node.op_type for node in onnx_model.graph.node}
     assert "GridSample" in ops and "ScatterND" not in ops
     session = ort.InferenceSession(str(tmp_path / "perceptron.onnx"), providers=["CPUExecutionProvider"])
-    got = session.run(list(OUTPUT_NAMES), {k: v.numpy() for k, v in zip(INPUT_NAMES, inputs, strict=True)})
+    got = session.run(list(names), {k: v.numpy() for k, v in zip(INPUT_NAMES, inputs, strict=True)})
     with torch.no_grad():
         want = model(*inputs)
-    for name, a, b in zip(OUTPUT_NAMES, got, want, strict=True):
+    for name, a, b in zip(names, got, want, strict=True):
         np.testing.assert_allclose(a, b.numpy(), rtol=1e-4, atol=1e-4, err_msg=name)
 
 

@@ -111,3 +111,41 @@ def test_ddp_under_torchrun(tiny: Path, tmp_path: Path) -> None:
     assert (out / WEIGHTS).is_file()
     history = json.loads((out / HISTORY).read_text())
     assert [h["step"] for h in history if "total" in h] == [2]
+
+
+def test_pixel_head_stage_trains_only_the_head(tiny: Path, tmp_path: Path) -> None:
+    """A pixel head added to trained weights: only its tensors change, batch-norm statistics included."""
+    base = tmp_path / "base"
+    train(load_config(tiny), base, progress=False)
+    stage = tmp_path / "stage.yaml"
+    stage.write_text(TINY_YAML.replace("  volume_channels: [8, 8, 8]\n", "  volume_channels: [8, 8, 8]\n  pixel_head: true\n")
+                     .replace("optim:\n", "optim:\n  train_only: [perceptron.pixel_head]\n")
+                     + f"init_weights: {base / WEIGHTS}\n")
+    out = tmp_path / "pixels"
+    result = train(load_config(stage), out, progress=False)
+    assert result is not None
+    before = torch.load(base / WEIGHTS, weights_only=True)
+    after = torch.load(out / WEIGHTS, weights_only=True)
+    fresh = [k for k in after["state_dict"] if k not in before["state_dict"]]
+    assert fresh and all(k.startswith("pixel_head.") for k in fresh)
+    assert all(torch.equal(before["state_dict"][k], after["state_dict"][k]) for k in before["state_dict"])
+    assert all(torch.equal(before["head_state_dict"][k], after["head_state_dict"][k]) for k in before["head_state_dict"])
+    history = json.loads((out / HISTORY).read_text())
+    assert all("pixel" in h and h["pixel"] > 0 and "cls" not in h for h in history if "total" in h)
+    evals = [h for h in history if "pixel_miou" in h]
+    assert len(evals) == 1 and 0.0 <= evals[0]["pixel_miou"] <= 1.0
+    model, _ = load_weights(out / WEIGHTS)
+    assert model.pixel_logits(torch.zeros(1, 3, 64, 64)).shape == (1, model.config.num_classes + 1, 32, 32)
+
+
+def test_train_only_and_init_weights_errors(tiny: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(TINY_YAML.replace("optim:\n", "optim:\n  train_only: [perceptron.no_such_module]\n"))
+    with pytest.raises(ConfigError, match="no_such_module"):
+        train(load_config(bad), tmp_path / "bad_run", progress=False)
+    base = tmp_path / "base"
+    train(load_config(tiny), base, progress=False)
+    wider = tmp_path / "wider.yaml"  # other shapes: the tensors do not fit
+    wider.write_text(TINY_YAML.replace("image_channels: 8", "image_channels: 12") + f"init_weights: {base / WEIGHTS}\n")
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        train(load_config(wider), tmp_path / "wider_run", progress=False)

@@ -18,6 +18,7 @@ Graph contract (fixed shapes, float32)::
     box_dist     (1, 6, X/b, Y/b, Z/b)      signed distances (m, >= -face_margin) from the voxel centre to the six faces
     box_rot      (1, 6, X/b, Y/b, Z/b)      6D rotation (two columns of R, unnormalised)
     features     (1, F, X/b, Y/b, Z/b)      FPN features for the grounding head
+    pixel_cls    (V, C + 1, S/2, S/2)       per-pixel class logits, last = other (only with pixel_head)
 """
 
 from __future__ import annotations
@@ -65,6 +66,10 @@ class PerceptronConfig:
     # Box face distances may be negative down to this (m): a small object's positives include the
     # voxels around it whose centres lie outside it (perceptron_targets.py).
     face_margin: float = 0.0
+    # A 2D head on the image encoder: per-pixel class logits at 1/2 of the input (object classes +
+    # "other"), lifted through depth outside the graph (pixel_detections.py). Small objects span a
+    # few cells of the 1/4 map and a fraction of a 0.16 m voxel; at 1/2 they keep their pixels.
+    pixel_head: bool = False
 
     def __post_init__(self) -> None:
         if any(n % 4 for n in self.grid_shape):
@@ -132,7 +137,10 @@ def _conv3d(c_in: int, c_out: int, stride: int = 1) -> nn.Sequential:
 
 
 class ImageEncoder(nn.Module):
-    """A small 2D CNN: (V, 3, S, S) -> (V, C, S/s, S/s), s = 8 or 4, joining the 1/4 and 1/8 stages."""
+    """A small 2D CNN: (V, 3, S, S) -> (V, C, S/s, S/s), s = 8 or 4, joining the 1/4 and 1/8 stages.
+
+    ``stages`` returns the 1/2, 1/4 and 1/8 maps themselves, for the pixel head.
+    """
 
     def __init__(self, channels: int, stride: int = 8) -> None:
         super().__init__()
@@ -142,13 +150,39 @@ class ImageEncoder(nn.Module):
         self.down2 = nn.Sequential(_conv2d(32, 48, 2), _conv2d(48, 48))  # 1/8
         self.out = nn.Conv2d(48 + 32, channels, 1)
 
+    def stages(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        x2 = self.stem(images)  # (V, 16, S/2, S/2)
+        x4 = self.down1(x2)  # (V, 32, S/4, S/4)
+        return x2, x4, self.down2(x4)  # ..., (V, 48, S/8, S/8)
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        x4 = self.down1(self.stem(images))  # (V, 32, S/4, S/4)
-        x8 = self.down2(x4)  # (V, 48, S/8, S/8)
+        return self.join(*self.stages(images)[1:])
+
+    def join(self, x4: torch.Tensor, x8: torch.Tensor) -> torch.Tensor:
+        """The lifted feature map from the 1/4 and 1/8 stages."""
         if self.stride == 4:  # context from 1/8 brought up to the 1/4 map
             return self.out(torch.cat([F.interpolate(x8, scale_factor=2.0, mode="nearest"), x4], dim=1))
         skip = F.avg_pool2d(x4, 2)  # (V, 32, S/8, S/8)
         return self.out(torch.cat([x8, skip], dim=1))
+
+
+class PixelHead(nn.Module):
+    """Per-pixel class logits at 1/2 of the input from the encoder's 1/2, 1/4 and 1/8 maps (a tiny U-Net top).
+
+    (V, 16, S/2, S/2), (V, 32, S/4, S/4), (V, 48, S/8, S/8) -> (V, C + 1, S/2, S/2); channel C = "other".
+    """
+
+    def __init__(self, n_classes: int, width: int = 32) -> None:
+        super().__init__()
+        self.up8 = _conv2d(48 + 32, width)  # 1/8 brought to 1/4, joined with 1/4
+        self.up4 = _conv2d(width + 16, width)  # 1/4 brought to 1/2, joined with 1/2
+        self.refine = _conv2d(width, width)
+        self.logits = nn.Conv2d(width, n_classes + 1, 1)
+
+    def forward(self, x2: torch.Tensor, x4: torch.Tensor, x8: torch.Tensor) -> torch.Tensor:
+        y4 = self.up8(torch.cat([F.interpolate(x8, scale_factor=2.0, mode="nearest"), x4], dim=1))
+        y2 = self.up4(torch.cat([F.interpolate(y4, scale_factor=2.0, mode="nearest"), x2], dim=1))
+        return self.logits(self.refine(y2))  # (V, C + 1, S/2, S/2)
 
 
 class VoxelLifting(nn.Module):
@@ -221,11 +255,13 @@ class EmbodiedPerceptron(nn.Module):
         self.box_dist = nn.Conv3d(c, 6, 1)
         self.box_rot = nn.Conv3d(c, 6, 1)
         nn.init.constant_(self.box_cls.bias, -4.6)  # focal-loss prior: p(object) ~ 0.01 at start
+        self.pixel_head = PixelHead(n) if config.pixel_head else None
 
     def forward(
         self, images: torch.Tensor, projections: torch.Tensor, depth_volume: torch.Tensor
     ) -> tuple[torch.Tensor, ...]:
-        features = self.image_encoder(images)  # (V, Ci, S/s, S/s)
+        x2, x4, x8 = self.image_encoder.stages(images)
+        features = self.image_encoder.join(x4, x8)  # (V, Ci, S/s, S/s)
         # The projections map to pixels of the S x S input; the lifting samples the 1/s map,
         # whose normalised coordinates are the same (grid_sample works in [-1, 1]).
         volume = self.lifting(features, projections)  # (1, Ci + 1, X, Y, Z)
@@ -233,11 +269,26 @@ class EmbodiedPerceptron(nn.Module):
         occupancy = self.occupancy_head(p0)  # (1, C + 1, X, Y, Z)
         t = self.box_tower(p0 if self.config.box_stride == 1 else p1)  # (1, c, X/b, Y/b, Z/b)
         dist = F.softplus(self.box_dist(t)) - self.config.face_margin  # metres, >= -face_margin
-        return occupancy, self.box_cls(t), self.box_ctr(t), dist, self.box_rot(t), t
+        outputs = (occupancy, self.box_cls(t), self.box_ctr(t), dist, self.box_rot(t), t)
+        if self.pixel_head is not None:
+            outputs += (self.pixel_head(x2, x4, x8),)
+        return outputs
+
+    def pixel_logits(self, images: torch.Tensor) -> torch.Tensor:
+        """(V, 3, S, S) -> (V, C + 1, S/2, S/2) pixel head logits alone (training it costs no 3D pass)."""
+        if self.pixel_head is None:
+            raise ConfigError("this network has no pixel head (model.pixel_head: false)")
+        return self.pixel_head(*self.image_encoder.stages(images))
 
 
 INPUT_NAMES = ("images", "projections", "depth_volume")
 OUTPUT_NAMES = ("occupancy", "box_cls", "box_ctr", "box_dist", "box_rot", "features")
+PIXEL_OUTPUT = "pixel_cls"
+
+
+def output_names(config: PerceptronConfig) -> tuple[str, ...]:
+    """The graph's output names: OUTPUT_NAMES, then ``pixel_cls`` when the config has a pixel head."""
+    return OUTPUT_NAMES + ((PIXEL_OUTPUT,) if config.pixel_head else ())
 
 
 def example_inputs(config: PerceptronConfig) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -269,6 +320,9 @@ def perceptron_contract(config: PerceptronConfig) -> IOContract:
         TensorSpec("box_rot", (1, 6, *half), "float32", "6D rotation (two columns of R), grid frame"),
         TensorSpec("features", (1, f, *half), "float32", "FPN features for the grounding head"),
     )
+    if config.pixel_head:
+        outputs += (TensorSpec(PIXEL_OUTPUT, (v, n + 1, s // 2, s // 2), "float32",
+                               "per-pixel class logits at 1/2 of the input; last channel = other"),)
     return IOContract(inputs, outputs)
 
 

@@ -37,6 +37,10 @@ class LossWeights:
     # Corner errors relative to the object's diagonal: IoU is scale-free, so 5 cm on a cup must
     # cost what 50 cm costs on a bed.
     relative_corners: bool = False
+    # Cross-entropy of the pixel head (perceptron.PixelHead), and the weight of its "other" class
+    # (walls and floor fill most pixels; a cup a few).
+    pixel: float = 1.0
+    pixel_other_weight: float = 0.1
 
 
 def rotation_from_6d(r6: torch.Tensor) -> torch.Tensor:
@@ -136,12 +140,13 @@ def perceptron_loss(
     """All loss terms for one keyframe (batch 1) and their weighted ``total``.
 
     Args:
-        outputs: the network's (occupancy, box_cls, box_ctr, box_dist, box_rot, features).
+        outputs: the network's (occupancy, box_cls, box_ctr, box_dist, box_rot, features[, pixel_cls]);
+            the pixel head's loss is pixel_loss.
         targets: box targets of this sample (perceptron_targets.box_targets).
         occupancy_labels: (X, Y, Z) int64 occupancy classes; the last output channel = empty.
         coarse_centres: (N, 3) float32 coarse voxel centres (grid frame).
     """
-    occupancy, box_cls, box_ctr, box_dist, box_rot, _ = outputs
+    occupancy, box_cls, box_ctr, box_dist, box_rot = outputs[:5]
     c = box_cls.shape[1]
     cls = box_cls.reshape(c, -1).T  # (N, C)
     ctr = box_ctr.reshape(-1)  # (N,)
@@ -178,3 +183,17 @@ def perceptron_loss(
                        + weights.corners * losses["corners"] + weights.occupancy * losses["occupancy"]
                        + weights.affinity * losses["affinity"])
     return losses
+
+
+def pixel_loss(logits: torch.Tensor, labels: torch.Tensor, other_weight: float) -> torch.Tensor:
+    """Weighted cross-entropy of the pixel head.
+
+    Args:
+        logits: (V, C + 1, H, W) pixel class logits; channel C = other.
+        labels: (V, H, W) int64 classes in 0..C.
+        other_weight: weight of class C against 1 for every object class.
+    """
+    k = logits.shape[1]
+    weight = torch.ones(k)
+    weight[k - 1] = other_weight
+    return F.cross_entropy(logits, labels, weight=weight)

@@ -13,8 +13,10 @@ from ..detections import Detections3D, FramePerception, LocalOccupancy
 from ..frame import Frame
 from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
-from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronConfig
+from .lifting import LiftingParams, lift_detections
+from .perceptron import INPUT_NAMES, PIXEL_OUTPUT, PerceptronConfig, output_names
 from .perceptron_decode import DecodeParams, decode_boxes
+from .pixel_detections import PixelDecodeParams, pixel_regions
 from .size_calibration import SizeCalibration
 
 RunGraph = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
@@ -90,13 +92,19 @@ class PerceptronPerceptor:
             from each frame's depth.
         sizes: per-class box size correction applied after decoding (fitted for these weights;
             network/size_calibration.py), or None.
+        pixels: for a graph with a pixel head, the classes whose boxes come from it (lifted
+            through depth) instead of from the box head; None: pixel_detections.PIXEL_CLASSES.
+        lifting: how pixel regions are lifted through depth (network/lifting.py).
     """
 
     def __init__(self, run_graph: RunGraph, config: PerceptronConfig | None = None,
                  decode: DecodeParams | None = None, name: str = "embodied-perceptron",
-                 floor_z: float | None = None, sizes: SizeCalibration | None = None) -> None:
+                 floor_z: float | None = None, sizes: SizeCalibration | None = None,
+                 pixels: PixelDecodeParams | None = None, lifting: LiftingParams | None = None) -> None:
         self.floor_z = floor_z
         self.sizes = sizes
+        self.pixels = pixels or PixelDecodeParams()
+        self.lifting = lifting or LiftingParams()
         self.network: object | None = None  # the exportable network, when built from weights (registry)
         self.run_graph = run_graph
         self.config = config = config or PerceptronConfig()
@@ -115,12 +123,19 @@ class PerceptronPerceptor:
                                              self._coarse, inputs.T_world_grid, self.decode)
         if self.sizes is not None:
             boxes = self.sizes.apply(boxes, labels, self.class_names)
+        detections = Detections3D(boxes, labels, scores, self.class_names, frame.world_frame)
+        regions = None
+        if PIXEL_OUTPUT in out and self.pixels.classes:
+            regions = pixel_regions(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names, (frame.width, frame.height),
+                                    self.pixels)
+            detections = _replace_classes(detections, lift_detections(frame, regions, self.lifting),
+                                          [self.class_names.index(c) for c in self.pixels.classes])
         occ = np.asarray(out["occupancy"])[0].argmax(axis=0).astype(np.int16)  # (X, Y, Z)
         occ[occ == self.config.empty_label] = -1
         t3 = time.perf_counter()
         return FramePerception(
             frame_index=frame.index, stamp_ns=frame.stamp_ns,
-            detections=Detections3D(boxes, labels, scores, self.class_names, frame.world_frame),
+            detections=detections, detections_2d=regions,
             occupancy=LocalOccupancy(occ, inputs.T_world_grid, self.config.voxel_size,
                                      tuple(self.config.occupancy_classes)),
             timings_s={"preprocess": t1 - t0, "network": t2 - t1, "decode": t3 - t2},
@@ -128,13 +143,23 @@ class PerceptronPerceptor:
         )
 
 
+def _replace_classes(boxes_head: Detections3D, lifted: Detections3D, classes: list[int]) -> Detections3D:
+    """The box head's detections of every class but ``classes``, and the lifted ones of those."""
+    kept = boxes_head.select(~np.isin(boxes_head.labels, classes))
+    return Detections3D(np.concatenate([kept.boxes, lifted.boxes.reshape(-1, 9)]),
+                        np.concatenate([kept.labels, lifted.labels]).astype(np.int64),
+                        np.concatenate([kept.scores, lifted.scores]), kept.class_names, kept.frame_id)
+
+
 def torch_runner(model: object) -> RunGraph:
     """A RunGraph over an in-process PyTorch EmbodiedPerceptron (eval mode, no gradients)."""
     import torch
 
+    names = output_names(model.config)  # type: ignore[attr-defined]
+
     def run(inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         with torch.no_grad():
             outs = model(*(torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in INPUT_NAMES))  # type: ignore[operator]
-        return {n: o.numpy() for n, o in zip(OUTPUT_NAMES, outs, strict=True)}
+        return {n: o.numpy() for n, o in zip(names, outs, strict=True)}
 
     return run

@@ -69,7 +69,7 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     from ..runtime.select import create_backend
     from ..training.trainer import load_weights
     from .onnx_export import export_onnx
-    from .perceptron import INPUT_NAMES, OUTPUT_NAMES, PerceptronNetwork, example_inputs, perceptron_contract
+    from .perceptron import INPUT_NAMES, PerceptronNetwork, example_inputs, output_names, perceptron_contract
     from .perceptron_perceptor import PerceptronPerceptor
     from .size_calibration import calibration_for
     from .weights import cache_dir, sha256_file
@@ -84,7 +84,7 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
             return beside
         cached = cache_dir() / "onnx" / f"embodied-perceptron-{sha256_file(path)[:16]}.onnx"
         if not cached.is_file():
-            export_onnx(model, example_inputs(config.model), cached, input_names=INPUT_NAMES, output_names=OUTPUT_NAMES)
+            export_onnx(model, example_inputs(config.model), cached, input_names=INPUT_NAMES, output_names=output_names(config.model))
         return cached
 
     runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,

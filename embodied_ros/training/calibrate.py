@@ -10,6 +10,7 @@ from tqdm import tqdm
 from ..geometry.iou import box_iou_3d
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
+from ..network.pixel_detections import PixelDecodeParams
 from ..network.size_calibration import MIN_SAMPLES, SizeCalibration, fit_size_calibration
 from ..synthetic.scene import generate_scene
 from .config import DataConfig
@@ -51,7 +52,8 @@ def calibrate_sizes(run_graph: RunGraph, model: PerceptronConfig, data: DataConf
         progress: show a progress bar.
         weights_sha256: the weights' sha256, stored so a calibration is never applied to other weights.
     """
-    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0)  # synthetic floors are at z = 0
+    # Synthetic floors are at z = 0. The box head alone: the factors correct it, never pixel-lifted boxes.
+    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0, pixels=PixelDecodeParams(classes=()))
     predicted, truth, names = [], [], []
     for seed in tqdm(seeds, desc="calibrating sizes", unit="scene", disable=not progress):
         scene = generate_scene(int(seed), scene_config(data))

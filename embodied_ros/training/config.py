@@ -41,6 +41,10 @@ class OptimConfig:
     accumulate: int = 2  # samples per optimiser step (the graph takes one keyframe at a time)
     grad_clip: float = 5.0  # max gradient norm
     threads: int = 2  # torch intra-op threads per process
+    # Train only the parameters under these module names (e.g. [perceptron.pixel_head]); the rest
+    # stay frozen, batch norm included. Empty: train everything. Only the pixel head: the 3D part is
+    # not even run, so a step costs the 2D encoder alone.
+    train_only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,9 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     loss: LossWeights = field(default_factory=LossWeights)
     seed: int = 0  # torch / sampling seed
+    # A weights file (perceptron.pt) whose state dicts start a new run; modules it lacks (a pixel
+    # head added to trained weights) keep their fresh initialisation. Empty: start from scratch.
+    init_weights: str = ""
     eval_every: int = 500  # steps between held-out evaluations (and at the end)
     checkpoint_every: int = 250  # steps between checkpoints (and at the end)
     log_every: int = 25  # steps between loss records

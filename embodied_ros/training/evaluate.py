@@ -17,7 +17,7 @@ from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
 from ..network.size_calibration import SizeCalibration
 from ..synthetic.scene import generate_scene
 from .config import DataConfig, TrainConfig
-from .samples import frame_indices, scene_config
+from .samples import frame_indices, scene_config, scene_sample
 
 
 @dataclass(frozen=True)
@@ -152,7 +152,6 @@ def evaluate_grounding_head(model: object, head: object, config: TrainConfig, en
     import torch
 
     from .grounding_loss import grounding_loss
-    from .samples import scene_sample
 
     correct = total = 0
     for seed in range(*config.data.val_seeds):
@@ -166,3 +165,28 @@ def evaluate_grounding_head(model: object, head: object, config: TrainConfig, en
                 _, c, t = grounding_loss(outputs[5], sample, head, config.model)  # type: ignore[arg-type]
             correct, total = correct + c, total + t
     return correct / total if total else float("nan")
+
+
+def evaluate_pixel_head(model: object, config: TrainConfig) -> dict[str, float]:
+    """IoU per object class of the pixel head's argmax on held-out frames (classes never seen: absent).
+
+    Returns:
+        {class name: IoU} and "mean" (over the classes present), on the head's S/2 x S/2 pixels.
+    """
+    import torch
+
+    n = config.model.num_classes
+    inter, union = np.zeros(n + 1), np.zeros(n + 1)
+    for seed in range(*config.data.val_seeds):
+        scene = generate_scene(int(seed), scene_config(config.data))
+        for i in frame_indices(len(scene), config.data.val_frames_per_scene):
+            sample = scene_sample(scene, int(i), config.model, config.data)
+            with torch.no_grad():
+                logits = model.pixel_logits(torch.from_numpy(sample.inputs.images))  # type: ignore[attr-defined]
+            pred = logits.argmax(dim=1).numpy().ravel()
+            truth = sample.pixel_labels.ravel()  # type: ignore[union-attr]
+            inter += np.bincount(truth[pred == truth], minlength=n + 1)
+            union += np.bincount(pred, minlength=n + 1) + np.bincount(truth, minlength=n + 1)
+    union -= inter
+    ious = {config.model.classes[c]: float(inter[c] / union[c]) for c in range(n) if union[c] > 0}
+    return {**ious, "mean": float(np.mean(list(ious.values()))) if ious else float("nan")}

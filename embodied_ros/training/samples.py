@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from ..geometry.boxes import transform_boxes
@@ -43,6 +44,8 @@ class TrainingSample:
         proposal_boxes: (K, 9) their boxes in the grid frame.
         prompts: grounding prompts answerable among these proposals.
         scene_seed, frame_index: where it came from.
+        pixel_labels: (V, S/2, S/2) uint8 pixel classes for the pixel head (object class index, or
+            the number of classes for any other surface), or None when the data has none.
     """
 
     inputs: GraphInputs
@@ -53,6 +56,7 @@ class TrainingSample:
     prompts: tuple[PromptSample, ...]
     scene_seed: int
     frame_index: int
+    pixel_labels: np.ndarray | None = None
 
 
 def scene_config(data: DataConfig) -> SceneConfig:
@@ -87,7 +91,20 @@ def scene_sample(scene: SyntheticScene, index: int, model: PerceptronConfig, dat
     occ[occ < 0] = model.empty_label
     ids = visible[inside]
     prompts = _prompt_samples(scene, ids, encoder, data.prompts_per_sample)
-    return TrainingSample(inputs, targets, occ, ids, boxes_grid[inside], prompts, scene.seed, index)
+    pixels = pixel_labels(rendered.class_id, model) if model.pixel_head else None
+    return TrainingSample(inputs, targets, occ, ids, boxes_grid[inside], prompts, scene.seed, index, pixels)
+
+
+def pixel_labels(class_id: np.ndarray, model: PerceptronConfig) -> np.ndarray:
+    """(1, S/2, S/2) uint8 pixel-head labels from a class render (classes.ALL_CLASSES indices, -1 = no hit).
+
+    Object classes keep their index; structure and no hit become ``num_classes`` (other). Nearest
+    neighbour resampling keeps every label a real one (no blend of two classes).
+    """
+    n = model.num_classes
+    labels = np.where((class_id >= 0) & (class_id < n), class_id, n).astype(np.uint8)
+    size = model.image_size // 2
+    return cv2.resize(labels, (size, size), interpolation=cv2.INTER_NEAREST)[None]
 
 
 def frame_indices(n_frames: int, wanted: int) -> np.ndarray:

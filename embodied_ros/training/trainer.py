@@ -21,10 +21,11 @@ from torch import nn
 
 from ..network.grounding_head import GroundingHead
 from ..network.perceptron import EmbodiedPerceptron
-from ..network.perceptron_loss import perceptron_loss
+from ..errors import ConfigError
+from ..network.perceptron_loss import perceptron_loss, pixel_loss
 from ..network.perceptron_perceptor import torch_runner
 from .config import TrainConfig, config_from_yaml, dump_config, head_config
-from .evaluate import evaluate, evaluate_grounding_head
+from .evaluate import evaluate, evaluate_grounding_head, evaluate_pixel_head
 from .grounding_loss import grounding_loss
 from .samples import TrainingSample, generate_samples
 
@@ -70,8 +71,11 @@ class _Joint(nn.Module):
         self.perceptron = perceptron
         self.head = head
 
-    def forward(self, sample: TrainingSample) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, int, int] | None]:
+    def forward(self, sample: TrainingSample, pixels_only: bool = False
+                ) -> tuple[tuple[torch.Tensor, ...], tuple[torch.Tensor, int, int] | None]:
         x = sample.inputs
+        if pixels_only:  # the pixel head alone: no 3D pass
+            return (self.perceptron.pixel_logits(torch.from_numpy(x.images)),), None
         outputs = self.perceptron(torch.from_numpy(x.images), torch.from_numpy(x.projections),
                                   torch.from_numpy(x.depth_volume))
         if self.head is None:
@@ -109,9 +113,24 @@ def load_weights(path: Path) -> tuple[EmbodiedPerceptron, TrainConfig]:
     return model.eval(), config
 
 
-def _sample_loss(joint: nn.Module, sample: TrainingSample, config: TrainConfig, coarse: torch.Tensor) -> dict:
+def _pixel_term(logits: torch.Tensor, sample: TrainingSample, config: TrainConfig) -> torch.Tensor:
+    if sample.pixel_labels is None:
+        raise ConfigError("model.pixel_head is on but the training data has no pixel labels")
+    labels = torch.from_numpy(sample.pixel_labels.astype(np.int64))
+    return pixel_loss(logits, labels, config.loss.pixel_other_weight)
+
+
+def _sample_loss(joint: nn.Module, sample: TrainingSample, config: TrainConfig, coarse: torch.Tensor,
+                 pixels_only: bool = False) -> dict:
+    if pixels_only:
+        (logits,), _ = joint(sample, pixels_only=True)
+        p = _pixel_term(logits, sample, config)
+        return {"pixel": p, "total": config.loss.pixel * p}
     outputs, grounding = joint(sample)
     losses = perceptron_loss(outputs, sample.targets, torch.from_numpy(sample.occupancy), coarse, config.loss)
+    if len(outputs) > 6:  # the pixel head
+        losses["pixel"] = _pixel_term(outputs[6], sample, config)
+        losses["total"] = losses["total"] + config.loss.pixel * losses["pixel"]
     if grounding is not None:
         g, correct, total = grounding
         losses["grounding"] = g
@@ -132,6 +151,42 @@ def _text_encoder() -> object | None:
         return None
 
 
+def _initialise(joint: _Joint, path: Path) -> None:
+    """Start from a weights file: every tensor it holds must fit; modules it lacks stay fresh."""
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    missing, unexpected = joint.perceptron.load_state_dict(blob["state_dict"], strict=False)
+    if unexpected:
+        raise ConfigError(f"init_weights {path}: tensors this model does not have: {', '.join(unexpected[:5])}")
+    if joint.head is not None and "head_state_dict" in blob:
+        joint.head.load_state_dict(blob["head_state_dict"])
+    log.info("initialised from %s (fresh: %s)", path, sorted({k.split(".")[0] for k in missing}) or "none")
+
+
+def _trained(joint: nn.Module, train_only: tuple[str, ...]) -> list[nn.Parameter]:
+    """The parameters the optimiser updates (all, or those under ``train_only``); the others are frozen."""
+    if not train_only:
+        return list(joint.parameters())
+    chosen = []
+    for name, p in joint.named_parameters():
+        p.requires_grad_(any(name.startswith(t + ".") for t in train_only))
+        if p.requires_grad:
+            chosen.append(p)
+    if not chosen:
+        raise ConfigError(f"optim.train_only {list(train_only)}: no parameters under those module names")
+    return chosen
+
+
+def _train_mode(joint: nn.Module, train_only: tuple[str, ...]) -> None:
+    """Training mode for what trains; frozen modules stay in eval mode (their batch norm statistics too)."""
+    if not train_only:
+        joint.train()
+        return
+    joint.eval()
+    for name, module in joint.named_modules():
+        if name in train_only:
+            module.train()
+
+
 def _plot(history: list[dict[str, Any]], path: Path) -> None:
     import matplotlib
 
@@ -141,7 +196,7 @@ def _plot(history: list[dict[str, Any]], path: Path) -> None:
     losses = [h for h in history if "total" in h]
     evals = [h for h in history if "map25_frame" in h]
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.5), dpi=100)
-    for key in ("total", "cls", "centerness", "corners", "occupancy", "affinity", "grounding"):
+    for key in ("total", "cls", "centerness", "corners", "occupancy", "affinity", "grounding", "pixel"):
         if any(key in h for h in losses):
             a.plot([h["step"] for h in losses if key in h], [h[key] for h in losses if key in h], label=key)
     a.set_yscale("log")
@@ -150,7 +205,7 @@ def _plot(history: list[dict[str, Any]], path: Path) -> None:
     a.legend(fontsize=8)
     for key, label in (("map25_frame", "mAP@0.25 per frame"), ("map25_scene", "mAP@0.25 accumulated"),
                        ("miou", "occupancy mIoU (whole grid)"), ("miou_view", "occupancy mIoU (in view)"),
-                       ("grounding_acc", "grounding head top-1")):
+                       ("grounding_acc", "grounding head top-1"), ("pixel_miou", "pixel head IoU")):
         b.plot([h["step"] for h in evals if key in h], [h[key] for h in evals if key in h], "o-", label=label)
     b.set_ylim(0, 1)
     b.set_xlabel("step")
@@ -181,7 +236,11 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     model = EmbodiedPerceptron(config.model)
     head = GroundingHead(head_config(config)) if config.data.prompts_per_sample > 0 else None
     joint = _Joint(model, head)
-    optimiser = torch.optim.AdamW(joint.parameters(), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+    if config.init_weights and not (resume and (out_dir / CHECKPOINT).is_file()):
+        _initialise(joint, Path(config.init_weights))
+    train_only = config.optim.train_only
+    pixels_only = bool(train_only) and all(t == "perceptron.pixel_head" for t in train_only)
+    optimiser = torch.optim.AdamW(_trained(joint, train_only), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: _lr_factor(s, config.optim.warmup_steps, config.optim.steps))
     history: list[dict[str, Any]] = []
@@ -195,7 +254,7 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
         log.info("resumed %s at step %d", out_dir, start)
     # find_unused_parameters: the head gets no gradient from a keyframe without prompts.
     ddp = torch.nn.parallel.DistributedDataParallel(joint, find_unused_parameters=True) if distributed else joint
-    encoder = _text_encoder() if head is not None else None
+    encoder = _text_encoder() if head is not None and not pixels_only else None
 
     seeds = range(*config.data.train_seeds)[rank::world]
     samples = generate_samples(seeds, config.model, config.data, config.data.frames_per_scene,
@@ -206,14 +265,14 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     bar = tqdm(range(start, config.optim.steps), initial=start, total=config.optim.steps, unit="step",
                desc="training", disable=not progress or rank != 0)
     for step in bar:
-        joint.train()
+        _train_mode(joint, train_only)
         optimiser.zero_grad()
         for k in range(config.optim.accumulate):
             sample = samples[int(rng.integers(len(samples)))]
             last = k == config.optim.accumulate - 1
             context = ddp.no_sync() if distributed and not last else contextlib.nullcontext()
             with context:
-                losses = _sample_loss(ddp, sample, config, coarse)
+                losses = _sample_loss(ddp, sample, config, coarse, pixels_only)
                 (losses["total"] / config.optim.accumulate).backward()
             window.append({key: float(v.detach()) for key, v in losses.items()})
         torch.nn.utils.clip_grad_norm_(joint.parameters(), config.optim.grad_clip)
@@ -222,13 +281,19 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
         done = step + 1
         if done % config.log_every == 0 or done == config.optim.steps:
             mean = {key: float(np.mean([w[key] for w in window])) for key in window[0] if not key.startswith("ground_")}
-            if head is not None:
+            if head is not None and not pixels_only:
                 total = sum(w["ground_total"] for w in window)
                 mean["ground_acc"] = sum(w["ground_correct"] for w in window) / total if total else float("nan")
             history.append({"step": done, "lr": schedule.get_last_lr()[0], **mean})
             bar.set_postfix(loss=f"{mean['total']:.3f}")
             window = []
-        if rank == 0 and (done % config.eval_every == 0 or done == config.optim.steps):
+        if rank == 0 and pixels_only and (done % config.eval_every == 0 or done == config.optim.steps):
+            ious = evaluate_pixel_head(model.eval(), config)  # the rest is frozen: its metrics cannot move
+            history.append({"step": done, "pixel_miou": ious["mean"],
+                            **{f"pixel_iou_{k}": v for k, v in ious.items() if k != "mean"}})
+            log.info("step %d: pixel head IoU %.3f (%s)", done, ious["mean"],
+                     ", ".join(f"{k} {v:.2f}" for k, v in ious.items() if k != "mean"))
+        elif rank == 0 and (done % config.eval_every == 0 or done == config.optim.steps):
             result = evaluate(torch_runner(model.eval()), config.model, config.data)
             record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
                       "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,

@@ -1,0 +1,88 @@
+"""Pixel head regions -> image boxes (hand-made logits), and through a real perceptor to a world cup box."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from embodied_ros.errors import ConfigError
+from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.network.perceptron import PerceptronConfig
+from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor
+from embodied_ros.network.pixel_detections import PixelDecodeParams, pixel_regions
+from embodied_ros.synthetic.classes import class_index
+from embodied_ros.synthetic.scene import generate_scene
+
+NAMES = ("chair", "cup", "book")
+
+
+def _logits(labels: np.ndarray, n_classes: int, confidence: float = 8.0) -> np.ndarray:
+    """(C + 1, h, w) logits whose argmax is ``labels`` (values in 0..C, C = other)."""
+    logits = np.zeros((n_classes + 1, *labels.shape), np.float32)
+    np.put_along_axis(logits, labels[None], confidence, axis=0)
+    return logits
+
+
+def test_each_connected_region_of_a_chosen_class_is_one_box_in_frame_pixels() -> None:
+    labels = np.full((10, 20), 3)  # other
+    labels[2:4, 3:6] = 1  # a cup: rows 2-3, columns 3-5
+    labels[7:9, 14:16] = 1  # a second cup, apart
+    labels[5, 10] = 1  # one stray pixel: below min_pixels
+    labels[0:3, 15:19] = 2  # a book, not asked for
+    regions = pixel_regions(_logits(labels, 3), NAMES, (40, 20), PixelDecodeParams(classes=("cup",), min_pixels=2))
+    assert regions.labels.tolist() == [1, 1]
+    order = np.argsort(regions.boxes_xyxy[:, 0])
+    # Head pixel (u, v) covers frame pixels [2u, 2u + 2) x [2v, 2v + 2) (40 x 20 frame, 20 x 10 head).
+    np.testing.assert_allclose(regions.boxes_xyxy[order], [[6, 4, 12, 8], [28, 14, 32, 18]])
+    assert np.all(regions.scores > 0.99)  # confident logits: mean probability near 1
+
+
+def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() -> None:
+    labels = np.full((6, 6), 3)
+    labels[1:4, 1:4] = 1
+    unsure = _logits(labels, 3, confidence=0.5)  # argmax cup, probability ~0.35
+    assert len(pixel_regions(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",)))) == 0
+    assert len(pixel_regions(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",), min_probability=0.3))) == 1
+    with pytest.raises(ConfigError, match="lamp"):
+        pixel_regions(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("lamp",)))
+    with pytest.raises(ConfigError, match="min_pixels"):
+        PixelDecodeParams(min_pixels=0)
+
+
+def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup() -> None:
+    """Pixel logits made from a real render's class map (an ideal pixel head) give world cup boxes on the cups."""
+    config = PerceptronConfig(image_size=240, box_stride=1, feature_stride=4, pixel_head=True)
+    scene = generate_scene(3)
+    cups = np.flatnonzero(scene.labels == config.classes.index("cup"))
+    assert len(cups)
+    best = None
+    for i in range(len(scene)):  # the frame that shows a cup best
+        r = scene.render(i)
+        shown = r.visible_pixels[cups].max()
+        if best is None or shown > best[0]:
+            best = (shown, i, r)
+    _, index, rendered = best
+    n = config.num_classes
+    classes = np.where((rendered.class_id >= 0) & (rendered.class_id < n), rendered.class_id, n)
+    s = config.image_size // 2
+    step = rendered.class_id.shape[0] // s
+    head = classes[step // 2::step, step // 2::step][:s, :s]
+    x, y, z = config.box_shape
+    outputs = {
+        "occupancy": np.zeros((1, config.empty_label + 1, *config.grid_shape), np.float32),
+        "box_cls": np.full((1, n, x, y, z), -10.0, np.float32),  # the box head finds nothing
+        "box_ctr": np.zeros((1, 1, x, y, z), np.float32),
+        "box_dist": np.full((1, 6, x, y, z), 0.1, np.float32),
+        "box_rot": np.tile(np.array([1, 0, 0, 0, 1, 0], np.float32)[:, None, None, None], (1, 1, x, y, z))[None],
+        "features": np.zeros((1, config.box_channels, x, y, z), np.float32),
+        "pixel_cls": _logits(head, n)[None],
+    }
+    perceptor = PerceptronPerceptor(lambda _: outputs, config, floor_z=0.0,
+                                    pixels=PixelDecodeParams(classes=("cup",)))
+    result = perceptor.perceive(rendered.frame)
+    det = result.detections
+    assert len(det) and set(det.names) == {"cup"}  # only the pixel class, lifted
+    assert result.detections_2d is not None and len(result.detections_2d) >= 1
+    iou = box_iou_3d(det.boxes, scene.boxes[cups])
+    assert iou.max() > 0.25, iou  # the lifted box lies on a true cup
+    assert class_index("cup") == config.classes.index("cup")
