@@ -118,7 +118,8 @@ def test_pixel_head_stage_trains_only_the_head(tiny: Path, tmp_path: Path) -> No
     base = tmp_path / "base"
     train(load_config(tiny), base, progress=False)
     stage = tmp_path / "stage.yaml"
-    stage.write_text(TINY_YAML.replace("  volume_channels: [8, 8, 8]\n", "  volume_channels: [8, 8, 8]\n  pixel_head: true\n")
+    with_head = "  volume_channels: [8, 8, 8]\n  pixel_head: true\n"
+    stage.write_text(TINY_YAML.replace("  volume_channels: [8, 8, 8]\n", with_head)
                      .replace("optim:\n", "optim:\n  train_only: [perceptron.pixel_head]\n")
                      + f"init_weights: {base / WEIGHTS}\n")
     out = tmp_path / "pixels"
@@ -129,7 +130,8 @@ def test_pixel_head_stage_trains_only_the_head(tiny: Path, tmp_path: Path) -> No
     fresh = [k for k in after["state_dict"] if k not in before["state_dict"]]
     assert fresh and all(k.startswith("pixel_head.") for k in fresh)
     assert all(torch.equal(before["state_dict"][k], after["state_dict"][k]) for k in before["state_dict"])
-    assert all(torch.equal(before["head_state_dict"][k], after["head_state_dict"][k]) for k in before["head_state_dict"])
+    heads = before["head_state_dict"], after["head_state_dict"]
+    assert all(torch.equal(heads[0][k], heads[1][k]) for k in heads[0])
     history = json.loads((out / HISTORY).read_text())
     assert all("pixel" in h and h["pixel"] > 0 and "cls" not in h for h in history if "total" in h)
     evals = [h for h in history if "pixel_miou" in h]

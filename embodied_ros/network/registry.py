@@ -84,7 +84,8 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
             return beside
         cached = cache_dir() / "onnx" / f"embodied-perceptron-{sha256_file(path)[:16]}.onnx"
         if not cached.is_file():
-            export_onnx(model, example_inputs(config.model), cached, input_names=INPUT_NAMES, output_names=output_names(config.model))
+            export_onnx(model, example_inputs(config.model), cached, input_names=INPUT_NAMES,
+                        output_names=output_names(config.model))
         return cached
 
     runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,

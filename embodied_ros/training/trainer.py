@@ -19,9 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..errors import ConfigError
 from ..network.grounding_head import GroundingHead
 from ..network.perceptron import EmbodiedPerceptron
-from ..errors import ConfigError
 from ..network.perceptron_loss import perceptron_loss, pixel_loss
 from ..network.perceptron_perceptor import torch_runner
 from .config import TrainConfig, config_from_yaml, dump_config, head_config
@@ -240,7 +240,8 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
         _initialise(joint, Path(config.init_weights))
     train_only = config.optim.train_only
     pixels_only = bool(train_only) and all(t == "perceptron.pixel_head" for t in train_only)
-    optimiser = torch.optim.AdamW(_trained(joint, train_only), lr=config.optim.lr, weight_decay=config.optim.weight_decay)
+    optimiser = torch.optim.AdamW(_trained(joint, train_only), lr=config.optim.lr,
+                                  weight_decay=config.optim.weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: _lr_factor(s, config.optim.warmup_steps, config.optim.steps))
     history: list[dict[str, Any]] = []
