@@ -16,7 +16,7 @@ from ..geometry.transforms import invert_transform, transform_points
 from .lifting import LiftingParams, lift_detections
 from .perceptron import INPUT_NAMES, PIXEL_OUTPUT, PerceptronConfig, output_names
 from .perceptron_decode import DecodeParams, decode_boxes
-from .pixel_detections import PixelDecodeParams, pixel_regions
+from .pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_regions
 from .size_calibration import SizeCalibration
 
 RunGraph = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
@@ -94,7 +94,8 @@ class PerceptronPerceptor:
             network/size_calibration.py), or None.
         pixels: for a graph with a pixel head, the classes whose boxes come from it (lifted
             through depth) instead of from the box head; None: pixel_detections.PIXEL_CLASSES.
-        lifting: how pixel regions are lifted through depth (network/lifting.py).
+        lifting: how pixel regions are lifted through depth (network/lifting.py); None:
+            pixel_detections.PIXEL_LIFTING.
     """
 
     def __init__(self, run_graph: RunGraph, config: PerceptronConfig | None = None,
@@ -104,7 +105,7 @@ class PerceptronPerceptor:
         self.floor_z = floor_z
         self.sizes = sizes
         self.pixels = pixels or PixelDecodeParams()
-        self.lifting = lifting or LiftingParams()
+        self.lifting = lifting or PIXEL_LIFTING
         self.network: object | None = None  # the exportable network, when built from weights (registry)
         self.run_graph = run_graph
         self.config = config = config or PerceptronConfig()

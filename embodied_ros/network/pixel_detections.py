@@ -16,11 +16,16 @@ import numpy as np
 
 from ..detections import Detections2D
 from ..errors import ConfigError
+from .lifting import LiftingParams
 
 # Classes whose boxes come from the pixel head instead of the box head (the rest keep the box
 # head's). Chosen per class on tuning scenes (seeds 10004..10011), where each of these scored a
 # higher accumulated AP@0.25 lifted from pixels than from the box head (models/MODEL_CARD.md).
-PIXEL_CLASSES: tuple[str, ...] = ("cup", "bottle", "plant", "door", "window", "shelf")
+PIXEL_CLASSES: tuple[str, ...] = ("cup", "bottle", "book", "plant", "lamp", "door", "window", "shelf")
+
+# Lifting of pixel regions: the region's mean probability is the score as it is (a region is the
+# object's own pixels, so how much of its box holds depth says little); otherwise lifting's defaults.
+PIXEL_LIFTING = LiftingParams(support_score_weight=0.0)
 
 
 @dataclass(frozen=True)
