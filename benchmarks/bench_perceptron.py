@@ -26,6 +26,7 @@ from embodied_ros.metrics.scene_bootstrap import scene_interval
 from embodied_ros.network.onnx_export import export_onnx
 from embodied_ros.network.perceptron import INPUT_NAMES, count_parameters, example_inputs, output_names
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
+from embodied_ros.network.pixel_detections import PixelDecodeParams
 from embodied_ros.network.size_calibration import calibration_for, calibration_path
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.synthetic.scene import generate_scene
@@ -46,7 +47,7 @@ def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
     return float(np.percentile(times, 50)), float(np.percentile(times, 99))
 
 
-def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None) -> np.ndarray:
+def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None, pixels=None) -> np.ndarray:
     """Grounder over the accumulated memory of each scene vs the scene's prompts.
 
     Returns:
@@ -58,7 +59,7 @@ def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None) -
     counts = []
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(config.data))
-        perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0, sizes=sizes)
+        perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0, sizes=sizes, pixels=pixels)
         memory = SceneMemory()
         for i in frame_indices(len(scene), frames):
             memory.update(perceptor.perceive(scene.frame(int(i))))
@@ -81,6 +82,8 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=12, help="keyframes per scene")
     parser.add_argument("--runs", type=int, default=20, help="latency samples per backend")
     parser.add_argument("--no-sizes", action="store_true", help="ignore the size calibration beside the weights")
+    parser.add_argument("--no-pixels", action="store_true",
+                        help="every class from the box head, even with a pixel head (the baseline for it)")
     parser.add_argument("--map-voxel", type=float, default=None, help="world occupancy map voxel (m; default: 0.16)")
     parser.add_argument("--resamples", type=int, default=300,
                         help="bootstrap resamples over scenes for the 90%% intervals (0: none)")
@@ -91,6 +94,9 @@ def main() -> None:
     sizes = None if args.no_sizes else calibration_for(args.weights)
     how = f"calibrated by {calibration_path(args.weights).name}" if sizes else "as the network gives them"
     print(f"box sizes: {how}")
+    pixels = PixelDecodeParams(classes=()) if args.no_pixels else PixelDecodeParams()
+    if config.model.pixel_head:
+        print(f"classes from the pixel head, lifted through depth: {', '.join(pixels.classes) or 'none'}")
     seeds = range(*args.seeds)
     with tempfile.TemporaryDirectory() as tmp:
         onnx_path = Path(tmp) / "perceptron.onnx"
@@ -110,9 +116,18 @@ def main() -> None:
               f"{'x'.join(map(str, config.model.grid_shape))} grid): ONNX Runtime p50 {ort_p50:.0f} ms, "
               f"p99 {ort_p99:.0f} ms; PyTorch p50 {torch_p50:.0f} ms, p99 {torch_p99:.0f} ms; "
               f"ratio ORT/PyTorch (p50) {ort_p50 / torch_p50:.2f}")
+        if config.model.pixel_head:  # what lifting the pixel classes adds to a whole perceive() on ONNX Runtime
+            frame = scene.frame(0)
+            boxes_only = PerceptronPerceptor(ort.run, config.model, floor_z=0.0, sizes=sizes,
+                                             pixels=PixelDecodeParams(classes=()))
+            with_pixels = PerceptronPerceptor(ort.run, config.model, floor_z=0.0, sizes=sizes, pixels=pixels)
+            base, _ = _latency(lambda _: boxes_only.perceive(frame), {}, args.runs)
+            full, _ = _latency(lambda _: with_pixels.perceive(frame), {}, args.runs)
+            print(f"perceive() per keyframe, p50: {full:.0f} ms with the pixel classes lifted, {base:.0f} ms with "
+                  f"the box head alone (ratio {full / base:.2f})")
         result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames, sizes=sizes,
                           occupancy_kwargs=None if args.map_voxel is None else {"voxel_size": args.map_voxel},
-                          resamples=args.resamples)
+                          resamples=args.resamples, pixels=pixels)
         print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames:")
         print(f"  detection per frame:      mAP@0.25 {result.per_frame.mean_ap[0.25]:.3f}  "
               f"mAP@0.50 {result.per_frame.mean_ap[0.5]:.3f}")
@@ -132,7 +147,7 @@ def main() -> None:
 
             acc = evaluate_grounding_head(model, head, config, TextEncoder())
             print(f"  grounding head top-1 on the frames' true objects: {acc:.3f}")
-        counts = _system_grounding(ort.run, config, seeds, args.frames, sizes)
+        counts = _system_grounding(ort.run, config, seeds, args.frames, sizes, pixels)
         n = int(counts[:, 2].sum())
         g25, g50 = counts[:, 0].sum() / max(n, 1), counts[:, 1].sum() / max(n, 1)
         print(f"  grounding (Grounder over the accumulated memory), {n} prompts: "

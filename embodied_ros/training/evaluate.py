@@ -14,6 +14,7 @@ from ..metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
 from ..metrics.scene_bootstrap import Interval, scene_interval
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
+from ..network.pixel_detections import PixelDecodeParams
 from ..network.size_calibration import SizeCalibration
 from ..synthetic.scene import generate_scene
 from .config import DataConfig, TrainConfig
@@ -64,7 +65,7 @@ class EvalResult:
 def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, seeds: range | None = None,
              frames_per_scene: int | None = None, memory_kwargs: dict | None = None,
              sizes: SizeCalibration | None = None, occupancy_kwargs: dict | None = None,
-             resamples: int = 0) -> EvalResult:
+             resamples: int = 0, pixels: PixelDecodeParams | None = None) -> EvalResult:
     """Run the network frame by frame over held-out synthetic scenes and score it.
 
     Accumulation uses the real SceneMemory with the project's rules (score 0.075, IoU 0.15);
@@ -72,10 +73,11 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     ``sizes``: the weights' size calibration, applied as the shipped perceptor applies it.
     ``memory_kwargs``, ``occupancy_kwargs``: parameters of the SceneMemory and the world OccupancyMap.
     ``resamples``: bootstrap resamples over scenes for ``EvalResult.intervals`` (0: none).
+    ``pixels``: which classes a pixel head answers for (None: the perceptor's default).
     """
     seeds = range(*data.val_seeds) if seeds is None else seeds
     n_frames = frames_per_scene or data.val_frames_per_scene
-    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0, sizes=sizes)  # synthetic floors are at z = 0
+    perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0, sizes=sizes, pixels=pixels)  # floors at z = 0
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
     occ_view = OccupancyAccumulator(model.occupancy_classes)
