@@ -12,6 +12,7 @@ import pytest
 from embodied_ros.errors import ModelError
 from embodied_ros.geometry.boxes import box_corners, box_volumes
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, torch_runner
+from embodied_ros.network.pixel_detections import PixelDecodeParams
 from embodied_ros.network.size_calibration import (
     FACTOR_RANGE,
     SizeCalibration,
@@ -116,14 +117,23 @@ def test_calibration_of_the_shipped_weights_on_a_training_scene(shipped) -> None
     for name, (h, a) in sizes.factors.items():
         assert name in config.model.classes and sizes.samples[name] >= 3
         assert FACTOR_RANGE[0] <= h <= FACTOR_RANGE[1] and FACTOR_RANGE[0] <= a <= FACTOR_RANGE[1]
-    # The perceptor applies it: same network output, boxes rescaled per class, nothing else changed.
+    # The perceptor applies it to the box head's boxes: same network output, boxes rescaled per class,
+    # nothing else changed...
     frame = generate_scene(3, scene_config(config.data)).frame(0)
     run = torch_runner(model)
-    raw = PerceptronPerceptor(run, config.model, floor_z=0.0).perceive(frame).detections
-    fixed = PerceptronPerceptor(run, config.model, floor_z=0.0, sizes=sizes).perceive(frame).detections
+    box_head = PixelDecodeParams(classes=())
+    raw = PerceptronPerceptor(run, config.model, floor_z=0.0, pixels=box_head).perceive(frame).detections
+    fixed = PerceptronPerceptor(run, config.model, floor_z=0.0, sizes=sizes, pixels=box_head).perceive(frame).detections
     np.testing.assert_array_equal(fixed.labels, raw.labels)
     np.testing.assert_allclose(fixed.boxes, sizes.apply(raw.boxes, raw.labels, raw.class_names))
     assert len(raw) and not np.allclose(fixed.boxes[:, 3:6], raw.boxes[:, 3:6])
+    # ...and never to boxes lifted from the pixel head (their sizes come from depth, not the regressor).
+    raw = PerceptronPerceptor(run, config.model, floor_z=0.0).perceive(frame).detections
+    fixed = PerceptronPerceptor(run, config.model, floor_z=0.0, sizes=sizes).perceive(frame).detections
+    lifted = np.isin(raw.labels, [config.model.classes.index(c) for c in PixelDecodeParams().classes])
+    assert lifted.any() and config.model.pixel_head
+    np.testing.assert_array_equal(fixed.labels, raw.labels)
+    np.testing.assert_allclose(fixed.boxes[lifted], raw.boxes[lifted])
 
 
 def test_the_shipped_calibration_file_loads_and_covers_the_vocabulary(shipped) -> None:
