@@ -106,6 +106,10 @@ class FramePerception:
         timings_s: seconds spent per named stage (e.g. "network", "lifting").
         viewpoint: (3,) camera position in the world frame, when the perceptor knows it (the
             scene memory turns objects' fronts towards where they were seen from).
+        pixel_labels: (h, w) int16 per-pixel classes over the whole colour image at reduced
+            resolution (cell (i, j) covers frame pixels [j W/w, (j + 1) W/w) x [i H/h, (i + 1) H/h)),
+            indices into ``detections.class_names``, -1 for none; from a pixel head, for the world
+            map's class votes.
     """
 
     frame_index: int
@@ -115,3 +119,4 @@ class FramePerception:
     occupancy: LocalOccupancy | None = None
     timings_s: dict[str, float] = field(default_factory=dict)
     viewpoint: np.ndarray | None = None
+    pixel_labels: np.ndarray | None = None

@@ -179,6 +179,27 @@ def test_detections_vote_for_classes_only_without_a_network_grid():
     assert label(FramePerception(0, 0, tv)) == "tv"  # a lifted 2D detector: its boxes are the only class evidence
 
 
+def test_pixel_classes_vote_where_their_depth_lands():
+    """A pixel head's map (left half "cup") labels the wall voxels its pixels' depth reaches, and only those."""
+    frame = _wall_frame(2.0)  # 640 x 480, principal point at the image centre
+    pixel_labels = np.full((24, 32), -1, dtype=np.int16)  # 20 x 20 frame pixels per cell
+    pixel_labels[:, :16] = 0
+    none = Detections3D.empty(("cup", "book"), "world")
+    occ = OccupancyMap()
+    occ.integrate_frame(frame, FramePerception(0, 0, none, pixel_labels=pixel_labels))
+    left, right = np.array([[-0.5, 0.1, 2.05]]), np.array([[0.5, 0.1, 2.05]])  # both on the wall
+    assert occ.class_names[occ.sample(left).labels[0]] == "cup"
+    assert occ.sample(right).labels[0] == -1 and occ.sample(right).log_odds[0] > 0  # occupied, no class
+    assert occ.class_names == ("cup",)  # only classes that voted join the vocabulary
+    off = OccupancyMap(pixel_class_weight=0.0)
+    off.integrate_frame(frame, FramePerception(0, 0, none, pixel_labels=pixel_labels))
+    assert off.sample(left).labels[0] == -1
+    with pytest.raises(FrameError, match="pixel labels"):
+        occ.add_pixel_votes(frame, np.full((4, 4), 2, np.int16), ("cup", "book"))  # label 2 of 2 classes
+    with pytest.raises(ConfigError, match="pixel_class_weight"):
+        OccupancyMap(pixel_class_weight=-1.0)
+
+
 def test_detection_evidence_labels_voxels_inside_the_box():
     occ = OccupancyMap()
     occ.integrate_depth(_wall_frame(2.0))

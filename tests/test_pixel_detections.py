@@ -83,6 +83,9 @@ def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup() -> None:
     det = result.detections
     assert len(det) and set(det.names) == {"cup"}  # only the pixel class, lifted
     assert result.detections_2d is not None and len(result.detections_2d) >= 1
+    labels = result.pixel_labels  # for the world map's class votes: the cup pixels, nothing else
+    assert labels is not None and labels.shape == (120, 120)
+    assert set(np.unique(labels)) == {-1, config.classes.index("cup")}
     iou = box_iou_3d(det.boxes, scene.boxes[cups])
     assert iou.max() > 0.25, iou  # the lifted box lies on a true cup
     assert class_index("cup") == config.classes.index("cup")

@@ -119,7 +119,7 @@ class OccupancyMap:
     Args:
         voxel_size, log_odds_hit, log_odds_miss, log_odds_min, log_odds_max,
             occupied_threshold, max_range, pixel_stride, max_voxels, grid_class_weight,
-            grid_in_view_only, detection_votes_with_grid, bounds: see :class:`OccupancyConfig`
+            grid_in_view_only, detection_votes_with_grid, pixel_class_weight, bounds: see :class:`OccupancyConfig`
             (same names and defaults).
 
     Raises:
@@ -141,6 +141,7 @@ class OccupancyMap:
         grid_class_weight: float = 1.0,
         grid_in_view_only: bool = True,
         detection_votes_with_grid: bool = False,
+        pixel_class_weight: float = 1.0,
         bounds: tuple[float, float, float, float, float, float] | None = None,
     ) -> None:
         self.config = OccupancyConfig(
@@ -148,7 +149,8 @@ class OccupancyMap:
             log_odds_min=log_odds_min, log_odds_max=log_odds_max, occupied_threshold=occupied_threshold,
             max_range=max_range, pixel_stride=pixel_stride, max_voxels=max_voxels,
             grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only,
-            detection_votes_with_grid=detection_votes_with_grid, bounds=bounds,
+            detection_votes_with_grid=detection_votes_with_grid, pixel_class_weight=pixel_class_weight,
+            bounds=bounds,
         )
         self.voxel_size = self.config.voxel_size
         self._lock = threading.RLock()
@@ -214,10 +216,12 @@ class OccupancyMap:
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
     def integrate_frame(self, frame: Frame, perception: FramePerception) -> None:
-        """One keyframe, as every caller fuses it: depth rays, the network's grid, detection evidence.
+        """One keyframe, as every caller fuses it: depth rays, the network's grid, detection evidence,
+        pixel classes.
 
         With ``grid_in_view_only`` the grid counts only on the voxels in the frame's view frustum.
-        Detections vote only when there is no grid, unless ``detection_votes_with_grid``.
+        Detections vote only when there is no grid, unless ``detection_votes_with_grid``. A pixel
+        head's classes vote where their pixels' depth lands (``pixel_class_weight``; 0: never).
         """
         self.integrate_depth(frame)
         occ = perception.occupancy
@@ -230,6 +234,8 @@ class OccupancyMap:
             self.integrate_local_grid(occ, valid)
         if occ is None or self.config.detection_votes_with_grid:
             self.add_detection_evidence(perception.detections)
+        if perception.pixel_labels is not None and self.config.pixel_class_weight > 0:
+            self.add_pixel_votes(frame, perception.pixel_labels, perception.detections.class_names)
 
     def integrate_local_grid(self, occ: LocalOccupancy, valid: np.ndarray | None = None) -> IntegrationResult:
         """Fuse a network's local grid: label -1 -> miss; a class -> hit plus a class vote.
@@ -309,6 +315,47 @@ class OccupancyMap:
             flat = np.concatenate(flats)
             self._vote(flat, np.concatenate(classes), np.concatenate(weights))
             return int(flat.size)
+
+    def add_pixel_votes(self, frame: Frame, labels: np.ndarray, class_names: tuple[str, ...]) -> int:
+        """Each labelled cell of a per-pixel class map votes for its class at its depth point's voxel.
+
+        One vote of ``pixel_class_weight`` per (voxel, class) and call, on voxels the map already
+        holds (depth integration made them). A cell reads the depth at its centre pixel.
+
+        Args:
+            frame: the posed RGB-D frame the labels describe.
+            labels: (h, w) int16 class indices into ``class_names`` over the whole image; -1 = none.
+            class_names: their vocabulary.
+
+        Returns:
+            Number of (voxel, class) votes cast.
+
+        Raises:
+            FrameError: labels not 2-D, or a label outside -1..len(class_names)-1.
+        """
+        labels = np.asarray(labels)
+        if labels.ndim != 2 or (labels.size and (labels.min() < -1 or labels.max() >= len(class_names))):
+            raise FrameError(f"pixel labels must be a 2-D map of -1..{len(class_names) - 1}, got shape {labels.shape}")
+        rows, cols = np.nonzero(labels >= 0)
+        h, w = labels.shape
+        u = np.minimum(((cols + 0.5) * frame.width / w).astype(np.int64), frame.width - 1)
+        v = np.minimum(((rows + 0.5) * frame.height / h).astype(np.int64), frame.height - 1)
+        z = frame.depth[v, u].astype(np.float64)
+        ok = np.isfinite(z) & (z > 0) & (z <= self.config.max_range)
+        if not ok.any():
+            return 0
+        u, v, z, cls = u[ok], v[ok], z[ok], labels[rows[ok], cols[ok]].astype(np.int64)
+        Ki = np.linalg.inv(frame.K)
+        cam = np.stack([(Ki[i, 0] * u + Ki[i, 1] * v + Ki[i, 2]) * z for i in range(3)], axis=1)
+        vox = np.floor(_transform(frame.T_world_camera, cam) / self.voxel_size).astype(np.int64)
+        keys = np.unique(np.concatenate([vox, cls[:, None]], axis=1), axis=0)  # one vote per (voxel, class)
+        keys = keys[np.all((keys[:, :3] >= -MAX_VOXEL_COORD) & (keys[:, :3] < MAX_VOXEL_COORD), axis=1)]
+        with self._lock:
+            flat = self._blocks.lookup(keys[:, :3], allocate=False)
+            used, inverse = np.unique(keys[:, 3], return_inverse=True)
+            index = np.array([self._class_index(class_names[c]) for c in used], dtype=np.int64)
+            self._vote(flat, index[inverse.reshape(-1)], np.full(len(flat), self.config.pixel_class_weight))
+        return int(np.count_nonzero(flat >= 0))
 
     # ------------------------------------------------------------------ queries
 

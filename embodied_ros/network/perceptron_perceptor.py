@@ -16,7 +16,7 @@ from ..geometry.transforms import invert_transform, transform_points
 from .lifting import LiftingParams, lift_detections
 from .perceptron import INPUT_NAMES, PIXEL_OUTPUT, PerceptronConfig, output_names
 from .perceptron_decode import DecodeParams, decode_boxes
-from .pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_regions
+from .pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_decode
 from .size_calibration import SizeCalibration
 
 RunGraph = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
@@ -125,10 +125,10 @@ class PerceptronPerceptor:
         if self.sizes is not None:
             boxes = self.sizes.apply(boxes, labels, self.class_names)
         detections = Detections3D(boxes, labels, scores, self.class_names, frame.world_frame)
-        regions = None
+        regions = pixel_labels = None
         if PIXEL_OUTPUT in out and self.pixels.classes:
-            regions = pixel_regions(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names, (frame.width, frame.height),
-                                    self.pixels)
+            pixel_labels, regions = pixel_decode(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names,
+                                                 (frame.width, frame.height), self.pixels)
             detections = _replace_classes(detections, lift_detections(frame, regions, self.lifting),
                                           [self.class_names.index(c) for c in self.pixels.classes])
         occ = np.asarray(out["occupancy"])[0].argmax(axis=0).astype(np.int16)  # (X, Y, Z)
@@ -140,7 +140,7 @@ class PerceptronPerceptor:
             occupancy=LocalOccupancy(occ, inputs.T_world_grid, self.config.voxel_size,
                                      tuple(self.config.occupancy_classes)),
             timings_s={"preprocess": t1 - t0, "network": t2 - t1, "decode": t3 - t2},
-            viewpoint=frame.T_world_camera[:3, 3].copy(),
+            viewpoint=frame.T_world_camera[:3, 3].copy(), pixel_labels=pixel_labels,
         )
 
 

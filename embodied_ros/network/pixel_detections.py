@@ -53,13 +53,23 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
 
 def pixel_regions(logits: np.ndarray, class_names: tuple[str, ...], frame_size: tuple[int, int],
                   params: PixelDecodeParams = PixelDecodeParams()) -> Detections2D:
-    """Connected regions of the chosen classes as 2D boxes in the frame's pixels.
+    """Connected regions of the chosen classes as 2D boxes in the frame's pixels (see pixel_decode)."""
+    return pixel_decode(logits, class_names, frame_size, params)[1]
+
+
+def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: tuple[int, int],
+                 params: PixelDecodeParams = PixelDecodeParams()) -> tuple[np.ndarray, Detections2D]:
+    """The chosen classes' pixels, and their connected regions as 2D boxes in the frame's pixels.
 
     Args:
         logits: (C + 1, h, w) pixel head logits of one view (last channel = other).
         class_names: the C object classes, in channel order.
         frame_size: (width, height) of the frame the head's input was resized from.
         params: classes and thresholds.
+
+    Returns:
+        (h, w) int16 labels (class index where a chosen class is the argmax with at least
+        ``min_probability``, else -1: FramePerception.pixel_labels) and the regions.
 
     Raises:
         ConfigError: a class in ``params.classes`` is not one of ``class_names``.
@@ -71,11 +81,13 @@ def pixel_regions(logits: np.ndarray, class_names: tuple[str, ...], frame_size: 
     best = probs.argmax(axis=0)
     h, w = best.shape
     sx, sy = frame_size[0] / w, frame_size[1] / h
+    chosen = np.full((h, w), -1, dtype=np.int16)
     boxes, labels, scores = [], [], []
     for name in params.classes:
         c = class_names.index(name)
-        mask = ((best == c) & (probs[c] >= params.min_probability)).astype(np.uint8)
-        n, regions, stats, _ = cv2.connectedComponentsWithStats(mask, connectivity=8)
+        mask = (best == c) & (probs[c] >= params.min_probability)
+        chosen[mask] = c
+        n, regions, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
         for k in range(1, n):
             x, y, bw, bh, area = (int(v) for v in stats[k])
             if area < params.min_pixels:
@@ -84,6 +96,6 @@ def pixel_regions(logits: np.ndarray, class_names: tuple[str, ...], frame_size: 
             labels.append(c)
             scores.append(float(probs[c][regions == k].mean()))
     if not boxes:
-        return Detections2D(np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0), class_names)
-    return Detections2D(np.array(boxes, dtype=np.float64), np.array(labels, dtype=np.int64),
-                        np.array(scores, dtype=np.float64), class_names)
+        return chosen, Detections2D(np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0), class_names)
+    return chosen, Detections2D(np.array(boxes, dtype=np.float64), np.array(labels, dtype=np.int64),
+                                np.array(scores, dtype=np.float64), class_names)
