@@ -7,7 +7,6 @@ signed distances from the voxel centre to the box's six faces measured along the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -116,7 +115,6 @@ def decode_boxes(
     coarse_centres: np.ndarray,
     T_world_grid: np.ndarray,
     params: DecodeParams = DecodeParams(),
-    skip_classes: Sequence[int] = (),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Dense head outputs (batch 1) -> world boxes, labels and scores.
 
@@ -128,8 +126,6 @@ def decode_boxes(
         coarse_centres: (X * Y * Z, 3) voxel centres in the grid frame (same order, z fastest).
         T_world_grid: (4, 4) pose of the grid frame in the world.
         params: thresholds.
-        skip_classes: class indices never decoded (another source answers for them, e.g. the
-            pixel head): exact-IoU NMS is most of the decoding time, and it grows with the classes.
 
     Returns:
         (M, 9) world boxes, (M,) labels, (M,) scores; best first.
@@ -140,8 +136,6 @@ def decode_boxes(
     scores_all = cls * ctr[:, None]
     if params.score == "geometric":
         scores_all = np.sqrt(scores_all)
-    if len(skip_classes):
-        scores_all[:, np.asarray(skip_classes, dtype=np.int64)] = -1.0  # below any threshold
     if params.multi_label:
         voxel, labels = np.nonzero(scores_all >= params.score_threshold)  # every (voxel, class) pair above it
         scores = scores_all[voxel, labels]

@@ -10,7 +10,6 @@ import cv2
 import numpy as np
 
 from ..detections import Detections3D, FramePerception, LocalOccupancy
-from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
@@ -114,10 +113,6 @@ class PerceptronPerceptor:
         self.name = name
         self.class_names = tuple(config.classes)
         self._coarse = config.box_voxel_centres().astype(np.float64)
-        unknown = [c for c in self.pixels.classes if c not in self.class_names]
-        if unknown:
-            raise ConfigError(f"pixel classes {unknown} are not among the network's classes {list(self.class_names)}")
-        self._pixel_classes = tuple(self.class_names.index(c) for c in self.pixels.classes)
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()
@@ -125,18 +120,17 @@ class PerceptronPerceptor:
         t1 = time.perf_counter()
         out = self.run_graph(inputs.as_dict())
         t2 = time.perf_counter()
-        lifted = PIXEL_OUTPUT in out and bool(self._pixel_classes)  # those classes come from the pixel head
         boxes, labels, scores = decode_boxes(out["box_cls"], out["box_ctr"], out["box_dist"], out["box_rot"],
-                                             self._coarse, inputs.T_world_grid, self.decode,
-                                             skip_classes=self._pixel_classes if lifted else ())
+                                             self._coarse, inputs.T_world_grid, self.decode)
         if self.sizes is not None:
             boxes = self.sizes.apply(boxes, labels, self.class_names)
         detections = Detections3D(boxes, labels, scores, self.class_names, frame.world_frame)
         regions = pixel_labels = None
-        if lifted:
+        if PIXEL_OUTPUT in out and self.pixels.classes:
             pixel_labels, regions = pixel_decode(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names,
                                                  (frame.width, frame.height), self.pixels)
-            detections = _merge(detections, lift_detections(frame, regions, self.lifting))
+            detections = _replace_classes(detections, lift_detections(frame, regions, self.lifting),
+                                          [self.class_names.index(c) for c in self.pixels.classes])
         occ = np.asarray(out["occupancy"])[0].argmax(axis=0).astype(np.int16)  # (X, Y, Z)
         occ[occ == self.config.empty_label] = -1
         t3 = time.perf_counter()
@@ -150,11 +144,12 @@ class PerceptronPerceptor:
         )
 
 
-def _merge(box_head: Detections3D, lifted: Detections3D) -> Detections3D:
-    """The box head's detections (which skipped the pixel classes), then the lifted ones of those."""
-    return Detections3D(np.concatenate([box_head.boxes, lifted.boxes.reshape(-1, 9)]),
-                        np.concatenate([box_head.labels, lifted.labels]).astype(np.int64),
-                        np.concatenate([box_head.scores, lifted.scores]), box_head.class_names, box_head.frame_id)
+def _replace_classes(boxes_head: Detections3D, lifted: Detections3D, classes: list[int]) -> Detections3D:
+    """The box head's detections of every class but ``classes``, and the lifted ones of those."""
+    kept = boxes_head.select(~np.isin(boxes_head.labels, classes))
+    return Detections3D(np.concatenate([kept.boxes, lifted.boxes.reshape(-1, 9)]),
+                        np.concatenate([kept.labels, lifted.labels]).astype(np.int64),
+                        np.concatenate([kept.scores, lifted.scores]), kept.class_names, kept.frame_id)
 
 
 def torch_runner(model: object) -> RunGraph:
