@@ -89,3 +89,5 @@ def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup() -> None:
     iou = box_iou_3d(det.boxes, scene.boxes[cups])
     assert iou.max() > 0.25, iou  # the lifted box lies on a true cup
     assert class_index("cup") == config.classes.index("cup")
+    with pytest.raises(ConfigError, match="mug"):  # a class the network does not have: said at construction
+        PerceptronPerceptor(lambda _: outputs, config, pixels=PixelDecodeParams(classes=("mug",)))

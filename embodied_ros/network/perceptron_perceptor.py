@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 
 from ..detections import Detections3D, FramePerception, LocalOccupancy
+from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
@@ -113,6 +114,9 @@ class PerceptronPerceptor:
         self.name = name
         self.class_names = tuple(config.classes)
         self._coarse = config.box_voxel_centres().astype(np.float64)
+        unknown = [c for c in self.pixels.classes if c not in self.class_names]
+        if unknown:
+            raise ConfigError(f"pixel classes {unknown} are not among the network's classes {list(self.class_names)}")
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()
@@ -145,7 +149,11 @@ class PerceptronPerceptor:
 
 
 def _replace_classes(boxes_head: Detections3D, lifted: Detections3D, classes: list[int]) -> Detections3D:
-    """The box head's detections of every class but ``classes``, and the lifted ones of those."""
+    """The box head's detections of every class but ``classes``, and the lifted ones of those.
+
+    The box head still decodes those classes (its NMS is most of the decoding time): skipping them
+    lets more of its low-scored boxes of other classes past ``DecodeParams.max_boxes``, which cost
+    accumulated mAP@0.25 0.661 -> 0.598 and grounding 0.431 -> 0.391 on seeds 10004..10011."""
     kept = boxes_head.select(~np.isin(boxes_head.labels, classes))
     return Detections3D(np.concatenate([kept.boxes, lifted.boxes.reshape(-1, 9)]),
                         np.concatenate([kept.labels, lifted.labels]).astype(np.int64),
