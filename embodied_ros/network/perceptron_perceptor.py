@@ -117,6 +117,7 @@ class PerceptronPerceptor:
         unknown = [c for c in self.pixels.classes if c not in self.class_names]
         if unknown:
             raise ConfigError(f"pixel classes {unknown} are not among the network's classes {list(self.class_names)}")
+        self._pixel_labels = [self.class_names.index(c) for c in self.pixels.classes]
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()
@@ -134,7 +135,7 @@ class PerceptronPerceptor:
             pixel_labels, regions = pixel_decode(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names,
                                                  (frame.width, frame.height), self.pixels)
             detections = _replace_classes(detections, lift_detections(frame, regions, self.lifting),
-                                          [self.class_names.index(c) for c in self.pixels.classes])
+                                          self._pixel_labels)
         occ = np.asarray(out["occupancy"])[0].argmax(axis=0).astype(np.int16)  # (X, Y, Z)
         occ[occ == self.config.empty_label] = -1
         t3 = time.perf_counter()

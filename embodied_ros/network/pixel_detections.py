@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import cv2
 import numpy as np
+from scipy.special import softmax
 
 from ..detections import Detections2D
 from ..errors import ConfigError
@@ -45,18 +46,6 @@ class PixelDecodeParams:
             raise ConfigError(f"pixel decode: min_pixels must be >= 1, got {self.min_pixels}")
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max(axis=0, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=0, keepdims=True)
-
-
-def pixel_regions(logits: np.ndarray, class_names: tuple[str, ...], frame_size: tuple[int, int],
-                  params: PixelDecodeParams = PixelDecodeParams()) -> Detections2D:
-    """Connected regions of the chosen classes as 2D boxes in the frame's pixels (see pixel_decode)."""
-    return pixel_decode(logits, class_names, frame_size, params)[1]
-
-
 def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: tuple[int, int],
                  params: PixelDecodeParams = PixelDecodeParams()) -> tuple[np.ndarray, Detections2D]:
     """The chosen classes' pixels, and their connected regions as 2D boxes in the frame's pixels.
@@ -77,7 +66,7 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
     unknown = [c for c in params.classes if c not in class_names]
     if unknown:
         raise ConfigError(f"pixel decode: classes {unknown} are not among the network's {list(class_names)}")
-    probs = _softmax(np.asarray(logits, dtype=np.float32))
+    probs = softmax(np.asarray(logits, dtype=np.float32), axis=0)
     best = probs.argmax(axis=0)
     h, w = best.shape
     sx, sy = frame_size[0] / w, frame_size[1] / h

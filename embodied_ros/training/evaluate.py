@@ -10,7 +10,7 @@ from ..geometry.grid import voxels_in_view
 from ..memory.occupancy import OccupancyMap
 from ..memory.scene_memory import SceneMemory
 from ..metrics.detection import BoxSet, DetectionMetrics, evaluate_detection
-from ..metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
+from ..metrics.occupancy import EMPTY_LABEL, OccupancyAccumulator, OccupancyMetrics
 from ..metrics.scene_bootstrap import Interval, scene_interval
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
@@ -178,17 +178,16 @@ def evaluate_pixel_head(model: object, config: TrainConfig) -> dict[str, float]:
     import torch
 
     n = config.model.num_classes
-    inter, union = np.zeros(n + 1), np.zeros(n + 1)
+    scores = OccupancyAccumulator(config.model.classes)  # the same per-class IoU, "other" as empty
     for seed in range(*config.data.val_seeds):
         scene = generate_scene(int(seed), scene_config(config.data))
         for i in frame_indices(len(scene), config.data.val_frames_per_scene):
             sample = scene_sample(scene, int(i), config.model, config.data)
             with torch.no_grad():
                 logits = model.pixel_logits(torch.from_numpy(sample.inputs.images))  # type: ignore[attr-defined]
-            pred = logits.argmax(dim=1).numpy().ravel()
-            truth = sample.pixel_labels.ravel()  # type: ignore[union-attr]
-            inter += np.bincount(truth[pred == truth], minlength=n + 1)
-            union += np.bincount(pred, minlength=n + 1) + np.bincount(truth, minlength=n + 1)
-    union -= inter
-    ious = {config.model.classes[c]: float(inter[c] / union[c]) for c in range(n) if union[c] > 0}
-    return {**ious, "mean": float(np.mean(list(ious.values()))) if ious else float("nan")}
+            pred = logits.argmax(dim=1).numpy().astype(np.int64)
+            truth = sample.pixel_labels.astype(np.int64)  # type: ignore[union-attr]
+            scores.add(np.where(pred == n, EMPTY_LABEL, pred), np.where(truth == n, EMPTY_LABEL, truth))
+    result = scores.result()
+    ious = {c: float(v) for c, v in zip(result.class_names, result.iou, strict=True) if v == v}
+    return {**ious, "mean": result.miou}
