@@ -191,6 +191,76 @@ def test_amodal_prior_grows_a_thin_box_away_from_the_camera():
     assert b[1] - 0.25 == pytest.approx(-0.25, abs=0.03)
 
 
+def test_view_prior_grows_only_the_axis_along_the_view():
+    # A book-like slab seen edge-on: 0.04 m across the view, 0.2 m deep along it. One view sees
+    # its near face only, so lifting finds both horizontal extents tiny.
+    truth = np.array([0.0, 0.0, 0.12, 0.04, 0.2, 0.24, 0.0, 0.0, 0.0])
+    T = _look_at(np.array([0.0, -1.5, 0.12]), truth[:3])  # looks along +y at the slab's -y face
+    frame = _render_frame(T, [truth])
+    dets = _dets([_project_box(T, truth)], [0])
+    b = lift_detections(frame, dets, LiftingParams(min_extent_along_view=(("box", 0.16),))).boxes[0]
+    extents = {round(float(np.hypot(*(_axis(b, k) * b[3 + k]))), 2): _axis(b, k) for k in (0, 1)}
+    along = max(extents, key=lambda e: abs(extents[e][1]))  # the extent of the axis closest to +y
+    across = min(extents, key=lambda e: abs(extents[e][1]))
+    assert along == pytest.approx(0.16, abs=0.005)  # grown to the prior
+    assert across < 0.08  # the axis across the view is what was seen: unchanged
+    assert b[1] - 0.08 == pytest.approx(-0.1, abs=0.03)  # grown away from the camera, near face kept
+
+
+def _axis(box: np.ndarray, k: int) -> np.ndarray:
+    """Unit horizontal direction of box axis k (0: dx, 1: dy)."""
+    c, s = math.cos(box[6]), math.sin(box[6])
+    return np.array([c, s]) if k == 0 else np.array([-s, c])
+
+
+def test_a_region_keeps_the_neighbour_out_of_the_box():
+    # Two boxes side by side on the floor; the 2D box of the left one also holds part of the
+    # right one, its region (the left one's pixels) does not.
+    left = np.array([-0.3, 0.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])
+    right = np.array([0.1, 0.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # touching: one cluster in depth
+    T = _look_at(np.array([-0.1, -2.5, 1.2]), np.array([-0.1, 0.0, 0.2]))
+    frame = _render_frame(T, [left, right])
+    x0, y0, x1, y1 = _project_box(T, left)
+    right_px = _project_box(T, right)
+    mid = 0.5 * (right_px[0] + right_px[2])  # halfway into the right box
+    dets = _dets([[x0, y0, mid, y1]], [0])
+    regions = np.full((H, W), -1, np.int32)
+    regions[int(y0):int(y1), int(x0):int(_project_box(T, left, margin=-2.0)[2])] = 0
+    # No widening to the 2D box here: it is wider than the region on purpose.
+    params = LiftingParams(region_classes=("box",), min_lateral_coverage=0.0)
+    boxed = lift_detections(frame, dets, LiftingParams(min_lateral_coverage=0.0)).boxes[0]
+    own = lift_detections(frame, dets, params, regions=regions[::4, ::4]).boxes[0]  # any resolution
+    assert boxed[3] > 0.7  # the box's points join the two objects
+    assert np.linalg.norm(own[:2] - left[:2]) < 0.05 and own[3] < 0.5
+    # A class not in region_classes ignores the region image; a bad image is an error.
+    assert lift_detections(frame, dets, LiftingParams(min_lateral_coverage=0.0), regions=regions).boxes[0][3] > 0.7
+    with pytest.raises(ValueError, match="regions"):
+        lift_detections(frame, dets, params, regions=regions[None])
+
+
+def test_a_floor_class_hidden_below_reaches_the_floor():
+    # A 1.1 m tall object behind a 0.6 m wall-like occluder: only its upper part is seen.
+    tall = np.array([0.0, 0.5, 0.55, 0.4, 0.4, 1.1, 0.0, 0.0, 0.0])
+    occluder = np.array([0.0, -0.2, 0.3, 1.2, 0.02, 0.6, 0.0, 0.0, 0.0])  # a thin panel: no top face to stand on
+    T = _look_at(np.array([0.0, -2.5, 1.0]), np.array([0.0, 0.5, 0.6]))
+    frame = _render_frame(T, [tall, occluder])
+    visible_top = tall.copy()
+    # The part seen over the panel: the sight line over its top edge meets the object at z ~0.51.
+    visible_top[2], visible_top[5] = 0.82, 0.56
+    box2d = _project_box(T, visible_top, margin=0.0)
+    dets = _dets([box2d], [0])
+    params = LiftingParams(floor_classes=("box",))
+    seen = lift_detections(frame, dets, params).boxes[0]  # floor unknown: the box bounds what was seen
+    assert seen[2] - 0.5 * seen[5] > 0.45
+    grown = lift_detections(frame, dets, params, floor_z=0.0).boxes[0]
+    assert grown[2] - 0.5 * grown[5] == pytest.approx(0.0, abs=1e-6)
+    assert grown[2] + 0.5 * grown[5] == pytest.approx(seen[2] + 0.5 * seen[5])  # top kept
+    # Without the occluder the floor below the object is seen: nothing is hidden, nothing grows.
+    open_view = _render_frame(T, [visible_top])
+    kept = lift_detections(open_view, dets, params, floor_z=0.0).boxes[0]
+    assert kept[2] - 0.5 * kept[5] > 0.45
+
+
 def test_empty_or_outside_depth_gives_no_detection_and_no_exception():
     frame = _render_frame(T_VIEW, [TRUE_BOX])
     box2d = _project_box(T_VIEW, TRUE_BOX)

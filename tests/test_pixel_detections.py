@@ -29,7 +29,7 @@ def test_each_connected_region_of_a_chosen_class_is_one_box_in_frame_pixels() ->
     labels[7:9, 14:16] = 1  # a second cup, apart
     labels[5, 10] = 1  # one stray pixel: below min_pixels
     labels[0:3, 15:19] = 2  # a book, not asked for
-    _, regions = pixel_decode(_logits(labels, 3), NAMES, (40, 20), PixelDecodeParams(classes=("cup",), min_pixels=2))
+    _, owner, regions = pixel_decode(_logits(labels, 3), NAMES, (40, 20), PixelDecodeParams(classes=("cup",), min_pixels=2))
     assert regions.labels.tolist() == [1, 1]
     order = np.argsort(regions.boxes_xyxy[:, 0])
     # Head pixel (u, v) covers frame pixels [2u, 2u + 2) x [2v, 2v + 2) (40 x 20 frame, 20 x 10 head).
@@ -41,8 +41,8 @@ def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() ->
     labels = np.full((6, 6), 3)
     labels[1:4, 1:4] = 1
     unsure = _logits(labels, 3, confidence=0.5)  # argmax cup, probability ~0.35
-    assert len(pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",)))[1]) == 0
-    assert len(pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",), min_probability=0.3))[1]) == 1
+    assert len(pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",))).detections) == 0
+    assert len(pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",), min_probability=0.3)).detections) == 1
     with pytest.raises(ConfigError, match="lamp"):
         pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("lamp",)))
     with pytest.raises(ConfigError, match="min_pixels"):

@@ -71,6 +71,23 @@ class LiftingParams:
     # faces, so a partly seen object looks thin; a box thinner than this is grown away from the
     # camera. Empty by default: the box then bounds what was observed.
     min_horizontal_size: tuple[tuple[str, float], ...] = ()
+    # Amodal prior along the view: (class name, minimum extent in m) of the horizontal box axis
+    # closest to the viewing direction, the one a single view cuts short (a book's spine hides
+    # its depth). Grown away from the camera like min_horizontal_size. Empty by default.
+    min_extent_along_view: tuple[tuple[str, float], ...] = ()
+    # Classes lifted from their own pixels when lift_detections is given a region image (the
+    # rest from their whole 2D box). Objects among clutter gain (a book's box holds the table
+    # around it); openings in a wall lose (their regions stop short of their frames).
+    region_classes: tuple[str, ...] = ()
+    # Classes that stand on the floor unless seen on something else: when no support was found
+    # under such an object and its image box ends on something nearer to the camera (or at the
+    # image's edge), its lower part is hidden, and the box is extended down to the floor
+    # (lift_detections' floor_z; a tall plant behind a chair shows only its leaves).
+    floor_classes: tuple[str, ...] = ()
+    # The hidden part: rows below the 2D box (this fraction of its height, at least 3) whose
+    # median depth lies at least occluder_margin metres nearer than the object's nearest point.
+    occluder_rows: float = 0.15
+    occluder_margin: float = 0.1
     # The object is at least as wide, across the view, as its 2D box at its nearest depth. A box
     # covering less than this fraction of that width (a screen returns almost no depth, so only
     # a sliver of its frame is lifted) is widened to it, centred on the 2D box's centre ray,
@@ -104,10 +121,12 @@ def colour_box_to_depth_px(box_xyxy: np.ndarray, K: np.ndarray, params: LiftingP
     return colour_to_depth_px(corners, K, params).reshape(b.shape)
 
 
-def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams) -> Detections3D:
+def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
+                    regions: np.ndarray | None = None, floor_z: float | None = None) -> Detections3D:
     """Lift each 2D detection to one gravity-aligned 3D box in the frame's world.
 
-    Per detection: sample the depth pixels of the box (mapped to depth pixels, see
+    Per detection: sample the depth pixels of the box (of its own region only, when ``regions``
+    is given) (mapped to depth pixels, see
     LiftingParams), unproject them with K, move them to the world with T_world_camera, voxel
     downsample, split into Euclidean clusters and keep the one with most points in the box's
     core; remove the support layer (floor, table top) at its bottom and cluster again; fit a
@@ -119,16 +138,26 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams) -
         frame: posed RGB-D frame; its world must be z-up (gravity) for the boxes to be upright.
         dets2d: image detections in colour pixels.
         params: lifting settings.
+        regions: optional (h, w) int image over the whole colour image, at any resolution
+            (scaled to the frame): the index of the detection each pixel belongs to, -1 for
+            none. A box also holds its surroundings (the table around a book lying at an angle,
+            the neighbours of a book on a shelf); its region holds only the object.
+        floor_z: the floor's height in the world, when known: objects of
+            ``params.floor_classes`` whose bottom is hidden are extended down to it.
 
     Returns:
         Detections3D in ``frame.world_frame`` with boxes (M, 9), M <= len(dets2d), each
         (x, y, z, dx, dy, dz, yaw, 0, 0) canonicalised (dx >= dy, yaw in [-pi/2, pi/2)).
     """
     names = tuple(dets2d.class_names)
+    region_classes = {_normalise(c) for c in params.region_classes}
     boxes, labels, scores = [], [], []
+    if regions is not None and regions.ndim != 2:
+        raise ValueError(f"lifting: regions must be an (h, w) image, got shape {regions.shape}")
     for i in range(len(dets2d)):
         label = int(dets2d.labels[i])
-        result = _lift_one(frame, dets2d.boxes_xyxy[i], names[label], params)
+        own = (regions, i) if regions is not None and _normalise(names[label]) in region_classes else None
+        result = _lift_one(frame, dets2d.boxes_xyxy[i], names[label], params, own, floor_z)
         if result is None:
             continue
         box, support = result
@@ -141,9 +170,11 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams) -
     return Detections3D(np.stack(boxes), np.array(labels), np.array(scores), names, frame.world_frame)
 
 
-def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingParams) -> tuple[np.ndarray, float] | None:
+def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingParams,
+              region: tuple[np.ndarray, int] | None = None,
+              floor_z: float | None = None) -> tuple[np.ndarray, float] | None:
     """One detection -> ((9,) world box, support fraction in [0, 1]) or None."""
-    sample = _sample_box_points(frame, box_xyxy, params)
+    sample = _sample_box_points(frame, box_xyxy, params, region)
     if sample is None:
         return None
     pts_world, in_core, n_sampled, spacing = sample
@@ -170,6 +201,8 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     box = _fit_upright_box(vox[members], params)
     if support_z is not None:
         box = _rest_on_support(box, support_z, params.voxel_size)
+    elif floor_z is not None and _normalise(name) in {_normalise(c) for c in params.floor_classes}:
+        box = _extend_to_hidden_floor(box, box_xyxy, frame, floor_z, params)
     box = _apply_amodal_prior(box, name, frame.T_world_camera[:3, 3], params)
     box = _widen_to_image_box(box, colour_box_to_depth_px(box_xyxy, frame.K, params), frame, params)
     ext = box[3:6]
@@ -180,9 +213,9 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
 
 
 def _sample_box_points(
-    frame: Frame, box_xyxy: np.ndarray, params: LiftingParams
+    frame: Frame, box_xyxy: np.ndarray, params: LiftingParams, region: tuple[np.ndarray, int] | None = None
 ) -> tuple[np.ndarray, np.ndarray, int, float] | None:
-    """Valid depth pixels of one box as world points.
+    """Valid depth pixels of one box (and of its region, if given: (region image, index)) as world points.
 
     Returns:
         (P, 3) world points, (P,) bool True for pixels in the box's core, number of sampled
@@ -202,6 +235,8 @@ def _sample_box_points(
     z = frame.depth[y0:y1:stride, x0:x1:stride].astype(np.float64)  # (len(vs), len(us))
     n_sampled = z.size
     valid = np.isfinite(z) & (z >= params.min_depth) & (z <= params.max_depth)
+    if region is not None:
+        valid &= _in_region(us, vs, region, frame, params)
     if valid.sum() < params.min_points:
         return None
     # The core: the shrunk box, in the same depth-pixel coordinates.
@@ -216,6 +251,20 @@ def _sample_box_points(
     in_core = core_u[uu] & core_v[vv]
     spacing = float(np.median(zc)) * stride / K[0, 0]
     return transform_points(frame.T_world_camera, pts_cam), in_core, n_sampled, spacing
+
+
+def _in_region(us: np.ndarray, vs: np.ndarray, region: tuple[np.ndarray, int], frame: Frame,
+               params: LiftingParams) -> np.ndarray:
+    """(len(vs), len(us)) bool: which depth pixels of the sampling grid lie in region ``index``."""
+    image, index = region
+    c = frame.K[:2, 2]
+    # Depth pixel -> colour pixel (the inverse of colour_to_depth_px) -> region image cell.
+    uc = c[0] + (us - params.depth_offset_px[0] - c[0]) / params.depth_scale
+    vc = c[1] + (vs - params.depth_offset_px[1] - c[1]) / params.depth_scale
+    h, w = image.shape
+    cols = np.clip((uc * w / frame.width).astype(np.int64), 0, w - 1)
+    rows = np.clip((vc * h / frame.height).astype(np.int64), 0, h - 1)
+    return image[np.ix_(rows, cols)] == index
 
 
 def _voxelize(points: np.ndarray, in_core: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -280,6 +329,32 @@ def _rest_on_support(box: np.ndarray, support_z: float, voxel_size: float) -> np
     top = box[2] + 0.5 * box[5]
     b = box.copy()
     b[2], b[5] = 0.5 * (top + support_z), top - support_z
+    return b
+
+
+def _extend_to_hidden_floor(box: np.ndarray, box_xyxy: np.ndarray, frame: Frame, floor_z: float,
+                            params: LiftingParams) -> np.ndarray:
+    """Extend the box down to the floor when what lies below it in the image hides its bottom."""
+    bottom, top = box[2] - 0.5 * box[5], box[2] + 0.5 * box[5]
+    if bottom - floor_z <= 2.0 * params.voxel_size or top - floor_z > params.max_extent:
+        return box
+    H, W = frame.depth.shape
+    d = colour_box_to_depth_px(box_xyxy, frame.K, params)
+    y0 = int(math.ceil(d[3]))
+    y1 = y0 + max(3, int(round(params.occluder_rows * (d[3] - d[1]))))
+    x0, x1 = int(max(math.floor(d[0]), 0)), int(min(math.ceil(d[2]), W))
+    R, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
+    near = float(((box_corners(box)[0] - t) @ R[:, 2]).min())  # nearest corner's depth along the optical axis
+    if y1 > H:  # the image ends below the object: its bottom is out of view
+        hidden = True
+    else:
+        strip = frame.depth[y0:y1, x0:x1]
+        strip = strip[np.isfinite(strip) & (strip >= params.min_depth) & (strip <= params.max_depth)]
+        hidden = len(strip) > 0 and float(np.median(strip)) < near - params.occluder_margin
+    if not hidden:
+        return box
+    b = box.copy()
+    b[2], b[5] = 0.5 * (top + floor_z), top - floor_z
     return b
 
 
@@ -352,17 +427,23 @@ def _widen_to_image_box(box: np.ndarray, box_px: np.ndarray, frame: Frame, param
 
 
 def _apply_amodal_prior(box: np.ndarray, name: str, cam_pos: np.ndarray, params: LiftingParams) -> np.ndarray:
-    """Grow a too-thin horizontal extent to the class minimum, on the side away from the camera."""
-    sizes = {_normalise(n): s for n, s in params.min_horizontal_size}
-    min_size = sizes.get(_normalise(name))
-    if min_size is None:
+    """Grow too-thin horizontal extents to the class minimums, on the side away from the camera."""
+    key = _normalise(name)
+    min_size = {_normalise(n): s for n, s in params.min_horizontal_size}.get(key)
+    min_along = {_normalise(n): s for n, s in params.min_extent_along_view}.get(key)
+    if min_size is None and min_along is None:
         return box
     b = box.copy()
     c, s = math.cos(b[6]), math.sin(b[6])
     away = b[:2] - cam_pos[:2]
-    for k, axis in ((3, np.array([c, s])), (4, np.array([-s, c]))):
-        if b[k] < min_size:
+    axes = ((3, np.array([c, s])), (4, np.array([-s, c])))
+    wanted = {k: min_size or 0.0 for k, _ in axes}
+    if min_along is not None:
+        k_view = max(axes, key=lambda ka: abs(float(ka[1] @ away)))[0]
+        wanted[k_view] = max(wanted[k_view], min_along)
+    for k, axis in axes:
+        if b[k] < wanted[k]:
             sign = 1.0 if float(axis @ away) >= 0 else -1.0
-            b[:2] += sign * axis * 0.5 * (min_size - b[k])
-            b[k] = min_size
+            b[:2] += sign * axis * 0.5 * (wanted[k] - b[k])
+            b[k] = wanted[k]
     return canonical_yaw_box(b)

@@ -121,7 +121,8 @@ class PerceptronPerceptor:
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()
-        inputs = graph_inputs(frame, self.config, floor_z=self.floor_z)
+        floor_z = estimate_floor_z(frame) if self.floor_z is None else self.floor_z
+        inputs = graph_inputs(frame, self.config, floor_z=floor_z)
         t1 = time.perf_counter()
         out = self.run_graph(inputs.as_dict())
         t2 = time.perf_counter()
@@ -132,10 +133,10 @@ class PerceptronPerceptor:
         detections = Detections3D(boxes, labels, scores, self.class_names, frame.world_frame)
         regions = pixel_labels = None
         if PIXEL_OUTPUT in out and self.pixels.classes:
-            pixel_labels, regions = pixel_decode(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names,
-                                                 (frame.width, frame.height), self.pixels)
-            detections = _replace_classes(detections, lift_detections(frame, regions, self.lifting),
-                                          self._pixel_labels)
+            pixel_labels, owner, regions = pixel_decode(np.asarray(out[PIXEL_OUTPUT])[0], self.class_names,
+                                                        (frame.width, frame.height), self.pixels)
+            lifted = lift_detections(frame, regions, self.lifting, regions=owner, floor_z=floor_z)
+            detections = _replace_classes(detections, lifted, self._pixel_labels)
         occ = np.asarray(out["occupancy"])[0].argmax(axis=0).astype(np.int16)  # (X, Y, Z)
         occ[occ == self.config.empty_label] = -1
         t3 = time.perf_counter()

@@ -10,6 +10,7 @@ lifting.lift_detections turns it into a gravity-aligned world box.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -24,9 +25,24 @@ from .lifting import LiftingParams
 # higher accumulated AP@0.25 lifted from pixels than from the box head (models/MODEL_CARD.md).
 PIXEL_CLASSES: tuple[str, ...] = ("cup", "bottle", "book", "plant", "lamp", "door", "window", "shelf")
 
-# Lifting of pixel regions: the region's mean probability is the score as it is (a region is the
-# object's own pixels, so how much of its box holds depth says little); otherwise lifting's defaults.
-PIXEL_LIFTING = LiftingParams(support_score_weight=0.0)
+# Lifting of pixel regions. Chosen on the tuning scenes (seeds 10004..10011; models/MODEL_CARD.md):
+# - the region's mean probability is the score as it is (a region is the object's own pixels, so
+#   how much of its box holds depth says little);
+# - one view sees an object's near side only, so its depth is cut short: horizontal extents grow
+#   to about the 10th percentile of the class's smaller horizontal extent in training scenes 0..39
+#   (lamps: accumulated AP@0.25 0.14 -> 0.50), a book's extent along the view to that of its
+#   larger one (it shows its spine);
+# - books lie among clutter (on a table at an angle, beside other books on a shelf): they are
+#   lifted from their own region's pixels, not their box's (openings in a wall lose that way);
+# - a plant standing behind furniture shows only its leaves: with nothing holding it up in view
+#   and its lower part hidden, it reaches down to the floor (plants 0.29 -> 0.40).
+PIXEL_LIFTING = LiftingParams(
+    support_score_weight=0.0,
+    min_horizontal_size=(("cup", 0.072), ("bottle", 0.064), ("plant", 0.155), ("lamp", 0.189)),
+    min_extent_along_view=(("book", 0.16),),
+    region_classes=("book",),
+    floor_classes=("plant",),
+)
 
 
 @dataclass(frozen=True)
@@ -46,8 +62,16 @@ class PixelDecodeParams:
             raise ConfigError(f"pixel decode: min_pixels must be >= 1, got {self.min_pixels}")
 
 
+class PixelDecoding(NamedTuple):
+    """What the pixel head says about one view, at the head's resolution (h, w) and in frame pixels."""
+
+    labels: np.ndarray  # (h, w) int16: class index where a chosen class won, else -1
+    regions: np.ndarray  # (h, w) int32: index of the detection each pixel belongs to, else -1
+    detections: Detections2D  # one per region: its bounding box in frame pixels, mean probability
+
+
 def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: tuple[int, int],
-                 params: PixelDecodeParams = PixelDecodeParams()) -> tuple[np.ndarray, Detections2D]:
+                 params: PixelDecodeParams = PixelDecodeParams()) -> PixelDecoding:
     """The chosen classes' pixels, and their connected regions as 2D boxes in the frame's pixels.
 
     Args:
@@ -57,8 +81,9 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
         params: classes and thresholds.
 
     Returns:
-        (h, w) int16 labels (class index where a chosen class is the argmax with at least
-        ``min_probability``, else -1: FramePerception.pixel_labels) and the regions.
+        The labels (a pixel has a chosen class when it is the argmax with at least
+        ``min_probability``: FramePerception.pixel_labels), the region image (for
+        lifting.lift_detections) and the regions' boxes.
 
     Raises:
         ConfigError: a class in ``params.classes`` is not one of ``class_names``.
@@ -71,6 +96,7 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
     h, w = best.shape
     sx, sy = frame_size[0] / w, frame_size[1] / h
     chosen = np.full((h, w), -1, dtype=np.int16)
+    owner = np.full((h, w), -1, dtype=np.int32)
     boxes, labels, scores = [], [], []
     for name in params.classes:
         c = class_names.index(name)
@@ -81,10 +107,11 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
             x, y, bw, bh, area = (int(v) for v in stats[k])
             if area < params.min_pixels:
                 continue
+            owner[regions == k] = len(boxes)
             boxes.append([x * sx, y * sy, (x + bw) * sx, (y + bh) * sy])
             labels.append(c)
             scores.append(float(probs[c][regions == k].mean()))
     if not boxes:
-        return chosen, Detections2D(np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0), class_names)
-    return chosen, Detections2D(np.array(boxes, dtype=np.float64), np.array(labels, dtype=np.int64),
-                                np.array(scores, dtype=np.float64), class_names)
+        return PixelDecoding(chosen, owner, Detections2D(np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0), class_names))
+    return PixelDecoding(chosen, owner, Detections2D(np.array(boxes, dtype=np.float64), np.array(labels, dtype=np.int64),
+                                                     np.array(scores, dtype=np.float64), class_names))
