@@ -29,12 +29,20 @@ def test_each_connected_region_of_a_chosen_class_is_one_box_in_frame_pixels() ->
     labels[7:9, 14:16] = 1  # a second cup, apart
     labels[5, 10] = 1  # one stray pixel: below min_pixels
     labels[0:3, 15:19] = 2  # a book, not asked for
-    _, owner, regions = pixel_decode(_logits(labels, 3), NAMES, (40, 20), PixelDecodeParams(classes=("cup",), min_pixels=2))
+    decoded = pixel_decode(_logits(labels, 3), NAMES, (40, 20), PixelDecodeParams(classes=("cup",), min_pixels=2))
+    regions = decoded.detections
     assert regions.labels.tolist() == [1, 1]
     order = np.argsort(regions.boxes_xyxy[:, 0])
     # Head pixel (u, v) covers frame pixels [2u, 2u + 2) x [2v, 2v + 2) (40 x 20 frame, 20 x 10 head).
     np.testing.assert_allclose(regions.boxes_xyxy[order], [[6, 4, 12, 8], [28, 14, 32, 18]])
     assert np.all(regions.scores > 0.99)  # confident logits: mean probability near 1
+    # The region image names each region's own pixels (for lifting), nothing else.
+    owner = decoded.regions
+    assert owner.shape == labels.shape and sorted(np.unique(owner).tolist()) == [-1, 0, 1]
+    assert (owner[2:4, 3:6] == owner[2, 3]).all() and (owner[7:9, 14:16] == owner[7, 14]).all()
+    assert owner[2, 3] != owner[7, 14] and np.count_nonzero(owner >= 0) == 10
+    assert owner[5, 10] == -1 and (owner[0:3, 15:19] == -1).all()  # too small; not asked for
+    assert (decoded.labels[owner >= 0] == 1).all() and decoded.labels[5, 10] == 1  # labels keep the stray
 
 
 def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() -> None:
@@ -42,7 +50,8 @@ def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() ->
     labels[1:4, 1:4] = 1
     unsure = _logits(labels, 3, confidence=0.5)  # argmax cup, probability ~0.35
     assert len(pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",))).detections) == 0
-    assert len(pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("cup",), min_probability=0.3)).detections) == 1
+    sure_enough = PixelDecodeParams(classes=("cup",), min_probability=0.3)
+    assert len(pixel_decode(unsure, NAMES, (6, 6), sure_enough).detections) == 1
     with pytest.raises(ConfigError, match="lamp"):
         pixel_decode(unsure, NAMES, (6, 6), PixelDecodeParams(classes=("lamp",)))
     with pytest.raises(ConfigError, match="min_pixels"):

@@ -111,7 +111,6 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
             boxes.append([x * sx, y * sy, (x + bw) * sx, (y + bh) * sy])
             labels.append(c)
             scores.append(float(probs[c][regions == k].mean()))
-    if not boxes:
-        return PixelDecoding(chosen, owner, Detections2D(np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0), class_names))
-    return PixelDecoding(chosen, owner, Detections2D(np.array(boxes, dtype=np.float64), np.array(labels, dtype=np.int64),
-                                                     np.array(scores, dtype=np.float64), class_names))
+    dets = Detections2D(np.array(boxes, dtype=np.float64).reshape(-1, 4), np.array(labels, dtype=np.int64),
+                        np.array(scores, dtype=np.float64), class_names)
+    return PixelDecoding(chosen, owner, dets)
