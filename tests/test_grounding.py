@@ -118,12 +118,18 @@ def test_without_encoder_the_message_says_so(table_only: Grounder) -> None:
     assert not r.success and "unknown target" in r.message and "synonym table only" in r.message
 
 
-def test_objects_seen_once_are_ignored() -> None:
-    g = Grounder(load_encoder=False)
-    r = g.ground("the cup", snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1])], n_obs=1))
+def test_objects_seen_once_are_a_fallback_or_ignored() -> None:
+    once = snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1])], n_obs=1)
+    assert Grounder(load_encoder=False).ground("the cup", once).success  # the only cup: still the answer
+    r = Grounder(load_encoder=False, unconfirmed_weight=0.0).ground("the cup", once)
     assert not r.success and "seen often enough" in r.message
-    assert Grounder(load_encoder=False, min_observations=1).ground(
-        "the cup", snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1])], n_obs=1)).success
+    assert Grounder(load_encoder=False, min_observations=1, unconfirmed_weight=0.0).ground("the cup", once).success
+    # A cup seen twice beats a better-scored cup seen once.
+    two = snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1]), ("cup", [2, 0, 0, 0.1, 0.1, 0.1])], scores=[0.3, 0.95],
+                   n_obs=[2, 1])
+    assert Grounder(load_encoder=False).ground("the cup", two).best.object.id == 0
+    with pytest.raises(ValueError, match="unconfirmed_weight"):
+        Grounder(load_encoder=False, unconfirmed_weight=1.5)
 
 
 def test_parser_grammar() -> None:
