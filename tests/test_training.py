@@ -64,6 +64,17 @@ def test_config_round_trip_and_errors(tiny: Path, tmp_path: Path) -> None:
         load_config(tmp_path / "broken.yaml")
 
 
+def test_the_shipped_stages_configs_load() -> None:
+    """Every config the README and the model card name parses, and the pixel stages train the pixel head alone."""
+    configs = sorted((Path(__file__).parents[1] / "config").glob("train_*.yaml"))
+    assert len(configs) >= 3
+    for path in configs:
+        config = load_config(path)
+        if "pixels" in path.name:
+            assert config.model.pixel_head and tuple(config.optim.train_only) == ("perceptron.pixel_head",), path
+            assert config.init_weights, path
+
+
 def test_train_evaluate_and_resume(tiny: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = train(load_config(tiny), out, progress=False)
