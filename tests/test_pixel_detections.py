@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from embodied_ros.errors import ConfigError
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.network.perceptron import PerceptronConfig
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor
-from embodied_ros.network.pixel_detections import PixelDecodeParams, pixel_decode
+from embodied_ros.network.pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_decode
 from embodied_ros.synthetic.classes import class_index
 from embodied_ros.synthetic.scene import generate_scene
 
@@ -58,8 +60,10 @@ def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() ->
         PixelDecodeParams(min_pixels=0)
 
 
-def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup() -> None:
-    """Pixel logits made from a real render's class map (an ideal pixel head) give world cup boxes on the cups."""
+@pytest.mark.parametrize("from_region", [False, True])
+def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup(from_region: bool) -> None:
+    """Pixel logits made from a real render's class map (an ideal pixel head) give world cup boxes on the
+    cups, lifted from the regions' boxes or from the regions' own pixels."""
     config = PerceptronConfig(image_size=240, box_stride=1, feature_stride=4, pixel_head=True)
     scene = generate_scene(3)
     cups = np.flatnonzero(scene.labels == config.classes.index("cup"))
@@ -86,8 +90,9 @@ def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup() -> None:
         "features": np.zeros((1, config.box_channels, x, y, z), np.float32),
         "pixel_cls": _logits(head, n)[None],
     }
+    lifting = dataclasses.replace(PIXEL_LIFTING, region_classes=("cup",) if from_region else ())
     perceptor = PerceptronPerceptor(lambda _: outputs, config, floor_z=0.0,
-                                    pixels=PixelDecodeParams(classes=("cup",)))
+                                    pixels=PixelDecodeParams(classes=("cup",)), lifting=lifting)
     result = perceptor.perceive(rendered.frame)
     det = result.detections
     assert len(det) and set(det.names) == {"cup"}  # only the pixel class, lifted
