@@ -281,7 +281,8 @@ def test_empty_or_outside_depth_gives_no_detection_and_no_exception():
 
 @pytest.mark.parametrize(
     "bad",
-    [{"shrink": 1.0}, {"depth_scale": 0.0}, {"min_depth": 3.0, "max_depth": 2.0}, {"trim_percentiles": (50, 40)}],
+    [{"shrink": 1.0}, {"depth_scale": 0.0}, {"min_depth": 3.0, "max_depth": 2.0}, {"trim_percentiles": (50, 40)},
+     {"occluder_margin": -0.1}],
 )
 def test_lifting_params_reject_values_that_cannot_work(bad):
     with pytest.raises(ConfigError, match="lifting"):

@@ -106,6 +106,9 @@ class LiftingParams:
             raise ConfigError(f"lifting: trim_percentiles must satisfy 0 <= low < high <= 100, got {lo}, {hi}")
         if self.min_points < 3 or self.max_pixels < self.min_points:
             raise ConfigError("lifting: need 3 <= min_points <= max_pixels")
+        if self.occluder_rows < 0 or self.occluder_margin < 0:
+            raise ConfigError(f"lifting: occluder_rows and occluder_margin must be >= 0, got "
+                              f"{self.occluder_rows}, {self.occluder_margin}")
 
 
 def colour_to_depth_px(uv: np.ndarray, K: np.ndarray, params: LiftingParams) -> np.ndarray:
@@ -125,14 +128,15 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
                     regions: np.ndarray | None = None, floor_z: float | None = None) -> Detections3D:
     """Lift each 2D detection to one gravity-aligned 3D box in the frame's world.
 
-    Per detection: sample the depth pixels of the box (of its own region only, when ``regions``
-    is given) (mapped to depth pixels, see
-    LiftingParams), unproject them with K, move them to the world with T_world_camera, voxel
-    downsample, split into Euclidean clusters and keep the one with most points in the box's
-    core; remove the support layer (floor, table top) at its bottom and cluster again; fit a
-    box: yaw from the minimum-area rectangle of the cluster on the floor plane, extents from
-    percentiles, bottom extended to the support it stood on. Detections that find too little
-    depth, or give implausible sizes, are dropped (never an exception).
+    Per detection: sample the depth pixels of the box (mapped to depth pixels, see
+    LiftingParams; only its own region's, when ``regions`` is given), unproject them with K,
+    move them to the world with T_world_camera, voxel downsample, split into Euclidean clusters
+    and keep the one with most points in the box's core; remove the support layer (floor, table
+    top) at its bottom and cluster again; fit a box: yaw from the minimum-area rectangle of the
+    cluster on the floor plane, extents from percentiles, bottom extended to the support it
+    stood on (or to a hidden floor, see LiftingParams.floor_classes); then the amodal priors.
+    Detections that find too little depth, or give implausible sizes, are dropped (never an
+    exception).
 
     Args:
         frame: posed RGB-D frame; its world must be z-up (gravity) for the boxes to be upright.
