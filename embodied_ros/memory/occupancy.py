@@ -200,11 +200,9 @@ class OccupancyMap:
         z = depth[v, u].astype(np.float64)
         hit = z <= max_range
         z = np.minimum(z, max_range)
-        # Back-projection and rotation written out per axis: (R, 3) @ (3, 3) products go through
-        # BLAS, whose threads cost more than the arithmetic at this size.
-        Ki = np.linalg.inv(frame.K)
-        us, vs_ = u * float(stride), v * float(stride)
-        cam = [(Ki[i, 0] * us + Ki[i, 1] * vs_ + Ki[i, 2]) * z for i in range(3)]  # camera-frame endpoint
+        # Rotation written out per axis: (R, 3) @ (3, 3) products go through BLAS, whose threads
+        # cost more than the arithmetic at this size.
+        cam = _backproject(frame.K, u * float(stride), v * float(stride), z)  # camera-frame endpoint
         R_wc, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
         inv_vs = 1.0 / self.voxel_size
         origin = t * inv_vs  # voxel units
@@ -345,8 +343,7 @@ class OccupancyMap:
         if not ok.any():
             return 0
         u, v, z, cls = u[ok], v[ok], z[ok], labels[rows[ok], cols[ok]].astype(np.int64)
-        Ki = np.linalg.inv(frame.K)
-        cam = np.stack([(Ki[i, 0] * u + Ki[i, 1] * v + Ki[i, 2]) * z for i in range(3)], axis=1)
+        cam = np.stack(_backproject(frame.K, u, v, z), axis=1)
         vox = np.floor(_transform(frame.T_world_camera, cam) / self.voxel_size).astype(np.int64)
         keys = np.unique(np.concatenate([vox, cls[:, None]], axis=1), axis=0)  # one vote per (voxel, class)
         keys = keys[np.all((keys[:, :3] >= -MAX_VOXEL_COORD) & (keys[:, :3] < MAX_VOXEL_COORD), axis=1)]
@@ -522,6 +519,12 @@ class OccupancyMap:
         flip = left < 0
         label[other[flip]] = c_other[flip]
         weight[other] = np.abs(left)
+
+
+def _backproject(K: np.ndarray, u: np.ndarray, v: np.ndarray, z: np.ndarray) -> list[np.ndarray]:
+    """Camera-frame x, y, z of pixels (u, v) at depth z, written out per axis (no BLAS call)."""
+    Ki = np.linalg.inv(K)
+    return [(Ki[i, 0] * u + Ki[i, 1] * v + Ki[i, 2]) * z for i in range(3)]
 
 
 def _transform(T: np.ndarray, points: np.ndarray) -> np.ndarray:

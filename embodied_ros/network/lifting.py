@@ -154,13 +154,12 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
         (x, y, z, dx, dy, dz, yaw, 0, 0) canonicalised (dx >= dy, yaw in [-pi/2, pi/2)).
     """
     names = tuple(dets2d.class_names)
-    region_classes = {_normalise(c) for c in params.region_classes}
     boxes, labels, scores = [], [], []
     if regions is not None and regions.ndim != 2:
         raise ValueError(f"lifting: regions must be an (h, w) image, got shape {regions.shape}")
     for i in range(len(dets2d)):
         label = int(dets2d.labels[i])
-        own = (regions, i) if regions is not None and _normalise(names[label]) in region_classes else None
+        own = (regions, i) if regions is not None and _listed(names[label], params.region_classes) else None
         result = _lift_one(frame, dets2d.boxes_xyxy[i], names[label], params, own, floor_z)
         if result is None:
             continue
@@ -205,7 +204,7 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     box = _fit_upright_box(vox[members], params)
     if support_z is not None:
         box = _rest_on_support(box, support_z, params.voxel_size)
-    elif floor_z is not None and _normalise(name) in {_normalise(c) for c in params.floor_classes}:
+    elif floor_z is not None and _listed(name, params.floor_classes):
         box = _extend_to_hidden_floor(box, box_xyxy, frame, floor_z, params)
     box = _apply_amodal_prior(box, name, frame.T_world_camera[:3, 3], params)
     box = _widen_to_image_box(box, colour_box_to_depth_px(box_xyxy, frame.K, params), frame, params)
@@ -310,7 +309,7 @@ def _remove_support(vox: np.ndarray, name: str, params: LiftingParams) -> np.nda
     if band < params.support_fraction * n or band < params.support_density * rest_mean:
         return keep
     cut = layer <= bottom + 1
-    if _normalise(name) in {_normalise(c) for c in params.surface_classes}:
+    if _listed(name, params.surface_classes):
         # Keep the bottom layer of a table unless a denser layer (its top) stands well above it.
         lift = int(round(params.support_class_min_height / params.voxel_size))
         upper = pair[bottom + lift :] if bottom + lift < len(pair) else np.zeros(0)
@@ -360,6 +359,12 @@ def _extend_to_hidden_floor(box: np.ndarray, box_xyxy: np.ndarray, frame: Frame,
     b = box.copy()
     b[2], b[5] = 0.5 * (top + floor_z), top - floor_z
     return b
+
+
+def _listed(name: str, classes: tuple[str, ...]) -> bool:
+    """Whether a class name is among ``classes``, ignoring case and spaces ("Dining Table")."""
+    key = _normalise(name)
+    return any(_normalise(c) == key for c in classes)
 
 
 def _normalise(name: str) -> str:

@@ -10,14 +10,13 @@ import cv2
 import numpy as np
 
 from ..detections import Detections3D, FramePerception, LocalOccupancy
-from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
 from .lifting import LiftingParams, lift_detections
 from .perceptron import INPUT_NAMES, PIXEL_OUTPUT, PerceptronConfig, output_names
 from .perceptron_decode import DecodeParams, decode_boxes
-from .pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_decode
+from .pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_class_indices, pixel_decode
 from .size_calibration import SizeCalibration
 
 RunGraph = Callable[[Mapping[str, np.ndarray]], Mapping[str, np.ndarray]]
@@ -114,10 +113,7 @@ class PerceptronPerceptor:
         self.name = name
         self.class_names = tuple(config.classes)
         self._coarse = config.box_voxel_centres().astype(np.float64)
-        unknown = [c for c in self.pixels.classes if c not in self.class_names]
-        if unknown:
-            raise ConfigError(f"pixel classes {unknown} are not among the network's classes {list(self.class_names)}")
-        self._pixel_labels = [self.class_names.index(c) for c in self.pixels.classes]
+        self._pixel_labels = pixel_class_indices(self.pixels.classes, self.class_names)
 
     def perceive(self, frame: Frame) -> FramePerception:
         t0 = time.perf_counter()

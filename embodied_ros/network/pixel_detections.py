@@ -62,6 +62,18 @@ class PixelDecodeParams:
             raise ConfigError(f"pixel decode: min_pixels must be >= 1, got {self.min_pixels}")
 
 
+def pixel_class_indices(classes: tuple[str, ...], class_names: tuple[str, ...]) -> list[int]:
+    """The channel index of each pixel class.
+
+    Raises:
+        ConfigError: a class is not one of the network's ``class_names``.
+    """
+    unknown = [c for c in classes if c not in class_names]
+    if unknown:
+        raise ConfigError(f"pixel classes {unknown} are not among the network's classes {list(class_names)}")
+    return [class_names.index(c) for c in classes]
+
+
 class PixelDecoding(NamedTuple):
     """What the pixel head says about one view, at the head's resolution (h, w) and in frame pixels."""
 
@@ -88,9 +100,7 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
     Raises:
         ConfigError: a class in ``params.classes`` is not one of ``class_names``.
     """
-    unknown = [c for c in params.classes if c not in class_names]
-    if unknown:
-        raise ConfigError(f"pixel decode: classes {unknown} are not among the network's {list(class_names)}")
+    indices = pixel_class_indices(params.classes, class_names)
     probs = softmax(np.asarray(logits, dtype=np.float32), axis=0)
     best = probs.argmax(axis=0)
     h, w = best.shape
@@ -98,8 +108,7 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
     chosen = np.full((h, w), -1, dtype=np.int16)
     owner = np.full((h, w), -1, dtype=np.int32)
     boxes, labels, scores = [], [], []
-    for name in params.classes:
-        c = class_names.index(name)
+    for c in indices:
         mask = (best == c) & (probs[c] >= params.min_probability)
         chosen[mask] = c
         n, regions, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
@@ -107,10 +116,11 @@ def pixel_decode(logits: np.ndarray, class_names: tuple[str, ...], frame_size: t
             x, y, bw, bh, area = (int(v) for v in stats[k])
             if area < params.min_pixels:
                 continue
-            owner[regions == k] = len(boxes)
+            region = regions == k
+            owner[region] = len(boxes)
             boxes.append([x * sx, y * sy, (x + bw) * sx, (y + bh) * sy])
             labels.append(c)
-            scores.append(float(probs[c][regions == k].mean()))
+            scores.append(float(probs[c][region].mean()))
     dets = Detections2D(np.array(boxes, dtype=np.float64).reshape(-1, 4), np.array(labels, dtype=np.int64),
                         np.array(scores, dtype=np.float64), class_names)
     return PixelDecoding(chosen, owner, dets)
