@@ -132,6 +132,32 @@ def test_objects_seen_once_are_a_fallback_or_ignored() -> None:
         Grounder(load_encoder=False, unconfirmed_weight=1.5)
 
 
+def test_a_confident_object_beats_a_weak_one_that_fits_a_little_better() -> None:
+    # A weak detection (a false positive, usually) just nearer the monitor than a confident cup.
+    scene = snapshot([("monitor", [0, 0, 0.9, 0.5, 0.1, 0.3]), ("cup", [0.6, 0, 0.8, 0.1, 0.1, 0.1]),
+                      ("cup", [0.45, 0, 0.8, 0.1, 0.1, 0.1])], scores=[0.9, 0.9, 0.15])
+    assert Grounder(load_encoder=False).ground("the cup next to the monitor", scene).best.object.id == 1
+    ignore_scores = Grounder(load_encoder=False, score_floor=1.0)
+    assert ignore_scores.ground("the cup next to the monitor", scene).best.object.id == 2
+    with pytest.raises(ValueError, match="score_floor"):
+        Grounder(load_encoder=False, score_floor=-0.1)
+
+
+def test_closest_and_farthest_rank_targets_per_anchor() -> None:
+    # A confident door with a cup 1 m away; a weak second "door" (a false positive) 0.1 m from another cup.
+    scene = snapshot([("door", [0, 0, 1, 0.9, 0.1, 2]), ("cup", [1, 0, 0.8, 0.1, 0.1, 0.1]),
+                      ("cup", [0, 2.5, 0.8, 0.1, 0.1, 0.1]), ("door", [0.1, 2.5, 1, 0.9, 0.1, 2])],
+                     scores=[0.9, 0.8, 0.8, 0.1])
+    g = SceneGeometry.from_boxes(scene.boxes)
+    closest = pair_scores(Relation.CLOSEST, g, np.array([1, 2]), np.array([0, 3]))
+    assert closest[0, 0] == pytest.approx(1.0) and closest[1, 1] == pytest.approx(1.0)  # one winner per door
+    farthest = pair_scores(Relation.FARTHEST, g, np.array([1, 2]), np.array([0, 3]))
+    assert farthest[1, 0] == pytest.approx(1.0) and farthest[0, 1] == pytest.approx(1.0)
+    # The confident door decides, not the weak door's closer pair.
+    r = Grounder(load_encoder=False).ground("the cup closest to the door", scene)
+    assert r.best.object.id == 1 and "door #0" in r.message, r.message
+
+
 def test_parser_grammar() -> None:
     p = parse_phrase("Find the largest white chair that is near the table, and on the left of the sofa "
                      "and between the lamp and the bed.")
