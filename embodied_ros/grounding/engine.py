@@ -69,7 +69,7 @@ class _SceneCache:
     geometry: SceneGeometry
     labels: tuple[str, ...]  # distinct class names
     codes: np.ndarray  # (N,) index into labels
-    prior: np.ndarray  # (N,) score_floor + (1 - score_floor) * detection score; times unconfirmed_weight when seen too few times
+    prior: np.ndarray  # (N,) score_floor + (1 - score_floor) * score; times unconfirmed_weight if seen too rarely
 
 
 def _refuse(phrase: object) -> str | None:
