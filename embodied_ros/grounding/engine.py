@@ -33,6 +33,7 @@ from .phrases import (
 )
 from .relations import SceneGeometry, between_scores, pair_scores, satisfied_threshold
 from .results import GroundedObject, GroundingResult
+from .room_frame import ROOM_FACING_CLASSES, face_the_room
 from .text_encoder import TextEncoder
 from .vocabulary import KNOWN_LABELS, LabelMatcher
 
@@ -60,6 +61,9 @@ class GrounderConfig:
     # what tells them apart. 0.25 (with min_score 0.03) raised Acc@0.25 0.481 -> 0.544 on tuning
     # seeds 10004..10011 over 0.75 (0.1..0.5 alike); 1 ignores the score.
     score_floor: float = 0.25
+    # Classes whose front the relations read from the room (on its axes, facing its interior;
+    # room_frame.py) instead of the memory's views; () keeps the memory's fronts.
+    room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES
 
 
 @dataclass(frozen=True)
@@ -111,14 +115,15 @@ class Grounder:
         encoder: the text encoder; None loads the packaged one (when ``load_encoder``), and when
             that fails, labels are matched by the synonym table alone and every answer says so.
         min_label_similarity, max_alternatives, max_anchors, min_score, load_encoder, min_observations,
-            max_between_anchors, head_weight, unconfirmed_weight, score_floor: see
+            max_between_anchors, head_weight, unconfirmed_weight, score_floor, room_facing_classes: see
             :class:`GrounderConfig`.
     """
 
     def __init__(self, encoder: TextEncoder | None = None, *, min_label_similarity: float = 0.66,
                  max_alternatives: int = 5, max_anchors: int = 48, min_score: float = 0.03,
                  load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
-                 head_weight: float = 1.0, unconfirmed_weight: float = 0.4, score_floor: float = 0.25) -> None:
+                 head_weight: float = 1.0, unconfirmed_weight: float = 0.4, score_floor: float = 0.25,
+                 room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES) -> None:
         for name, value in (("unconfirmed_weight", unconfirmed_weight), ("score_floor", score_floor)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
@@ -126,7 +131,7 @@ class Grounder:
             min_label_similarity=min_label_similarity, max_alternatives=max_alternatives, max_anchors=max_anchors,
             max_between_anchors=max_between_anchors, min_score=min_score, load_encoder=load_encoder,
             min_observations=min_observations, head_weight=head_weight, unconfirmed_weight=unconfirmed_weight,
-            score_floor=score_floor)
+            score_floor=score_floor, room_facing_classes=tuple(room_facing_classes))
         self.encoder_error = ""
         if encoder is None and load_encoder:
             try:
@@ -149,7 +154,7 @@ class Grounder:
                    min_score=config.min_score, load_encoder=config.load_encoder,
                    min_observations=config.min_observations, max_between_anchors=config.max_between_anchors,
                    head_weight=config.head_weight, unconfirmed_weight=config.unconfirmed_weight,
-                   score_floor=config.score_floor)
+                   score_floor=config.score_floor, room_facing_classes=config.room_facing_classes)
 
     # -- caches -----------------------------------------------------------------------------------
 
@@ -171,7 +176,10 @@ class Grounder:
             hit = self._scenes.get(snapshot)
         if hit is None:
             labels, codes = np.unique(np.array(snapshot.class_names, dtype=str), return_inverse=True)
-            hit = _SceneCache(SceneGeometry.from_boxes(snapshot.boxes), tuple(str(x) for x in labels),
+            boxes = snapshot.boxes
+            if self.config.room_facing_classes:
+                boxes = face_the_room(boxes, snapshot.class_names, snapshot.scores, self.config.room_facing_classes)
+            hit = _SceneCache(SceneGeometry.from_boxes(boxes), tuple(str(x) for x in labels),
                               codes.reshape(-1), self._prior(snapshot))
             with self._lock:
                 self._scenes[snapshot] = hit

@@ -29,7 +29,8 @@ Conventions:
   Embodied Perceptron's box loss ignores box symmetries; the lifted COCO detector's yaw comes
   from the footprint's minimum-area rectangle), so the scene memory turns each object's front
   towards where it was seen from (``MemoryConfig.front_from_views``); chairs at a table, seen
-  from behind, get it wrong.
+  from behind, get it wrong. For objects that stand against walls the grounder reads the front
+  from the room instead (``room_frame.py``: on the room's axes, facing its interior).
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
   (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
   the segment's length (half score at min(0.6 m, 0.35 x length) off the line).
@@ -63,7 +64,7 @@ FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B'
 # "closest"/"farthest": score e^-1 for a candidate this much farther (nearer) than the anchor's
 # closest (farthest) one; metres of sensor error and a detection's confidence outweigh a small lead.
 # Per-anchor ranking with 1.0 raised grounding Acc@0.25 0.544 -> 0.616 on tuning seeds 10004..10011.
-COMPARATIVE_SCALE_M = 1.0
+COMPARATIVE_SCALE_M = 2.0
 ALLO_SCALE_M = 1.5  # "in front of" etc.: decay with the footprint gap
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .text_encoder import TextEncoder
 
-__all__ = ["KNOWN_LABELS", "LabelMatcher", "label_texts", "english_words"]
+__all__ = ["KNOWN_LABELS", "LabelMatcher", "canonical_label", "english_words", "label_texts"]
 
 # Groups of words naming the same kind of thing; a label in a group gets all of the group's words.
 _SYNONYMS: tuple[tuple[str, ...], ...] = (
@@ -80,6 +80,13 @@ def label_texts(label: str) -> tuple[str, ...]:
     spelt = _spelt(label)
     group = _WORD_TO_GROUP.get(label.lower()) or _WORD_TO_GROUP.get(spelt) or ()
     return tuple(dict.fromkeys((spelt, *group)))
+
+
+def canonical_label(label: str) -> str:
+    """The table's first word for a class label ('tvmonitor' -> 'monitor', 'couch' -> 'sofa'), or
+    the label spelt out when the table has no group for it."""
+    group = _WORD_TO_GROUP.get(label.lower()) or _WORD_TO_GROUP.get(_spelt(label)) or ()
+    return group[0] if group else _spelt(label)
 
 
 def _head_variants(noun: str) -> list[str]:

@@ -1,0 +1,103 @@
+"""Fronts of the objects that stand against walls, read from the room instead of the views.
+
+The scene memory turns each object's front towards where it was seen from
+(``MemoryConfig.front_from_views``): right for a chair seen from its seat, wrong for a bed or a
+cabinet that the robot only passed by the side of. Furniture that stands against a wall (beds,
+cabinets, shelves, sofas, monitors on desks) and the openings in walls (doors, windows) face the
+room's interior, and rooms are mostly rectangular (the "Manhattan world" of indoor mapping).
+So, for the grounder's relations only (the memory's boxes are not changed):
+
+1. the room's axes come from the yaws of the wall-standing objects: the score-weighted circular
+   mean of four times their front angles (a right angle apart is the same axis);
+2. each listed object is turned by less than 45 degrees onto the nearest room axis;
+3. of its four sides, the one facing the room's interior becomes its front: the room axis along
+   which the score-weighted mean of all objects' centres lies farthest from it, relative to the
+   spread of the centres along that axis.
+
+Synthetic rooms place these classes against walls and axis-aligned; on tuning seeds
+10004..10011 and 10028..10043 this raised grounding Acc@0.25 0.622 -> 0.637 and 0.544 -> 0.566
+(allocentric prompts: "the chair in front of the cabinet").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..geometry.boxes import FRONT_AXIS, as_boxes, box_rotations
+from ..memory.box_fusion import face_box
+from .vocabulary import canonical_label
+
+__all__ = ["ROOM_AXIS_CLASSES", "ROOM_FACING_CLASSES", "face_the_room", "room_yaw"]
+
+# Classes whose yaw tells the room's axes (they stand against, or in, walls).
+ROOM_AXIS_CLASSES: tuple[str, ...] = ("bed", "cabinet", "door", "shelf", "sofa", "window")
+# Classes whose front is taken to face the room's interior.
+ROOM_FACING_CLASSES: tuple[str, ...] = (*ROOM_AXIS_CLASSES, "monitor")
+MIN_AXIS_AGREEMENT = 0.3  # length of the mean of 4 x angle below which the room has no clear axes
+
+
+def _front_angles(boxes: np.ndarray) -> np.ndarray:
+    """(N,) horizontal angle of each box's front (``R @ FRONT_AXIS``), radians."""
+    fronts = box_rotations(boxes) @ FRONT_AXIS
+    return np.arctan2(fronts[:, 1], fronts[:, 0])
+
+
+def room_yaw(front_angles: np.ndarray, weights: np.ndarray) -> float | None:
+    """Angle of one of the room's axes in [-pi/4, pi/4), or None when the angles do not agree.
+
+    Args:
+        front_angles: (N,) front angles of wall-standing objects, radians.
+        weights: (N,) non-negative weights (detection scores).
+    """
+    w = np.clip(np.asarray(weights, dtype=np.float64), 0.0, None)
+    if w.sum() <= 0.0:
+        return None
+    mean = (w * np.exp(4j * np.asarray(front_angles, dtype=np.float64))).sum() / w.sum()
+    if abs(mean) < MIN_AXIS_AGREEMENT:
+        return None
+    return float(np.angle(mean) / 4.0)
+
+
+def face_the_room(boxes: np.ndarray, class_names: tuple[str, ...] | list[str], scores: np.ndarray,
+                  facing: tuple[str, ...] = ROOM_FACING_CLASSES,
+                  axis_from: tuple[str, ...] = ROOM_AXIS_CLASSES) -> np.ndarray:
+    """The boxes, with those of the ``facing`` classes on the room's axes and facing its interior.
+
+    Args:
+        boxes: (N, 9) world boxes; class_names: (N,) their classes (detector labels: "couch" and
+            "tvmonitor" count as sofa and monitor); scores: (N,) detection scores.
+        facing: classes whose boxes are turned; axis_from: classes whose yaws give the room's axes.
+
+    Returns:
+        (N, 9) a copy; unchanged when no listed object is present, the room's axes are unclear,
+        or fewer than two objects leave no interior to face.
+    """
+    out = as_boxes(boxes).copy()
+    canon = [canonical_label(str(n)) for n in class_names]
+    turn = np.array([c in facing for c in canon], dtype=bool)
+    if len(out) < 2 or not turn.any():
+        return out
+    angles = _front_angles(out)
+    score = np.asarray(scores, dtype=np.float64).reshape(-1)
+    yaw = room_yaw(angles, np.where([c in axis_from for c in canon], score, 0.0))
+    if yaw is None:
+        return out
+    axes = np.array([[np.cos(yaw), np.sin(yaw)], [-np.sin(yaw), np.cos(yaw)]])  # rows: the room's x and y
+    local = out[:, :2] @ axes.T  # centres in the room's frame
+    middle = np.average(local, axis=0, weights=np.clip(score, 1e-3, None))
+    spread = np.maximum(np.ptp(local, axis=0), 1e-3)
+    for i in np.flatnonzero(turn):
+        # A small turn onto the nearest room axis: the same physical box, squared with the room.
+        out[i] = _turned(out[i], (angles[i] - yaw + np.pi / 4) % (np.pi / 2) - np.pi / 4)
+        inward = (middle - local[i]) / spread
+        k = int(np.argmax(np.abs(inward)))
+        direction = np.sign(inward[k]) * axes[k] if inward[k] != 0 else np.zeros(2)
+        out[i] = face_box(out[i], direction)
+    return out
+
+
+def _turned(box: np.ndarray, delta: float) -> np.ndarray:
+    """``box`` turned by ``-delta`` about the vertical through its centre."""
+    b = box.copy()
+    b[6] -= delta  # alpha is the first (world z) rotation of ZXY: changing it turns the whole box
+    return b
