@@ -8,16 +8,18 @@ from embodied_ros.memory import MemorySnapshot, SceneObject
 
 
 def snapshot(objects: list[tuple[str, list[float]]], scores: list[float] | None = None,
-             n_obs: int | list[int] = 5) -> MemorySnapshot:
+             n_obs: int | list[int] = 5, evidence: dict[int, dict[str, float]] | None = None) -> MemorySnapshot:
     """A snapshot of objects (class name, 9-DoF box or 7 values x,y,z,dx,dy,dz,yaw), ids 0.. in order;
-    ``n_obs``: times seen, for all objects or per object."""
+    ``n_obs``: times seen, for all objects or per object; ``evidence``: class evidence of some
+    objects by index (default: their own class at their score)."""
     objs = []
     for i, (name, box) in enumerate(objects):
         b = np.zeros(9)
         b[: len(box)] = box
         s = scores[i] if scores else 0.8
         seen = n_obs[i] if isinstance(n_obs, list) else n_obs
-        objs.append(SceneObject(i, name, s, b, ((name, s),), seen, 0, 1, 0, 1))
+        classes = tuple((evidence or {}).get(i, {name: s}).items())
+        objs.append(SceneObject(i, name, s, b, classes, seen, 0, 1, 0, 1))
     return MemorySnapshot(tuple(objs), np.arange(len(objs), dtype=np.int64),
                           np.stack([o.box for o in objs]) if objs else np.zeros((0, 9)),
                           np.array([o.score for o in objs]), tuple(o.class_name for o in objs), "world")

@@ -158,6 +158,23 @@ def test_closest_and_farthest_rank_targets_per_anchor() -> None:
     assert r.best.object.id == 1 and "door #0" in r.message, r.message
 
 
+def test_an_object_answers_for_the_other_classes_it_was_seen_as() -> None:
+    # A plant on a shelf seen three times as a book and twice as a plant; a book on the table.
+    objects = [("shelf", [0, 0, 0.9, 0.8, 0.3, 1.8]), ("book", [0, 0, 1.2, 0.15, 0.2, 0.25]),
+               ("table", [2, 0, 0.4, 1.2, 0.8, 0.8]), ("book", [2, 0, 0.82, 0.2, 0.15, 0.04])]
+    seen_as = {1: {"book": 2.4, "plant": 1.6}}
+    scene = snapshot(objects, evidence=seen_as)
+    r = Grounder(load_encoder=False).ground("the plant on the shelf", scene)
+    assert r.success and r.best.object.id == 1, r.message
+    only_own = Grounder(load_encoder=False, evidence_power=float("inf")).ground("the plant on the shelf", scene)
+    assert not only_own.success and "unknown target" in only_own.message
+    # A real plant wins over the book that looked like one.
+    with_plant = snapshot([*objects, ("plant", [0.3, 0, 1.2, 0.2, 0.2, 0.3])], evidence=seen_as)
+    assert Grounder(load_encoder=False).ground("the plant on the shelf", with_plant).best.object.id == 4
+    with pytest.raises(ValueError, match="evidence_power"):
+        Grounder(load_encoder=False, evidence_power=0.0)
+
+
 def test_parser_grammar() -> None:
     p = parse_phrase("Find the largest white chair that is near the table, and on the left of the sofa "
                      "and between the lamp and the bed.")

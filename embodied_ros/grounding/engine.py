@@ -64,6 +64,11 @@ class GrounderConfig:
     # Classes whose front the relations read from the room (on its axes, facing its interior;
     # room_frame.py) instead of the memory's views; () keeps the memory's fronts.
     room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES
+    # An object also answers for the other classes in its evidence (a plant sometimes seen as a
+    # book), at (their evidence / its class's evidence) ** evidence_power: a fallback when no
+    # object of the class fits. 5 raised tuning Acc@0.25 0.637 -> 0.641 and 0.564 -> 0.573
+    # (1: 0.622, 0.577); inf: the object's class alone.
+    evidence_power: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,8 @@ class _SceneCache:
     """What one snapshot's grounding calls share."""
 
     geometry: SceneGeometry
-    labels: tuple[str, ...]  # distinct class names
-    codes: np.ndarray  # (N,) index into labels
+    labels: tuple[str, ...]  # distinct class names in the objects' evidence
+    evidence: np.ndarray  # (N, len(labels)) how far each object counts as each label: 1 for its class
     prior: np.ndarray  # (N,) score_floor + (1 - score_floor) * score; times unconfirmed_weight if seen too rarely
 
 
@@ -115,7 +120,8 @@ class Grounder:
         encoder: the text encoder; None loads the packaged one (when ``load_encoder``), and when
             that fails, labels are matched by the synonym table alone and every answer says so.
         min_label_similarity, max_alternatives, max_anchors, min_score, load_encoder, min_observations,
-            max_between_anchors, head_weight, unconfirmed_weight, score_floor, room_facing_classes: see
+            max_between_anchors, head_weight, unconfirmed_weight, score_floor, room_facing_classes,
+            evidence_power: see
             :class:`GrounderConfig`.
     """
 
@@ -123,15 +129,17 @@ class Grounder:
                  max_alternatives: int = 5, max_anchors: int = 48, min_score: float = 0.03,
                  load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
                  head_weight: float = 1.0, unconfirmed_weight: float = 0.4, score_floor: float = 0.25,
-                 room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES) -> None:
+                 room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES, evidence_power: float = 5.0) -> None:
         for name, value in (("unconfirmed_weight", unconfirmed_weight), ("score_floor", score_floor)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
+        if not evidence_power > 0.0:
+            raise ValueError(f"evidence_power must be positive (inf: an object's own class only), got {evidence_power}")
         self.config = GrounderConfig(
             min_label_similarity=min_label_similarity, max_alternatives=max_alternatives, max_anchors=max_anchors,
             max_between_anchors=max_between_anchors, min_score=min_score, load_encoder=load_encoder,
             min_observations=min_observations, head_weight=head_weight, unconfirmed_weight=unconfirmed_weight,
-            score_floor=score_floor, room_facing_classes=tuple(room_facing_classes))
+            score_floor=score_floor, room_facing_classes=tuple(room_facing_classes), evidence_power=evidence_power)
         self.encoder_error = ""
         if encoder is None and load_encoder:
             try:
@@ -154,7 +162,8 @@ class Grounder:
                    min_score=config.min_score, load_encoder=config.load_encoder,
                    min_observations=config.min_observations, max_between_anchors=config.max_between_anchors,
                    head_weight=config.head_weight, unconfirmed_weight=config.unconfirmed_weight,
-                   score_floor=config.score_floor, room_facing_classes=config.room_facing_classes)
+                   score_floor=config.score_floor, room_facing_classes=config.room_facing_classes,
+                   evidence_power=config.evidence_power)
 
     # -- caches -----------------------------------------------------------------------------------
 
@@ -175,15 +184,28 @@ class Grounder:
         with self._lock:
             hit = self._scenes.get(snapshot)
         if hit is None:
-            labels, codes = np.unique(np.array(snapshot.class_names, dtype=str), return_inverse=True)
+            labels, evidence = self._evidence(snapshot)
             boxes = snapshot.boxes
             if self.config.room_facing_classes:
                 boxes = face_the_room(boxes, snapshot.class_names, snapshot.scores, self.config.room_facing_classes)
-            hit = _SceneCache(SceneGeometry.from_boxes(boxes), tuple(str(x) for x in labels),
-                              codes.reshape(-1), self._prior(snapshot))
+            hit = _SceneCache(SceneGeometry.from_boxes(boxes), labels, evidence, self._prior(snapshot))
             with self._lock:
                 self._scenes[snapshot] = hit
         return hit
+
+    def _evidence(self, snapshot: MemorySnapshot) -> tuple[tuple[str, ...], np.ndarray]:
+        """The labels in the objects' class evidence, and (N, L) each object's weight as each label."""
+        shares = []
+        for obj in snapshot.objects:
+            own = dict(obj.class_scores)
+            top = max(own.get(obj.class_name, 0.0), *own.values(), 1e-12)
+            power = self.config.evidence_power
+            share = {name: float(np.clip(ev / top, 0.0, 1.0)) ** power for name, ev in own.items()}
+            share[obj.class_name] = 1.0
+            shares.append(share)
+        labels = tuple(sorted({name for share in shares for name in share}))
+        evidence = np.array([[share.get(label, 0.0) for label in labels] for share in shares], dtype=np.float64)
+        return labels, evidence.reshape(len(shares), len(labels))
 
     def _prior(self, snapshot: MemorySnapshot) -> np.ndarray:
         seen = np.fromiter((o.n_observations for o in snapshot.objects), dtype=np.int64, count=len(snapshot))
@@ -195,7 +217,7 @@ class Grounder:
         """(N,) label confidence of every object for a noun phrase, and the per-label confidences."""
         by_label = self.matcher.match(noun.text, scene.labels)
         table = np.array([by_label.get(label, 0.0) for label in scene.labels])
-        return table[scene.codes], by_label
+        return (scene.evidence * table[None, :]).max(axis=1, initial=0.0), by_label
 
     # -- grounding --------------------------------------------------------------------------------
 
