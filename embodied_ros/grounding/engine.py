@@ -58,16 +58,16 @@ class GrounderConfig:
     head_weight: float = 1.0  # exponent of a grounding head's text-box score in the product (0 ignores it)
     # An object's detection score s enters its prior as score_floor + (1 - score_floor) * s: memories
     # hold weak false positives (score 0.1..0.3) beside true objects (0.5..0.9), and the score is
-    # what tells them apart. 0.25 (with min_score 0.03) raised Acc@0.25 0.481 -> 0.544 on tuning
-    # seeds 10004..10011 over 0.75 (0.1..0.5 alike); 1 ignores the score.
+    # what tells them apart. Tuning seeds 10004..10011 / 10028..10043, Acc@0.25: 0.650 / 0.575 with
+    # 0.25 and min_score 0.03, 0.575 / 0.530 with the earlier 0.75 and 0.05; 1 ignores the score.
     score_floor: float = 0.25
     # Classes whose front the relations read from the room (on its axes, facing its interior;
     # room_frame.py) instead of the memory's views; () keeps the memory's fronts.
     room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES
     # An object also answers for the other classes in its evidence (a plant sometimes seen as a
     # book), at (their evidence / its class's evidence) ** evidence_power: a fallback when no
-    # object of the class fits. 5 raised tuning Acc@0.25 0.637 -> 0.641 and 0.564 -> 0.573
-    # (1: 0.622, 0.577); inf: the object's class alone.
+    # object of the class fits. Tuning Acc@0.25 0.650 / 0.575 with 5, 0.647 / 0.566 with inf (the
+    # object's class alone), 0.631 / 0.578 with 1.
     evidence_power: float = 5.0
 
 
@@ -194,18 +194,24 @@ class Grounder:
         return hit
 
     def _evidence(self, snapshot: MemorySnapshot) -> tuple[tuple[str, ...], np.ndarray]:
-        """The labels in the objects' class evidence, and (N, L) each object's weight as each label."""
-        shares = []
-        for obj in snapshot.objects:
-            own = dict(obj.class_scores)
-            top = max(own.get(obj.class_name, 0.0), *own.values(), 1e-12)
-            power = self.config.evidence_power
-            share = {name: float(np.clip(ev / top, 0.0, 1.0)) ** power for name, ev in own.items()}
-            share[obj.class_name] = 1.0
-            shares.append(share)
-        labels = tuple(sorted({name for share in shares for name in share}))
-        evidence = np.array([[share.get(label, 0.0) for label in labels] for share in shares], dtype=np.float64)
-        return labels, evidence.reshape(len(shares), len(labels))
+        """The labels in the objects' class evidence, and (N, L) each object's weight as each label:
+        1 for its class, (evidence / its class's evidence) ** evidence_power for the others."""
+        own, codes = np.unique(np.array(snapshot.class_names, dtype=str), return_inverse=True)
+        others = []  # (object, label, weight): only objects seen as more than one class
+        for i, obj in enumerate(snapshot.objects):
+            if len(obj.class_scores) > 1:
+                evidence = dict(obj.class_scores)
+                top = max(evidence.get(obj.class_name, 0.0), *evidence.values(), 1e-12)
+                others += [(i, name, float(np.clip(ev / top, 0.0, 1.0)) ** self.config.evidence_power)
+                           for name, ev in evidence.items() if name != obj.class_name]
+        labels = tuple(sorted({str(x) for x in own} | {name for _, name, _ in others}))
+        column = {label: j for j, label in enumerate(labels)}
+        weights = np.zeros((len(snapshot), len(labels)))
+        own_column = np.array([column[str(x)] for x in own], dtype=np.int64)
+        weights[np.arange(len(snapshot)), own_column[codes.reshape(-1)]] = 1.0
+        for i, name, w in others:
+            weights[i, column[name]] = max(weights[i, column[name]], w)
+        return labels, weights
 
     def _prior(self, snapshot: MemorySnapshot) -> np.ndarray:
         seen = np.fromiter((o.n_observations for o in snapshot.objects), dtype=np.int64, count=len(snapshot))
