@@ -23,15 +23,15 @@ def test_room_yaw_reads_axes_a_right_angle_apart_as_one() -> None:
 
 
 def _room() -> tuple[list[str], np.ndarray, np.ndarray]:
-    """A cabinet against the west wall (x = -2), its front wrongly along +y and turned 10 degrees;
-    a door in the north wall facing south; a table and chairs in the middle."""
+    """A cabinet against the west wall (x = -2), its front wrongly along -y (along the wall) and
+    turned 10 degrees; a door in the north wall facing south; a table and chairs in the middle."""
     names = ["cabinet", "door", "table", "chair", "chair"]
     boxes = np.array([
-        [-1.8, 0.0, 0.5, 0.5, 1.2, 1.0, np.pi + np.radians(10.0), 0, 0],  # front (local -y) ~ +y: wrong
+        [-1.8, 0.0, 0.5, 0.5, 1.2, 1.0, np.radians(10.0), 0, 0],  # front (local -y) ~ -y: wrong
         [0.0, 2.0, 1.0, 0.9, 0.05, 2.0, 0.0, 0, 0],  # front -y: into the room
         [0.0, 0.0, 0.4, 1.2, 0.8, 0.8, 0.0, 0, 0],
         [-1.0, 0.1, 0.45, 0.5, 0.5, 0.9, 0.0, 0, 0],  # in front of the cabinet (+x of it)
-        [-1.8, 1.2, 0.45, 0.5, 0.5, 0.9, 0.0, 0, 0],  # beside it (+y): where the wrong front points
+        [-1.8, -1.2, 0.45, 0.5, 0.5, 0.9, 0.0, 0, 0],  # beside it (-y): where the wrong front points
     ])
     return names, boxes, np.full(5, 0.8)
 
@@ -75,3 +75,19 @@ def test_the_grounder_reads_in_front_of_a_cabinet_from_the_room() -> None:
     assert Grounder(load_encoder=False).ground("the chair in front of the cabinet", scene).best.object.id == 3
     views_only = Grounder(load_encoder=False, room_facing_classes=())
     assert views_only.ground("the chair in front of the cabinet", scene).best.object.id == 4
+
+
+@pytest.mark.parametrize(("front_yaw_deg", "expected"), [(90.0, (0.0, 1.0)), (0.0, (1.0, 0.0)), (-90.0, (1.0, 0.0))])
+def test_in_a_corner_a_front_facing_the_room_stays(front_yaw_deg: float, expected: tuple[float, float]) -> None:
+    """A bed in the south-west corner faces the room along either wall; facing a wall, it is turned
+    to face the room along the axis it stands farthest from the middle on (here x)."""
+    names = ["bed", "door", "window", "table", "chair"]
+    boxes = np.array([
+        [-2.4, -1.5, 0.3, 1.0, 1.0, 0.6, np.radians(front_yaw_deg + 90.0), 0, 0],  # front = yaw - 90 degrees
+        [0.0, 2.0, 1.0, 0.9, 0.05, 2.0, 0.0, 0, 0],
+        [2.0, 0.0, 1.4, 0.05, 1.0, 1.0, np.pi / 2, 0, 0],
+        [0.0, 0.0, 0.4, 1.2, 0.8, 0.8, 0.0, 0, 0],
+        [0.5, 0.5, 0.45, 0.5, 0.5, 0.9, 0.0, 0, 0],
+    ])
+    out = face_the_room(boxes, names, np.full(5, 0.8))
+    assert _front(out[0]) == pytest.approx(expected, abs=1e-6)

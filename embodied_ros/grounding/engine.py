@@ -58,16 +58,16 @@ class GrounderConfig:
     head_weight: float = 1.0  # exponent of a grounding head's text-box score in the product (0 ignores it)
     # An object's detection score s enters its prior as score_floor + (1 - score_floor) * s: memories
     # hold weak false positives (score 0.1..0.3) beside true objects (0.5..0.9), and the score is
-    # what tells them apart. Tuning seeds 10004..10011 / 10028..10043, Acc@0.25: 0.650 / 0.575 with
-    # 0.25 and min_score 0.03, 0.575 / 0.530 with the earlier 0.75 and 0.05; 1 ignores the score.
+    # what tells them apart. Tuning seeds 10004..10011 / 10028..10043, Acc@0.25: 0.647 / 0.577 with
+    # 0.25 and min_score 0.03, 0.572 / 0.530 with the earlier 0.75 and 0.05; 1 ignores the score.
     score_floor: float = 0.25
     # Classes whose front the relations read from the room (on its axes, facing its interior;
     # room_frame.py) instead of the memory's views; () keeps the memory's fronts.
     room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES
     # An object also answers for the other classes in its evidence (a plant sometimes seen as a
     # book), at (their evidence / its class's evidence) ** evidence_power: a fallback when no
-    # object of the class fits. Tuning Acc@0.25 0.650 / 0.575 with 5, 0.647 / 0.566 with inf (the
-    # object's class alone), 0.631 / 0.578 with 1.
+    # object of the class fits. Tuning Acc@0.25 0.647 / 0.577 with 5, 0.644 / 0.567 with inf (the
+    # object's class alone), 0.628 / 0.580 with 1.
     evidence_power: float = 5.0
 
 

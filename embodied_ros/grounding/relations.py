@@ -63,9 +63,9 @@ INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's 
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
 # "closest"/"farthest": score e^-1 for a candidate this much farther (nearer) than the anchor's
 # closest (farthest) one; metres of sensor error and a detection's confidence outweigh a small lead.
-# Tuning seeds 10004..10011 / 10028..10043, grounding Acc@0.25: 0.650 / 0.575 with 2 m, 0.600 / 0.539
-# with 0.3 m (1 m: 0.616 / 0.530 before the room's fronts; 3..5 m alike; ranking over all anchors at
-# once, the earlier rule: 0.544 at 0.3 m on the first set).
+# Tuning seeds 10004..10011 / 10028..10043, grounding Acc@0.25: 0.647 / 0.577 with 2 m, 0.634 / 0.562
+# with 1 m, 0.597 / 0.541 with 0.3 m (3..5 m alike before the room's fronts; ranking over all anchors
+# at once, the earlier rule: 0.544 at 0.3 m on the first set).
 COMPARATIVE_SCALE_M = 2.0
 ALLO_SCALE_M = 1.5  # "in front of" etc.: decay with the footprint gap
 
