@@ -83,6 +83,11 @@ def euler_to_matrix(angles: np.ndarray) -> np.ndarray:
     angles = np.asarray(angles, dtype=np.float64).reshape(-1, 3)
     if len(angles) == 0:
         return np.zeros((0, 3, 3))
+    if not np.any(angles[:, 1:]):  # upright boxes (beta = gamma = 0, the usual case): Rz alone, without scipy
+        c, s = np.cos(angles[:, 0]), np.sin(angles[:, 0])
+        R = np.zeros((len(angles), 3, 3))
+        R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1], R[:, 2, 2] = c, -s, s, c, 1.0
+        return R
     return Rotation.from_euler(EULER_ORDER, angles).as_matrix()
 
 

@@ -96,7 +96,7 @@ class SceneGeometry:
     def from_boxes(cls, boxes: np.ndarray) -> SceneGeometry:
         """Summarise (N, 9) boxes."""
         b = as_boxes(boxes)
-        R = _rotations(b)  # (N, 3, 3), columns = the box's axes in the world
+        R = box_rotations(b)  # (N, 3, 3), columns = the box's axes in the world
         half_aabb = np.einsum("nij,nj->ni", np.abs(R), 0.5 * np.abs(b[:, 3:6]))  # (N, 3) exact for boxes
         axes = np.transpose(R[:, :2, :2], (0, 2, 1))  # (N, 2 axes, 2 xy)
         norms = np.linalg.norm(axes, axis=2, keepdims=True)
@@ -108,16 +108,6 @@ class SceneGeometry:
 
     def __len__(self) -> int:
         return len(self.centers)
-
-
-def _rotations(b: np.ndarray) -> np.ndarray:
-    """(N, 3, 3) box rotations; gravity-aligned boxes (beta = gamma = 0, the usual case) without scipy."""
-    if len(b) and not np.any(b[:, 7:9]):
-        c, s = np.cos(b[:, 6]), np.sin(b[:, 6])
-        R = np.zeros((len(b), 3, 3))
-        R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1], R[:, 2, 2] = c, -s, s, c, 1.0
-        return R
-    return box_rotations(b)
 
 
 def _gap_xy(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:

@@ -47,8 +47,6 @@ BY_A_WALL = 0.2
 
 def _front_angles(boxes: np.ndarray) -> np.ndarray:
     """(N,) horizontal angle of each box's front (``R @ FRONT_AXIS``), radians."""
-    if not np.any(boxes[:, 7:9]):  # upright boxes (the usual case): the front is local -y turned by yaw
-        return (boxes[:, 6] - np.pi / 2 + np.pi) % (2 * np.pi) - np.pi
     fronts = box_rotations(boxes) @ FRONT_AXIS
     return np.arctan2(fronts[:, 1], fronts[:, 0])
 

@@ -117,6 +117,12 @@ def colour_to_depth_px(uv: np.ndarray, K: np.ndarray, params: LiftingParams) -> 
     return c + params.depth_scale * (np.asarray(uv, dtype=np.float64) - c) + np.asarray(params.depth_offset_px)
 
 
+def depth_to_colour_px(uv: np.ndarray, K: np.ndarray, params: LiftingParams) -> np.ndarray:
+    """The inverse of colour_to_depth_px: (..., 2) depth pixels to the colour pixels seen there."""
+    c = K[:2, 2]
+    return c + (np.asarray(uv, dtype=np.float64) - np.asarray(params.depth_offset_px) - c) / params.depth_scale
+
+
 def colour_box_to_depth_px(box_xyxy: np.ndarray, K: np.ndarray, params: LiftingParams) -> np.ndarray:
     """Map (..., 4) colour-image boxes (x0, y0, x1, y1) to depth-image pixel boxes (same shape)."""
     b = np.asarray(box_xyxy, dtype=np.float64)
@@ -260,14 +266,12 @@ def _in_region(us: np.ndarray, vs: np.ndarray, region: tuple[np.ndarray, int], f
                params: LiftingParams) -> np.ndarray:
     """(len(vs), len(us)) bool: which depth pixels of the sampling grid lie in region ``index``."""
     image, index = region
-    c = frame.K[:2, 2]
-    # Depth pixel -> colour pixel (the inverse of colour_to_depth_px) -> region image cell.
-    uc = c[0] + (us - params.depth_offset_px[0] - c[0]) / params.depth_scale
-    vc = c[1] + (vs - params.depth_offset_px[1] - c[1]) / params.depth_scale
+    # Depth pixel -> colour pixel -> region image cell.
+    uv = depth_to_colour_px(np.stack(np.meshgrid(us, vs), axis=-1), frame.K, params)  # (len(vs), len(us), 2)
     h, w = image.shape
-    cols = np.clip((uc * w / frame.width).astype(np.int64), 0, w - 1)
-    rows = np.clip((vc * h / frame.height).astype(np.int64), 0, h - 1)
-    return image[np.ix_(rows, cols)] == index
+    cols = np.clip((uv[..., 0] * w / frame.width).astype(np.int64), 0, w - 1)
+    rows = np.clip((uv[..., 1] * h / frame.height).astype(np.int64), 0, h - 1)
+    return image[rows, cols] == index
 
 
 def _voxelize(points: np.ndarray, in_core: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
