@@ -168,6 +168,19 @@ def test_lift_rendered_box_recovers_any_yaw(yaw_deg):
     np.testing.assert_allclose(box[3:6], truth[3:6], rtol=0.10)
 
 
+def test_a_box_smaller_than_its_class_can_be_is_dropped():
+    # TRUE_BOX's largest extent is about 0.8 m: a speck for a class at least 1 m big, an object
+    # for one at least 0.5 m big; other classes are not checked.
+    frame = _render_frame(T_VIEW, [TRUE_BOX])
+    dets = _dets([_project_box(T_VIEW, TRUE_BOX)], [0])
+    largest = float(TRUE_BOX[3:6].max())
+    assert len(lift_detections(frame, dets, LiftingParams(min_largest_extent=(("box", largest + 0.2),)))) == 0
+    kept = lift_detections(frame, dets, LiftingParams(min_largest_extent=(("Box", largest - 0.3),)))
+    assert len(kept) == 1
+    _check_against_truth(kept.boxes[0])
+    assert len(lift_detections(frame, dets, LiftingParams(min_largest_extent=(("door", 5.0),)))) == 1
+
+
 def test_support_removal_is_what_keeps_the_floor_out():
     # Without the support-layer step the floor seen at the 2D box's lower corners joins the box.
     frame = _render_frame(T_VIEW, [TRUE_BOX])
@@ -282,7 +295,7 @@ def test_empty_or_outside_depth_gives_no_detection_and_no_exception():
 @pytest.mark.parametrize(
     "bad",
     [{"shrink": 1.0}, {"depth_scale": 0.0}, {"min_depth": 3.0, "max_depth": 2.0}, {"trim_percentiles": (50, 40)},
-     {"occluder_margin": -0.1}],
+     {"occluder_margin": -0.1}, {"min_largest_extent": (("door", -1.0),)}],
 )
 def test_lifting_params_reject_values_that_cannot_work(bad):
     with pytest.raises(ConfigError, match="lifting"):

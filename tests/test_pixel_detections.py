@@ -47,6 +47,25 @@ def test_each_connected_region_of_a_chosen_class_is_one_box_in_frame_pixels() ->
     assert (decoded.labels[owner >= 0] == 1).all() and decoded.labels[5, 10] == 1  # labels keep the stray
 
 
+def test_specks_of_a_merged_class_within_the_gap_are_one_region() -> None:
+    labels = np.full((12, 24), 3)
+    labels[2:5, 2:4] = 1  # three specks of one unsure cup mask: 2 and 3 pixels apart ...
+    labels[2:5, 6:8] = 1
+    labels[6:9, 6:8] = 1
+    labels[2:5, 20:22] = 1  # ... and a cup 12 pixels away
+    logits = _logits(labels, 3)
+    apart = pixel_decode(logits, NAMES, (24, 12), PixelDecodeParams(classes=("cup",), merge_px=()))
+    assert len(apart.detections) == 4
+    merged = pixel_decode(logits, NAMES, (24, 12), PixelDecodeParams(classes=("cup",), merge_px=(("cup", 3),)))
+    boxes = merged.detections.boxes_xyxy[np.argsort(merged.detections.boxes_xyxy[:, 0])]
+    np.testing.assert_allclose(boxes, [[2, 2, 8, 9], [20, 2, 22, 5]])  # head pixels = frame pixels here
+    # The merged region is the specks' own pixels, not the gaps between them.
+    assert np.count_nonzero(merged.regions == merged.regions[2, 2]) == 18
+    assert (merged.regions[2:5, 4:6] == -1).all()
+    with pytest.raises(ConfigError, match="merge_px"):
+        PixelDecodeParams(merge_px=(("door", -1),))
+
+
 def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() -> None:
     labels = np.full((6, 6), 3)
     labels[1:4, 1:4] = 1

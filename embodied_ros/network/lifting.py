@@ -75,6 +75,10 @@ class LiftingParams:
     # closest to the viewing direction, the one a single view cuts short (a book's spine hides
     # its depth). Grown away from the camera like min_horizontal_size. Empty by default.
     min_extent_along_view: tuple[tuple[str, float], ...] = ()
+    # (class name, metres): a lifted box whose largest extent, as observed (before the amodal
+    # priors), is below this is dropped: specks of a class's image mask are not objects (a door
+    # is not 5 cm tall). Empty by default.
+    min_largest_extent: tuple[tuple[str, float], ...] = ()
     # Classes lifted from their own pixels when lift_detections is given a region image (the
     # rest from their whole 2D box). Objects among clutter gain (a book's box holds the table
     # around it); openings in a wall lose (their regions stop short of their frames).
@@ -106,6 +110,8 @@ class LiftingParams:
             raise ConfigError(f"lifting: trim_percentiles must satisfy 0 <= low < high <= 100, got {lo}, {hi}")
         if self.min_points < 3 or self.max_pixels < self.min_points:
             raise ConfigError("lifting: need 3 <= min_points <= max_pixels")
+        if any(not v >= 0 for _, v in self.min_largest_extent):
+            raise ConfigError(f"lifting: min_largest_extent values must be >= 0, got {self.min_largest_extent}")
         if self.occluder_rows < 0 or self.occluder_margin < 0:
             raise ConfigError(f"lifting: occluder_rows and occluder_margin must be >= 0, got "
                               f"{self.occluder_rows}, {self.occluder_margin}")
@@ -208,6 +214,9 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     if vox_count[members].sum() < params.min_points:
         return None
     box = _fit_upright_box(vox[members], params)
+    smallest = {_normalise(n): v for n, v in params.min_largest_extent}.get(_normalise(name))
+    if smallest is not None and box[3:6].max() < smallest:
+        return None
     if support_z is not None:
         box = _rest_on_support(box, support_z, params.voxel_size)
     elif floor_z is not None and _listed(name, params.floor_classes):
