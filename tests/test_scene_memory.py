@@ -16,7 +16,7 @@ from embodied_ros.memory.config import MemoryConfig, ScoreMode
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.spatial_index import SpatialHashGrid
 
-VOCAB = ("chair", "sofa", "table", "cup")
+VOCAB = ("chair", "sofa", "table", "cup", "bed")
 
 
 def _box(x=0.0, y=0.0, z=0.5, dx=1.0, dy=1.0, dz=1.0, yaw=0.0, beta=0.0, gamma=0.0) -> np.ndarray:
@@ -347,7 +347,7 @@ def test_objects_face_where_they_were_seen_from():
     """A detector that cannot tell front from back; the memory turns a sofa's front towards the
     viewpoints it was seen from (the robot stood east of it, later north)."""
     detection = _box(0.0, 0.0, 0.4, 0.9, 2.0, 0.8, yaw=0.2)  # front (local -y) points roughly south
-    memory = SceneMemory(min_observations=1)
+    memory = SceneMemory(min_observations=1, front_from_shape=False)  # any side (the shape rule: below)
     for i, y in enumerate((-1.0, 0.0, 1.5)):
         memory.update(_frame(i, [detection], [0.8], ["sofa"], viewpoint=[3.0, y, 1.2]))
     (sofa,) = memory.objects()
@@ -362,6 +362,31 @@ def test_objects_face_where_they_were_seen_from():
         other = SceneMemory(min_observations=1, **kwargs)
         other.update(_frame(0, [detection], [0.8], ["sofa"], viewpoint=viewpoint))
         np.testing.assert_allclose(other.objects()[0].box, canonical_box(detection), atol=1e-12)
+
+
+def test_furniture_faces_across_its_depth_and_a_bed_towards_its_foot():
+    """Seen from the side, the views alone give a sofa (or a monitor) a side for its front. With
+    front_from_shape its front stays along its shorter horizontal extent (a bed's: the longer),
+    on whichever of those two sides the views favour."""
+    sofa = _box(0.0, 0.0, 0.4, 0.9, 2.0, 0.8)  # 0.9 m deep along x, 2 m long along y
+    bed = _box(3.0, 0.0, 0.3, 1.6, 2.1, 0.6)  # 2.1 m long along y
+    chair = _box(-3.0, 0.0, 0.5, 0.5, 0.5, 1.0)
+    fronts = {}
+    for shape in (True, False):
+        memory = SceneMemory(min_observations=1, front_from_shape=shape)
+        for i in range(3):  # mostly from the north (+y), a little from the east (+x)
+            memory.update(_frame(i, [sofa, bed, chair], [0.8] * 3, ["sofa", "bed", "chair"],
+                                 viewpoint=[1.0, 8.0, 1.2]))
+        got = {o.class_name: o for o in memory.objects()}
+        for name, truth in (("sofa", sofa), ("bed", bed), ("chair", chair)):
+            assert _same_box(got[name].box, truth)  # the same physical box, whatever its front
+        fronts[shape] = {name: _front(o.box)[:2] for name, o in got.items()}
+    assert fronts[False]["sofa"][1] > 0.99 and fronts[False]["bed"][1] > 0.99  # views alone: north
+    assert fronts[True]["sofa"][0] > 0.99  # across its depth, on the side nearer the views: east
+    assert fronts[True]["bed"][1] > 0.99  # its foot, along its length: north
+    assert fronts[True]["chair"][1] > 0.99 and fronts[False]["chair"][1] > 0.99  # not listed: the views
+    with pytest.raises(ValueError, match="along"):
+        face_box(sofa, np.array([1.0, 0.0]), along="wide")
 
 
 def test_merged_objects_pool_the_directions_they_were_seen_from():

@@ -97,26 +97,36 @@ def align_box(box: np.ndarray, reference: np.ndarray) -> np.ndarray:
     return make_boxes(b[0:3], b[3:6][_SYM_PERMS[k]], (R_box @ _SYM_MATS[k])[None])[0]
 
 
-def face_box(box: np.ndarray, direction: np.ndarray) -> np.ndarray:
+def face_box(box: np.ndarray, direction: np.ndarray, along: str | None = None) -> np.ndarray:
     """Rewrite ``box`` in its symmetric form with local z up and its front nearest ``direction``.
 
     Args:
         box: (9,) the box (any of its 24 equivalent parametrisations).
         direction: (2,) or (3,) world direction the front should face; only its horizontal
             part counts. A zero direction keeps the z-up form nearest the box's own front.
+        along: "short" or "long": only forms whose front lies along the shorter (longer) of the
+            two horizontal extents (a sofa faces across its depth, a bed towards its foot);
+            None: any side.
 
     Returns:
         (9,) the same physical box: of the forms whose local z axis is the one nearest world
         up, the one whose front (``R @ FRONT_AXIS``) is nearest ``direction`` horizontally.
         Yaw-only boxes stay yaw-only (beta = gamma = 0, yaw wrapped to [-pi, pi)).
     """
+    if along not in (None, "short", "long"):
+        raise ValueError(f"along must be None, 'short' or 'long', got {along!r}")
     b = np.array(box, dtype=np.float64).reshape(BOX_DIM)
     d = np.asarray(direction, dtype=np.float64).reshape(-1)[:2]
     forms = box_rotations(b)[0][None] @ _SYM_MATS  # (24, 3, 3): the box's rotation times each symmetry
     up = forms[:, 2, 2]  # local z . world z
+    allowed = up >= up.max() - 1e-9
+    if along is not None:
+        front_ext, side_ext = b[3:6][_SYM_PERMS[:, 1]], b[3:6][_SYM_PERMS[:, 0]]  # local y (front), local x
+        shaped = front_ext <= side_ext + 1e-9 if along == "short" else front_ext >= side_ext - 1e-9
+        allowed &= shaped  # z-up forms always hold both choices, so some form stays allowed
     fronts = forms @ FRONT_AXIS  # (24, 3)
     own = forms[0] @ FRONT_AXIS  # _SYM_MATS[0] is the identity: the box's own front breaks ties
-    score = np.where(up >= up.max() - 1e-9, fronts[:, :2] @ d + 1e-6 * (fronts @ own), -np.inf)
+    score = np.where(allowed, fronts[:, :2] @ d + 1e-6 * (fronts @ own), -np.inf)
     k = int(np.argmax(score))
     if is_yaw_only(b):
         out = b.copy()

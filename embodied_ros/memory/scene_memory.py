@@ -41,6 +41,13 @@ __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 1
 
+# Classes whose front lies across their depth, along the shorter horizontal extent, and those
+# whose front lies along the longer one (a bed's foot); MemoryConfig.front_from_shape. Names as
+# the detectors give them (COCO's "couch", "tv"), compared without case or spaces.
+SHORT_FRONT: frozenset[str] = frozenset({"sofa", "couch", "cabinet", "shelf", "bookshelf", "bookcase", "monitor",
+                                         "tv", "tvmonitor", "door", "window"})
+LONG_FRONT: frozenset[str] = frozenset({"bed"})
+
 
 def _overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, M) exact IoU and intersection over the smaller volume of (N, 9) and (M, 9) boxes."""
@@ -84,7 +91,8 @@ class SceneMemory:
 
     Args:
         score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations,
-            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size, front_from_views: see
+            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size, front_from_views,
+            front_from_shape: see
             :class:`MemoryConfig` (same names and defaults).
 
     Raises:
@@ -105,13 +113,14 @@ class SceneMemory:
         max_fusion_weight: float = 20.0,
         cell_size: float = 1.0,
         front_from_views: bool = True,
+        front_from_shape: bool = True,
     ) -> None:
         self.config = MemoryConfig(
             score_threshold=score_threshold, iou_threshold=iou_threshold, max_per_class=max_per_class,
             containment_threshold=containment_threshold, min_observations=min_observations,
             class_agnostic=class_agnostic, score_mode=score_mode,  # type: ignore[arg-type]  # str accepted
             score_ema=score_ema, max_fusion_weight=max_fusion_weight, cell_size=cell_size,
-            front_from_views=front_from_views,
+            front_from_views=front_from_views, front_from_shape=front_from_shape,
         )
         self._lock = threading.RLock()
         self._tracks: dict[int, _Track] = {}
@@ -297,7 +306,14 @@ class SceneMemory:
     def _turn_front(self, track: _Track) -> None:
         """Write the track's box with its front towards the directions it was seen from."""
         if self.config.front_from_views and np.any(track.seen_from):
-            track.box = face_box(track.box, track.seen_from)
+            track.box = face_box(track.box, track.seen_from, self._front_along(track.class_name))
+
+    def _front_along(self, class_name: str) -> str | None:
+        """Which horizontal extent the class's front lies along (MemoryConfig.front_from_shape)."""
+        if not self.config.front_from_shape:
+            return None
+        key = "".join(class_name.lower().split())
+        return "short" if key in SHORT_FRONT else "long" if key in LONG_FRONT else None
 
     def _matches(self, box: np.ndarray, name: str, exclude: int = -1) -> list[int]:
         return self._matches_batch(box[None], [name], [exclude])[0][0]
