@@ -9,6 +9,11 @@ import numpy as np
 from .geometry.boxes import as_boxes
 
 
+def class_key(name: str) -> str:
+    """A class name as class lists compare it: without case or spaces ("Dining Table" = "diningtable")."""
+    return "".join(name.lower().split())
+
+
 @dataclass(frozen=True)
 class Detections3D:
     """Oriented 3D detections in one frame of reference.

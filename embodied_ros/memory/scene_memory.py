@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..detections import FramePerception
+from ..detections import FramePerception, class_key
 from ..errors import FrameError, InputError
 from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume
@@ -43,7 +43,7 @@ FORMAT_VERSION = 1
 
 # Classes whose front lies across their depth, along the shorter horizontal extent, and those
 # whose front lies along the longer one (a bed's foot); MemoryConfig.front_from_shape. Names as
-# the detectors give them (COCO's "couch", "tv"), compared without case or spaces.
+# the detectors give them (COCO's "couch", "tv"), as detections.class_key writes them.
 SHORT_FRONT: frozenset[str] = frozenset({"sofa", "couch", "cabinet", "shelf", "bookshelf", "bookcase", "monitor",
                                          "tv", "tvmonitor", "door", "window"})
 LONG_FRONT: frozenset[str] = frozenset({"bed"})
@@ -312,7 +312,7 @@ class SceneMemory:
         """Which horizontal extent the class's front lies along (MemoryConfig.front_from_shape)."""
         if not self.config.front_from_shape:
             return None
-        key = "".join(class_name.lower().split())
+        key = class_key(class_name)
         return "short" if key in SHORT_FRONT else "long" if key in LONG_FRONT else None
 
     def _matches(self, box: np.ndarray, name: str, exclude: int = -1) -> list[int]:

@@ -11,7 +11,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from ..detections import Detections2D, Detections3D
+from ..detections import Detections2D, Detections3D, class_key
 from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, canonical_yaw_box
@@ -214,7 +214,7 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     if vox_count[members].sum() < params.min_points:
         return None
     box = _fit_upright_box(vox[members], params)
-    smallest = {_normalise(n): v for n, v in params.min_largest_extent}.get(_normalise(name))
+    smallest = _class_value(params.min_largest_extent, name)
     if smallest is not None and box[3:6].max() < smallest:
         return None
     if support_z is not None:
@@ -376,12 +376,14 @@ def _extend_to_hidden_floor(box: np.ndarray, box_xyxy: np.ndarray, frame: Frame,
 
 def _listed(name: str, classes: tuple[str, ...]) -> bool:
     """Whether a class name is among ``classes``, ignoring case and spaces ("Dining Table")."""
-    key = _normalise(name)
-    return any(_normalise(c) == key for c in classes)
+    key = class_key(name)
+    return any(class_key(c) == key for c in classes)
 
 
-def _normalise(name: str) -> str:
-    return "".join(name.lower().split())
+def _class_value(pairs: tuple[tuple[str, float], ...], name: str) -> float | None:
+    """The value a (class name, value) list gives ``name`` (case and spaces ignored), or None."""
+    key = class_key(name)
+    return next((v for n, v in pairs if class_key(n) == key), None)
 
 
 def _core_cluster(vox: np.ndarray, core: np.ndarray, radius: float) -> np.ndarray | None:
@@ -450,9 +452,8 @@ def _widen_to_image_box(box: np.ndarray, box_px: np.ndarray, frame: Frame, param
 
 def _apply_amodal_prior(box: np.ndarray, name: str, cam_pos: np.ndarray, params: LiftingParams) -> np.ndarray:
     """Grow too-thin horizontal extents to the class minimums, on the side away from the camera."""
-    key = _normalise(name)
-    min_size = {_normalise(n): s for n, s in params.min_horizontal_size}.get(key)
-    min_along = {_normalise(n): s for n, s in params.min_extent_along_view}.get(key)
+    min_size = _class_value(params.min_horizontal_size, name)
+    min_along = _class_value(params.min_extent_along_view, name)
     if min_size is None and min_along is None:
         return box
     b = box.copy()
