@@ -247,12 +247,101 @@ def test_config_validation_and_reset():
         OccupancyMap(max_voxels=10)
     with pytest.raises(ConfigError):
         OccupancyMap(bounds=(0.0, 0.0, 0.0, -1.0, 1.0, 1.0))
+    for bad in (0, 5):
+        with pytest.raises(ConfigError, match="surface_subdivision"):
+            OccupancyMap(surface_subdivision=bad)
     occ = OccupancyMap.from_config(OccupancyConfig(voxel_size=0.1))
     assert occ.voxel_size == 0.1
     occ.integrate_depth(_wall_frame(1.0))
     assert occ.stats().n_occupied > 0
     occ.reset()
     assert occ.stats().n_observed == 0 and len(occ.occupied_voxels()) == 0
+
+
+def _tilted_grid(angle: float, shape: tuple[int, int, int]) -> np.ndarray:
+    """A grid pose turned by ``angle`` about the world x axis, with the wall of _wall_frame(2.0) across it."""
+    c, s = np.cos(angle), np.sin(angle)
+    T = _pose((-0.57, -0.35, 1.53))
+    T[:3, :3] = np.array([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])
+    return T
+
+
+def _dense_wall_voxels(frame: Frame, T: np.ndarray, shape: tuple[int, int, int], voxel_size: float) -> np.ndarray:
+    """Ground truth made the way the synthetic world makes it: every pixel's surface point, voxelised."""
+    v, u = np.indices(frame.depth.shape).reshape(2, -1)
+    z = frame.depth.reshape(-1).astype(np.float64)
+    points = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=1)
+    idx = np.floor(((points - T[:3, 3]) @ T[:3, :3]) / voxel_size).astype(np.int64)
+    idx = idx[np.all((idx >= 0) & (idx < shape), axis=1)]
+    truth = np.zeros(shape, dtype=bool)
+    truth[tuple(idx.T)] = True
+    return truth
+
+
+def test_a_tilted_grid_gets_the_surface_where_it_is():
+    """Depth hits' sub-cells, voxelised into a grid turned against the map's lattice, give the
+    voxels the surface passes through; the map voxel under each grid voxel's centre does not."""
+    shape = (8, 6, 8)
+    T = _tilted_grid(0.45, shape)
+    frame = _wall_frame(2.0)
+    truth = _dense_wall_voxels(frame, T, shape, 0.16)
+    assert 40 < truth.sum() < truth.size // 2
+
+    def iou(occ: OccupancyMap) -> float:
+        occ.integrate_depth(frame)
+        got = occ.labels_grid(T, shape).labels >= 0
+        return float((got & truth).sum() / (got | truth).sum())
+
+    with_cells, centre_only = iou(OccupancyMap()), iou(OccupancyMap(surface_subdivision=1))
+    assert with_cells > 0.95  # 1.0 here
+    assert centre_only < with_cells - 0.05  # 0.89 here: one row of voxels off
+    # Without class votes the wall is "occupied".
+    grid = OccupancyMap()
+    grid.integrate_depth(frame)
+    back = grid.labels_grid(T, shape)
+    assert set(np.unique(back.labels)) == {-1, back.class_names.index(UNLABELLED_CLASS)}
+
+
+def test_the_lattice_starts_at_the_first_network_grid(tmp_path):
+    labels = np.full((10, 10, 6), -1, dtype=np.int16)
+    labels[2:5, 3:6, 0:3] = 0  # a chair
+    T = _pose((-1.57, -0.61, -0.78))  # the perceptron's grids start 0.78 m below the floor
+    chair = LocalOccupancy(labels, T, 0.16, ("chair",))
+    grid_centres = (np.argwhere(labels >= 0) + 0.5) * 0.16 + T[:3, 3]
+    aligned, world_lattice = OccupancyMap(), OccupancyMap(align_to_grid=False)
+    for occ in (aligned, world_lattice):
+        occ.integrate_local_grid(chair)
+    np.testing.assert_allclose(aligned.origin, np.mod(T[:3, 3], 0.16))
+    np.testing.assert_allclose(np.sort(aligned.occupied_voxels().centers, axis=0), np.sort(grid_centres, axis=0))
+    assert np.all(world_lattice.origin == 0.0)
+    shift = np.abs(np.sort(world_lattice.occupied_voxels().centers, axis=0) - np.sort(grid_centres, axis=0))
+    assert shift[:, 2].min() == pytest.approx(0.02)  # -0.78 is 2 cm off the world's 0.16 m layers
+    # Later grids do not move the lattice; it is saved with the map; a reset forgets it.
+    aligned.integrate_local_grid(LocalOccupancy(labels, _pose((0.05, 0.05, 0.05)), 0.16, ("chair",)))
+    np.testing.assert_allclose(aligned.origin, np.mod(T[:3, 3], 0.16))
+    aligned.save(tmp_path / "map.npz")
+    loaded = OccupancyMap.load(tmp_path / "map.npz")
+    np.testing.assert_array_equal(loaded.origin, aligned.origin)
+    np.testing.assert_array_equal(loaded.labels_grid(T, labels.shape).labels, aligned.labels_grid(T, labels.shape).labels)
+    aligned.reset()
+    assert np.all(aligned.origin == 0.0)
+    # A map that took depth first keeps the lattice it had.
+    depth_first = OccupancyMap()
+    depth_first.integrate_depth(_wall_frame(2.0))
+    depth_first.integrate_local_grid(chair)
+    assert np.all(depth_first.origin == 0.0)
+
+
+def test_a_voxel_that_turns_free_forgets_its_surface():
+    occ = OccupancyMap()
+    occ.integrate_depth(_wall_frame(2.0, index=0))
+    wall = np.array([[0.0, 0.0, 2.0]])
+    assert occ.sample(wall).surface[0] != 0
+    occ.integrate_depth(_wall_frame(2.5, index=1))  # the wall moved back: one hit, one miss
+    s = occ.sample(wall)
+    assert s.log_odds[0] == pytest.approx(0.85 - 0.4) and s.log_odds[0] <= occ.config.occupied_threshold
+    assert s.surface[0] == 0
+    assert occ.sample(np.array([[0.0, 0.0, 2.5]])).surface[0] != 0
 
 
 def _redkitchen_frame(index: int) -> Frame:

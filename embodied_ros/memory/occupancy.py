@@ -13,6 +13,12 @@ Boyer-Moore scheme): the same class adds its weight, another class subtracts it 
 over when the weight goes below zero. It costs six bytes per voxel whatever the vocabulary
 and always keeps the majority class when one has more than half of the votes.
 
+Depth hits also set a bit in their voxel's surface mask: which of its n x n x n sub-cells the
+surface passed through. ``labels_grid`` voxelises those sub-cells into the caller's grid, so a
+grid turned against the map's lattice gets the surfaces where they are, not where the map voxel
+under its centre says. The lattice itself is anchored at the first network grid fused, so
+grids at the same floor height share its horizontal layers.
+
 Storage and eviction are in voxel_blocks.py (bounded by ``max_voxels``; farthest blocks from
 the latest camera position go first).
 """
@@ -82,11 +88,13 @@ class VoxelSample:
         log_odds: (N,) float32; 0.0 where never observed.
         observed: (N,) bool, True where the voxel was ever updated.
         labels: (N,) int16 class index into the map's vocabulary; -1 for none.
+        surface: (N,) uint64 mask of the voxel's sub-cells that depth hits went through; 0 for none.
     """
 
     log_odds: np.ndarray
     observed: np.ndarray
     labels: np.ndarray
+    surface: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -119,7 +127,8 @@ class OccupancyMap:
     Args:
         voxel_size, log_odds_hit, log_odds_miss, log_odds_min, log_odds_max,
             occupied_threshold, max_range, pixel_stride, max_voxels, grid_class_weight,
-            grid_in_view_only, detection_votes_with_grid, pixel_class_weight, bounds: see :class:`OccupancyConfig`
+            grid_in_view_only, detection_votes_with_grid, pixel_class_weight, surface_subdivision,
+            align_to_grid, bounds: see :class:`OccupancyConfig`
             (same names and defaults).
 
     Raises:
@@ -134,7 +143,7 @@ class OccupancyMap:
         log_odds_miss: float = -0.4,
         log_odds_min: float = -2.0,
         log_odds_max: float = 3.5,
-        occupied_threshold: float = 0.0,
+        occupied_threshold: float = 0.8,
         max_range: float = 4.0,
         pixel_stride: int = 4,
         max_voxels: int = 2_000_000,
@@ -142,6 +151,8 @@ class OccupancyMap:
         grid_in_view_only: bool = True,
         detection_votes_with_grid: bool = False,
         pixel_class_weight: float = 1.0,
+        surface_subdivision: int = 4,
+        align_to_grid: bool = True,
         bounds: tuple[float, float, float, float, float, float] | None = None,
     ) -> None:
         self.config = OccupancyConfig(
@@ -150,14 +161,15 @@ class OccupancyMap:
             max_range=max_range, pixel_stride=pixel_stride, max_voxels=max_voxels,
             grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only,
             detection_votes_with_grid=detection_votes_with_grid, pixel_class_weight=pixel_class_weight,
-            bounds=bounds,
+            surface_subdivision=surface_subdivision, align_to_grid=align_to_grid, bounds=bounds,
         )
         self.voxel_size = self.config.voxel_size
         self._lock = threading.RLock()
         self._blocks = VoxelBlocks(self.config.max_voxels, {
             "log_odds": (np.float32, 0.0), "observed": (np.bool_, False),
-            "label": (np.int16, -1), "label_weight": (np.float32, 0.0),
+            "label": (np.int16, -1), "label_weight": (np.float32, 0.0), "surface": (np.uint64, 0),
         })
+        self._origin = np.zeros(3)  # world position of voxel (0, 0, 0)'s corner
         self._vocabulary: list[str] = []
         self._class_of: dict[str, int] = {}
         self._n_frames = 0
@@ -168,6 +180,11 @@ class OccupancyMap:
         return cls(**asdict(config))
 
     @property
+    def origin(self) -> np.ndarray:
+        """(3,) world position of the voxel lattice's origin (a voxel corner), metres."""
+        return self._origin.copy()
+
+    @property
     def class_names(self) -> tuple[str, ...]:
         """The map's vocabulary: every class name that ever voted, in order of arrival."""
         return tuple(self._vocabulary)
@@ -176,6 +193,7 @@ class OccupancyMap:
         """Forget every voxel and the vocabulary."""
         with self._lock:
             self._blocks.clear()
+            self._origin = np.zeros(3)
             self._vocabulary.clear()
             self._class_of.clear()
             self._n_frames = 0
@@ -205,11 +223,12 @@ class OccupancyMap:
         cam = _backproject(frame.K, u * float(stride), v * float(stride), z)  # camera-frame endpoint
         R_wc, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
         inv_vs = 1.0 / self.voxel_size
-        origin = t * inv_vs  # voxel units
+        origin = (t - self._origin) * inv_vs  # voxel units
         seg = np.stack([(R_wc[i, 0] * cam[0] + R_wc[i, 1] * cam[1] + R_wc[i, 2] * cam[2]) * inv_vs
                         for i in range(3)], axis=1)  # (R, 3) camera -> endpoint, voxel units
         with self._lock:
             fh, ff = self._apply(*trace_rays(origin, seg, hit), near=origin)
+            self._mark_surface(origin + seg[hit])
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
@@ -221,6 +240,8 @@ class OccupancyMap:
         Detections vote only when there is no grid, unless ``detection_votes_with_grid``. A pixel
         head's classes vote where their pixels' depth lands (``pixel_class_weight``; 0: never).
         """
+        if perception.occupancy is not None:
+            self._anchor(perception.occupancy.T_world_grid)
         self.integrate_depth(frame)
         occ = perception.occupancy
         if occ is not None:
@@ -255,6 +276,7 @@ class OccupancyMap:
             raise FrameError(f"local occupancy grid must be 3-D with a finite 4x4 pose, got {labels.shape}")
         if valid is not None and np.shape(valid) != labels.shape:
             raise FrameError(f"valid mask {np.shape(valid)} differs from the grid {labels.shape}")
+        self._anchor(T)
         split = max(1, int(round(occ.voxel_size / self.voxel_size)))
         voxel_size = occ.voxel_size / split
         if split > 1:
@@ -268,8 +290,7 @@ class OccupancyMap:
         if valid is not None:
             keep = np.asarray(valid, dtype=bool)
             lab, centres = lab[keep.reshape(-1)], centres[keep.reshape(-1)]
-        world = _transform(T, centres)
-        vox = np.floor(world / self.voxel_size).astype(np.int64)
+        vox = np.floor(self._voxel_units(_transform(T, centres))).astype(np.int64)
         occupied = lab >= 0
         lin, lo, dims = linearise(vox)
         hit_lin = np.unique(lin[occupied])
@@ -277,7 +298,7 @@ class OccupancyMap:
         centre = T[:3, :3] @ (0.5 * voxel_size * np.array(labels.shape, dtype=np.float64)) + T[:3, 3]
         with self._lock:
             fh, ff = self._apply(unlinearise(hit_lin, lo, dims), unlinearise(free_lin, lo, dims),
-                                 near=centre / self.voxel_size)
+                                 near=self._voxel_units(centre))
             names = np.array([self._class_index(n) for n in occ.class_names] or [0], dtype=np.int64)
             at = np.searchsorted(hit_lin, lin[occupied])
             self._vote(fh[at], names[lab[occupied]], np.full(at.size, self.config.grid_class_weight))
@@ -297,13 +318,13 @@ class OccupancyMap:
                 if not (np.all(np.isfinite(box)) and np.isfinite(score) and score > 0):
                     continue
                 corners = box_corners(box)[0]
-                lo = np.floor(corners.min(axis=0) / self.voxel_size).astype(np.int64)
-                hi = np.floor(corners.max(axis=0) / self.voxel_size).astype(np.int64)
+                lo = np.floor(self._voxel_units(corners.min(axis=0))).astype(np.int64)
+                hi = np.floor(self._voxel_units(corners.max(axis=0))).astype(np.int64)
                 if np.any(lo < -MAX_VOXEL_COORD) or np.any(hi >= MAX_VOXEL_COORD):
                     continue
                 flat = self._blocks.voxels_in_range(lo, hi)
                 flat = flat[seen[flat] & (lo_arr[flat] > self.config.occupied_threshold)]
-                centres = (self._blocks.voxel_coords(flat) + 0.5) * self.voxel_size
+                centres = self._centres(self._blocks.voxel_coords(flat))
                 flat = flat[points_in_boxes(centres, box[None])[0]]
                 flats.append(flat)
                 classes.append(np.full(flat.size, self._class_index(name)))
@@ -344,7 +365,7 @@ class OccupancyMap:
             return 0
         u, v, z, cls = u[ok], v[ok], z[ok], labels[rows[ok], cols[ok]].astype(np.int64)
         cam = np.stack(_backproject(frame.K, u, v, z), axis=1)
-        vox = np.floor(_transform(frame.T_world_camera, cam) / self.voxel_size).astype(np.int64)
+        vox = np.floor(self._voxel_units(_transform(frame.T_world_camera, cam))).astype(np.int64)
         keys = np.unique(np.concatenate([vox, cls[:, None]], axis=1), axis=0)  # one vote per (voxel, class)
         keys = keys[np.all((keys[:, :3] >= -MAX_VOXEL_COORD) & (keys[:, :3] < MAX_VOXEL_COORD), axis=1)]
         with self._lock:
@@ -361,17 +382,18 @@ class OccupancyMap:
         with self._lock:
             d = self._blocks.data
             flat = np.flatnonzero(d["observed"] & (d["log_odds"] > self.config.occupied_threshold))
-            centres = (self._blocks.voxel_coords(flat) + 0.5) * self.voxel_size
+            centres = self._centres(self._blocks.voxel_coords(flat))
             return OccupiedVoxels(centres, d["label"][flat].copy(), self.class_names, d["log_odds"][flat].copy(),
                                   self.voxel_size)
 
     def sample(self, points: np.ndarray) -> VoxelSample:
         """Map values at (N, 3) world points (metres); unknown voxels read log-odds 0, not observed, label -1."""
         pts = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-        vox = np.floor(pts / self.voxel_size)
+        vox = np.floor(self._voxel_units(pts))
         ok = np.all(np.isfinite(vox) & (vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
         n = len(pts)
         log_odds, observed, labels = np.zeros(n, np.float32), np.zeros(n, bool), np.full(n, -1, np.int16)
+        surface = np.zeros(n, np.uint64)
         with self._lock:
             flat = np.full(n, -1, dtype=np.int64)
             flat[ok] = self._blocks.lookup(vox[ok].astype(np.int64))
@@ -379,11 +401,18 @@ class OccupancyMap:
             d = self._blocks.data
             log_odds[have], observed[have], labels[have] = d["log_odds"][flat[have]], d["observed"][flat[have]], \
                 d["label"][flat[have]]
-        return VoxelSample(log_odds, observed, labels)
+            surface[have] = d["surface"][flat[have]]
+        return VoxelSample(log_odds, observed, labels, surface)
 
     def labels_grid(self, T_world_grid: np.ndarray, shape: tuple[int, int, int] = (40, 40, 16),
                     voxel_size: float | None = None) -> LocalOccupancy:
-        """Sample the map on a local grid (e.g. to score occupancy against a network's grid).
+        """The map on a local grid (e.g. to score occupancy against a network's grid).
+
+        Occupied voxels with surface sub-cells put each sub-cell's centre into the grid voxel it
+        falls in (the majority class of a grid voxel's sub-cells wins); a grid voxel that gets none
+        reads the map voxel under its centre, unless that voxel has sub-cells elsewhere (then its
+        surface lies in another grid voxel). With ``surface_subdivision`` 1 every grid voxel reads
+        the map voxel under its centre.
 
         Args:
             T_world_grid: (4, 4) pose of the grid's voxel (0, 0, 0) corner in the world.
@@ -397,13 +426,16 @@ class OccupancyMap:
         """
         vs = self.voxel_size if voxel_size is None else float(voxel_size)
         T = np.asarray(T_world_grid, dtype=np.float64)
-        centres = GridSpec(shape=shape, voxel_size=vs).voxel_centres()
+        spec = GridSpec(shape=shape, voxel_size=vs)
         with self._lock:
-            s = self.sample(_transform(T, centres))
+            s = self.sample(_transform(T, spec.voxel_centres()))
             vocab = self.class_names
+            splat = self._surface_labels(T, spec, len(vocab)) if self.config.surface_subdivision > 1 else None
         occupied = s.observed & (s.log_odds > self.config.occupied_threshold)
-        labels = np.where(occupied, np.where(s.labels >= 0, s.labels, len(vocab)), -1).astype(np.int16)
-        return LocalOccupancy(labels.reshape(shape), T.copy(), vs, vocab + (UNLABELLED_CLASS,))
+        labels = np.where(occupied, np.where(s.labels >= 0, s.labels, len(vocab)), -1)
+        if splat is not None:
+            labels = np.where(splat >= 0, splat, np.where(s.surface != 0, -1, labels))
+        return LocalOccupancy(labels.astype(np.int16).reshape(shape), T.copy(), vs, vocab + (UNLABELLED_CLASS,))
 
     def class_grid(self, T_world_grid: np.ndarray, class_names: tuple[str, ...] | list[str],
                    shape: tuple[int, int, int] = (40, 40, 16), voxel_size: float | None = None) -> np.ndarray:
@@ -437,7 +469,8 @@ class OccupancyMap:
         with self._lock:
             config = json.dumps(asdict(self.config))
             arrays = self._blocks.export()
-            meta = json.dumps({"vocabulary": self._vocabulary, "n_frames": self._n_frames})
+            meta = json.dumps({"vocabulary": self._vocabulary, "n_frames": self._n_frames,
+                               "origin": self._origin.tolist()})
         with open(path, "wb") as f:
             np.savez_compressed(f, config=np.array(config), meta=np.array(meta), **arrays)
 
@@ -461,9 +494,77 @@ class OccupancyMap:
         occ._vocabulary = [str(n) for n in meta["vocabulary"]]
         occ._class_of = {n: i for i, n in enumerate(occ._vocabulary)}
         occ._n_frames = int(meta["n_frames"])
+        occ._origin = np.asarray(meta.get("origin", [0.0, 0.0, 0.0]), dtype=np.float64).reshape(3)
         return occ
 
     # ------------------------------------------------------------------ internals
+
+    def _voxel_units(self, points: np.ndarray) -> np.ndarray:
+        """World points (metres) -> continuous voxel coordinates of the map's lattice."""
+        return (np.asarray(points, dtype=np.float64) - self._origin) / self.voxel_size
+
+    def _centres(self, voxels: np.ndarray) -> np.ndarray:
+        """(M, 3) voxel coordinates -> (M, 3) world centres, metres."""
+        return (np.asarray(voxels, dtype=np.float64) + 0.5) * self.voxel_size + self._origin
+
+    def _anchor(self, T_world_grid: np.ndarray) -> None:
+        """Put the lattice's origin on the corner of a network grid, while the map is still empty."""
+        if self.config.align_to_grid and self._n_frames == 0 and self._blocks.n_blocks == 0:
+            self._origin = np.mod(np.asarray(T_world_grid, dtype=np.float64)[:3, 3], self.voxel_size)
+
+    def _mark_surface(self, points: np.ndarray) -> None:
+        """Set the surface bit of the sub-cell each (N, 3) point (voxel units) lies in."""
+        n = self.config.surface_subdivision
+        if n < 2 or len(points) == 0:
+            return
+        vox = np.floor(points)
+        ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+        vox, points = vox[ok].astype(np.int64), points[ok]
+        sub = np.clip(np.floor((points - vox) * n).astype(np.int64), 0, n - 1)
+        bit = (sub[:, 0] * n + sub[:, 1]) * n + sub[:, 2]
+        flat = self._blocks.lookup(vox, allocate=False)
+        have = flat >= 0
+        masks = np.left_shift(np.uint64(1), bit[have].astype(np.uint64))
+        np.bitwise_or.at(self._blocks.data["surface"], flat[have], masks)
+
+    def _surface_labels(self, T: np.ndarray, spec: GridSpec, n_classes: int) -> np.ndarray:
+        """Per grid voxel (flat, x slowest), the majority label of the surface sub-cells in it; -1 for none.
+
+        Labels index the vocabulary; ``n_classes`` stands for occupied voxels without a class vote.
+        """
+        n = self.config.surface_subdivision
+        shape = np.asarray(spec.shape)
+        corners = np.indices((2, 2, 2)).reshape(3, -1).T * shape * spec.voxel_size
+        world = _transform(T, corners)
+        lo = np.floor(self._voxel_units(world.min(axis=0))).astype(np.int64)
+        hi = np.floor(self._voxel_units(world.max(axis=0))).astype(np.int64)
+        out = np.full(int(np.prod(shape)), -1, dtype=np.int64)
+        if np.any(lo < -MAX_VOXEL_COORD) or np.any(hi >= MAX_VOXEL_COORD):
+            return out
+        d = self._blocks.data
+        flat = self._blocks.voxels_in_range(lo, hi)
+        occupied = d["observed"][flat] & (d["log_odds"][flat] > self.config.occupied_threshold)
+        flat = flat[occupied & (d["surface"][flat] != 0)]
+        if flat.size == 0:
+            return out
+        bits = (d["surface"][flat][:, None] >> np.arange(n**3, dtype=np.uint64)) & np.uint64(1)
+        which, bit = np.nonzero(bits)
+        sub = np.stack([bit // (n * n), (bit // n) % n, bit % n], axis=1)
+        points = (self._blocks.voxel_coords(flat)[which] + (sub + 0.5) / n) * self.voxel_size + self._origin
+        R = T[:3, :3]
+        rel = points - T[:3, 3]
+        idx = np.floor(np.stack([rel[:, 0] * R[0, j] + rel[:, 1] * R[1, j] + rel[:, 2] * R[2, j]
+                                 for j in range(3)], axis=1) / spec.voxel_size).astype(np.int64)
+        inside = np.all((idx >= 0) & (idx < shape), axis=1)
+        label = d["label"][flat][which][inside].astype(np.int64)
+        label = np.where(label >= 0, label, n_classes)
+        lin = np.ravel_multi_index(idx[inside].T, tuple(shape))
+        keys, counts = np.unique(lin * (n_classes + 1) + label, return_counts=True)
+        voxel, cls = np.divmod(keys, n_classes + 1)
+        order = np.lexsort((-counts, voxel))  # per voxel, its most frequent label first
+        first = order[np.r_[True, voxel[order][1:] != voxel[order][:-1]]]
+        out[voxel[first]] = cls[first]
+        return out
 
     def _class_index(self, name: str) -> int:
         if name not in self._class_of:
@@ -483,7 +584,7 @@ class OccupancyMap:
         vox = np.concatenate([hit_vox, free_vox])
         ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
         if self.config.bounds is not None:
-            c = (vox + 0.5) * self.voxel_size
+            c = self._centres(vox)
             b = np.asarray(self.config.bounds)
             ok &= np.all((c >= b[:3]) & (c <= b[3:]), axis=1)
         flat = np.full(len(vox), -1, dtype=np.int64)
@@ -493,6 +594,7 @@ class OccupancyMap:
         f = ff[ff >= 0]
         d["log_odds"][f] = np.maximum(d["log_odds"][f] + c.log_odds_miss, c.log_odds_min)
         d["observed"][f] = True
+        d["surface"][f[d["log_odds"][f] <= c.occupied_threshold]] = 0  # a voxel that turns free forgets its surface
         f = fh[fh >= 0]
         d["log_odds"][f] = np.minimum(d["log_odds"][f] + c.log_odds_hit, c.log_odds_max)
         d["observed"][f] = True
