@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -322,7 +323,18 @@ def test_the_lattice_starts_at_the_first_network_grid(tmp_path):
     aligned.save(tmp_path / "map.npz")
     loaded = OccupancyMap.load(tmp_path / "map.npz")
     np.testing.assert_array_equal(loaded.origin, aligned.origin)
-    np.testing.assert_array_equal(loaded.labels_grid(T, labels.shape).labels, aligned.labels_grid(T, labels.shape).labels)
+    np.testing.assert_array_equal(loaded.labels_grid(T, labels.shape).labels,
+                                  aligned.labels_grid(T, labels.shape).labels)
+    # A map written before maps kept sub-cells (no "surface" array, no origin) still loads.
+    with np.load(tmp_path / "map.npz") as z:
+        old = {k: z[k] for k in z.files if k != "surface"}
+    meta = json.loads(str(old["meta"]))
+    del meta["origin"]
+    old["meta"] = np.array(json.dumps(meta))
+    np.savez_compressed(tmp_path / "old.npz", **old)
+    before = OccupancyMap.load(tmp_path / "old.npz")
+    assert np.all(before.origin == 0.0) and not before.sample(grid_centres).surface.any()
+    assert before.stats().n_occupied == aligned.stats().n_occupied > 0
     aligned.reset()
     assert np.all(aligned.origin == 0.0)
     # A map that took depth first keeps the lattice it had.

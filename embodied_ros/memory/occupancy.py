@@ -486,6 +486,8 @@ class OccupancyMap:
                 config = json.loads(str(z["config"]))
                 meta = json.loads(str(z["meta"]))
                 arrays = {k: z[k] for k in z.files if k not in ("config", "meta")}
+            if "surface" not in arrays:  # written before maps kept surface sub-cells: none known
+                arrays["surface"] = np.zeros(np.shape(arrays["log_odds"]), dtype=np.uint64)
             config["bounds"] = tuple(config["bounds"]) if config.get("bounds") else None
             occ = cls(**config)
             occ._blocks.restore(arrays)
