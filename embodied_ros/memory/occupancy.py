@@ -511,8 +511,9 @@ class OccupancyMap:
 
     def _anchor(self, T_world_grid: np.ndarray) -> None:
         """Put the lattice's origin on the corner of a network grid, while the map is still empty."""
-        if self.config.align_to_grid and self._n_frames == 0 and self._blocks.n_blocks == 0:
-            self._origin = np.mod(np.asarray(T_world_grid, dtype=np.float64)[:3, 3], self.voxel_size)
+        with self._lock:
+            if self.config.align_to_grid and self._n_frames == 0 and self._blocks.n_blocks == 0:
+                self._origin = np.mod(np.asarray(T_world_grid, dtype=np.float64)[:3, 3], self.voxel_size)
 
     def _mark_surface(self, points: np.ndarray) -> None:
         """Set the surface bit of the sub-cell each (N, 3) point (voxel units) lies in."""
