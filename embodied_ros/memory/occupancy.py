@@ -554,20 +554,14 @@ class OccupancyMap:
         which, bit = np.nonzero(bits)
         sub = np.stack([bit // (n * n), (bit // n) % n, bit % n], axis=1)
         points = (self._blocks.voxel_coords(flat)[which] + (sub + 0.5) / n) * self.voxel_size + self._origin
-        R = T[:3, :3]
-        rel = points - T[:3, 3]
-        idx = np.floor(np.stack([rel[:, 0] * R[0, j] + rel[:, 1] * R[1, j] + rel[:, 2] * R[2, j]
-                                 for j in range(3)], axis=1) / spec.voxel_size).astype(np.int64)
+        idx = np.floor(_transform(np.linalg.inv(T), points) / spec.voxel_size).astype(np.int64)
         inside = np.all((idx >= 0) & (idx < shape), axis=1)
         label = d["label"][flat][which][inside].astype(np.int64)
         label = np.where(label >= 0, label, n_classes)
         lin = np.ravel_multi_index(idx[inside].T, tuple(shape))
-        keys, counts = np.unique(lin * (n_classes + 1) + label, return_counts=True)
-        voxel, cls = np.divmod(keys, n_classes + 1)
-        order = np.lexsort((-counts, voxel))  # per voxel, its most frequent label first
-        first = order[np.r_[True, voxel[order][1:] != voxel[order][:-1]]]
-        out[voxel[first]] = cls[first]
-        return out
+        votes = np.bincount(lin * (n_classes + 1) + label, minlength=out.size * (n_classes + 1))
+        votes = votes.reshape(out.size, n_classes + 1)  # per grid voxel, sub-cells per label
+        return np.where(votes.max(axis=1) > 0, votes.argmax(axis=1), -1)
 
     def _class_index(self, name: str) -> int:
         if name not in self._class_of:
