@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .frame import Frame
 from .geometry.boxes import as_boxes
 
 
@@ -24,6 +25,12 @@ class Detections3D:
         scores: (N,) float64 confidences in [0, 1].
         class_names: the label vocabulary of the perceptor that made them.
         frame_id: frame the boxes are expressed in (``world`` after a perceptor ran).
+        boxes_2d: (N, 4) float64 colour-image pixel corners (x0, y0, x1, y1) of the image region
+            each box was lifted from, NaN where there is none; None when the perceptor has no
+            image regions (the scene memory compares it with objects' projections).
+        pixels: per detection, (M_i, 2) int32 colour-image pixels (u, v) of the depth points that
+            make up the object (bounded, subsampled); None when the perceptor has none (object
+            geometry and colour come from them).
     """
 
     boxes: np.ndarray
@@ -31,6 +38,8 @@ class Detections3D:
     scores: np.ndarray
     class_names: tuple[str, ...]
     frame_id: str
+    boxes_2d: np.ndarray | None = None
+    pixels: tuple[np.ndarray, ...] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "boxes", as_boxes(self.boxes))
@@ -43,6 +52,10 @@ class Detections3D:
             )
         if n and (self.labels.min() < 0 or self.labels.max() >= len(self.class_names)):
             raise ValueError("a label is outside class_names")
+        if self.boxes_2d is not None:
+            object.__setattr__(self, "boxes_2d", np.asarray(self.boxes_2d, dtype=np.float64).reshape(n, 4))
+        if self.pixels is not None and len(self.pixels) != n:
+            raise ValueError(f"pixels has {len(self.pixels)} entries for {n} detections")
 
     def __len__(self) -> int:
         return len(self.boxes)
@@ -58,7 +71,10 @@ class Detections3D:
 
     def select(self, keep: np.ndarray) -> Detections3D:
         """Subset by a boolean mask or index array."""
-        return Detections3D(self.boxes[keep], self.labels[keep], self.scores[keep], self.class_names, self.frame_id)
+        idx = np.arange(len(self))[keep]
+        return Detections3D(self.boxes[idx], self.labels[idx], self.scores[idx], self.class_names, self.frame_id,
+                            None if self.boxes_2d is None else self.boxes_2d[idx],
+                            None if self.pixels is None else tuple(self.pixels[i] for i in idx))
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,8 @@ class FramePerception:
             resolution (cell (i, j) covers frame pixels [j W/w, (j + 1) W/w) x [i H/h, (i + 1) H/h)),
             indices into ``detections.class_names``, -1 for none; from a pixel head, for the world
             map's class votes.
+        frame: the frame the perceptor saw, when it passes it on: the scene memory checks which
+            objects were in view (and not hidden) but not detected, and samples their colour.
     """
 
     frame_index: int
@@ -125,3 +143,4 @@ class FramePerception:
     timings_s: dict[str, float] = field(default_factory=dict)
     viewpoint: np.ndarray | None = None
     pixel_labels: np.ndarray | None = None
+    frame: Frame | None = None

@@ -26,6 +26,12 @@ class SceneObject:
         last_seen_frame: frame index of the latest detection.
         first_seen_ns: stamp of the first detection, nanoseconds.
         last_seen_ns: stamp of the latest detection, nanoseconds.
+        confidence: probability in [0, 1] that the object exists, from the evidence for and
+            against it (seen and detected, in view and not detected); the memory publishes
+            confident objects only.
+        colour_lab: robust CIELAB (L*, a*, b*) colour of the object's pixels across views, or
+            None when never sampled.
+        colour_name: the colour word for ``colour_lab`` ("white", "red", ...), or None.
     """
 
     id: int
@@ -38,6 +44,9 @@ class SceneObject:
     last_seen_frame: int
     first_seen_ns: int
     last_seen_ns: int
+    confidence: float = 1.0
+    colour_lab: tuple[float, float, float] | None = None
+    colour_name: str | None = None
 
     def __post_init__(self) -> None:
         box = np.array(self.box, dtype=np.float64).reshape(BOX_DIM)
@@ -57,7 +66,8 @@ class SceneObject:
 
 def _fields(obj: SceneObject) -> tuple[Any, ...]:
     return (obj.id, obj.class_name, obj.score, obj.box, obj.class_scores, obj.n_observations,
-            obj.first_seen_frame, obj.last_seen_frame, obj.first_seen_ns, obj.last_seen_ns)
+            obj.first_seen_frame, obj.last_seen_frame, obj.first_seen_ns, obj.last_seen_ns, obj.confidence,
+            obj.colour_lab, obj.colour_name)
 
 
 @dataclass(frozen=True)

@@ -58,4 +58,5 @@ class LiftedPerceptor:
             occupancy=None,
             timings_s={"network": t1 - t0, "lifting": t2 - t1},
             viewpoint=frame.T_world_camera[:3, 3].copy(),
+            frame=frame,
         )

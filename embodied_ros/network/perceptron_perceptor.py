@@ -142,7 +142,7 @@ class PerceptronPerceptor:
             occupancy=LocalOccupancy(occ, inputs.T_world_grid, self.config.voxel_size,
                                      tuple(self.config.occupancy_classes)),
             timings_s={"preprocess": t1 - t0, "network": t2 - t1, "decode": t3 - t2},
-            viewpoint=frame.T_world_camera[:3, 3].copy(), pixel_labels=pixel_labels,
+            viewpoint=frame.T_world_camera[:3, 3].copy(), pixel_labels=pixel_labels, frame=frame,
         )
 
 
