@@ -299,6 +299,7 @@ def test_save_load_round_trip(tmp_path):
     loaded = SceneMemory.load(path)
     assert loaded.objects() == memory.objects()
     assert loaded.config == memory.config and loaded.frame_id == "world"
+    assert loaded.vocabulary == memory.vocabulary == VOCAB  # what the detector could have named
     assert all(0.0 <= o.score <= 1.0 for o in loaded.objects())
     # Both go on identically (same fusion weights, same id counter).
     # (the directions objects were seen from are saved too: the next sighting turns fronts alike)

@@ -127,6 +127,7 @@ class SceneMemory:
         self._index = SpatialHashGrid(self.config.cell_size)
         self._next_id = 0
         self._frame_id = ""
+        self._vocabulary: tuple[str, ...] = ()
         self._last_frame = (-1, 0)
         self._n_updates = 0
         self._snapshot: MemorySnapshot | None = None
@@ -143,6 +144,12 @@ class SceneMemory:
     def frame_id(self) -> str:
         """World frame of the objects' boxes ("" until the first detection arrives)."""
         return self._frame_id
+
+    @property
+    def vocabulary(self) -> tuple[str, ...]:
+        """Every class name the perceptors could have given (their label vocabularies, in order
+        first seen): a phrase about a class outside it names something the detector cannot see."""
+        return self._vocabulary
 
     # ------------------------------------------------------------------ update
 
@@ -161,6 +168,7 @@ class SceneMemory:
             self._n_updates += 1
             self._last_frame = (int(perception.frame_index), int(perception.stamp_ns))
             self._snapshot = None
+            self._add_vocabulary(det.class_names)
             if len(det) == 0:
                 return UpdateResult()
             if self._frame_id and det.frame_id != self._frame_id:
@@ -212,6 +220,10 @@ class SceneMemory:
                 n_suppressed=n_suppressed,
                 n_invalid=int(np.count_nonzero(~valid)),
             )
+
+    def _add_vocabulary(self, names: tuple[str, ...]) -> None:
+        if not set(names) <= set(self._vocabulary):
+            self._vocabulary += tuple(n for n in dict.fromkeys(names) if n not in self._vocabulary)
 
     def _same_class(self, a: str, b: str) -> bool:
         return self.config.class_agnostic or a == b
@@ -417,6 +429,7 @@ class SceneMemory:
                 "format_version": FORMAT_VERSION,
                 "config": config,
                 "frame_id": self._frame_id,
+                "vocabulary": list(self._vocabulary),
                 "next_id": self._next_id,
                 "objects": [
                     {
@@ -449,6 +462,7 @@ class SceneMemory:
         memory = cls.from_config(replace(config, **overrides))
         try:
             memory._frame_id = str(data["frame_id"])
+            memory._vocabulary = tuple(str(n) for n in data.get("vocabulary", ()))
             for o in data["objects"]:
                 track = _Track(
                     int(o["id"]), np.array(o["box"], dtype=np.float64).reshape(BOX_DIM), float(o["fusion_weight"]),
