@@ -40,7 +40,7 @@ def _frame(index: int = 0) -> Frame:
 
 
 def _scene() -> tuple[SceneMemory, OccupancyMap, Frame]:
-    memory, occupancy = SceneMemory(min_observations=1), OccupancyMap()
+    memory, occupancy = SceneMemory(min_observations=1, publish_confidence=0.0), OccupancyMap()
     boxes = np.array([[0.0, -0.5, 0.4, 0.5, 0.5, 0.8, 0.3, 0, 0], [0.8, -0.6, 0.5, 0.1, 0.1, 0.12, 0, 0, 0]])
     frame = _frame()
     for i in range(3):

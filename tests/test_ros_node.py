@@ -49,7 +49,9 @@ def live(ros: Any) -> Any:
 
     from embodied_ros.ros.harness import FramePublisher
 
-    node = ros.node(ros.perceptor, pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0)
+    # Six sparse frames are too few for the memory's confidence; the plumbing is what this tests.
+    node = ros.node(ros.perceptor, pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
+                    memory__publish_confidence=0.0)
     ros.nodes.append(node)
     got: dict[str, list[Any]] = {"markers": [], "objects": [], "detections": []}
     ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", got["markers"].append, 10)
