@@ -28,17 +28,14 @@ class ResizeGeometry:
         net_wh: network input (width, height) in pixels.
         scale: (sx, sy) input pixels per image pixel.
         offset: (ox, oy) input pixel of the image's top-left corner (padding on the left/top).
+        content_wh: size (w, h) in input pixels the image is resized to.
     """
 
     image_wh: tuple[int, int]
     net_wh: tuple[int, int]
     scale: tuple[float, float]
-    offset: tuple[float, float] = (0.0, 0.0)
-
-    @property
-    def content_wh(self) -> tuple[int, int]:
-        """Size (w, h) in input pixels the image is resized to."""
-        return round(self.image_wh[0] * self.scale[0]), round(self.image_wh[1] * self.scale[1])
+    offset: tuple[int, int]
+    content_wh: tuple[int, int]
 
     def to_image(self, boxes_net: np.ndarray) -> np.ndarray:
         """(K, 4) xyxy in network-input pixels -> (K, 4) float64 xyxy in image pixels, clipped to the image.
@@ -58,7 +55,7 @@ class ResizeGeometry:
 
 def stretch(image_wh: tuple[int, int], net_wh: tuple[int, int]) -> ResizeGeometry:
     """The image resized to fill the input, aspect ratio not kept (Darknet's default)."""
-    return ResizeGeometry(image_wh, net_wh, (net_wh[0] / image_wh[0], net_wh[1] / image_wh[1]))
+    return ResizeGeometry(image_wh, net_wh, (net_wh[0] / image_wh[0], net_wh[1] / image_wh[1]), (0, 0), net_wh)
 
 
 def letterbox_size(image_wh: tuple[int, int], net_wh: tuple[int, int]) -> tuple[int, int]:
@@ -73,20 +70,20 @@ def letterbox(image_wh: tuple[int, int], net_wh: tuple[int, int]) -> ResizeGeome
     """Aspect ratio kept, the image centred, padding split evenly (the lower/right side gets the odd pixel)."""
     new_w, new_h = letterbox_size(image_wh, net_wh)
     offset = ((net_wh[0] - new_w) // 2, (net_wh[1] - new_h) // 2)
-    return ResizeGeometry(image_wh, net_wh, (new_w / image_wh[0], new_h / image_wh[1]), offset)
+    return ResizeGeometry(image_wh, net_wh, (new_w / image_wh[0], new_h / image_wh[1]), offset, (new_w, new_h))
 
 
 def top_left(image_wh: tuple[int, int], net_wh: tuple[int, int]) -> ResizeGeometry:
     """Aspect ratio kept with one scale r = min(net_w / w, net_h / h), the image at the top-left (YOLOX)."""
     r = min(net_wh[0] / image_wh[0], net_wh[1] / image_wh[1])
-    return ResizeGeometry(image_wh, net_wh, (r, r))
+    return ResizeGeometry(image_wh, net_wh, (r, r), (0, 0), (int(image_wh[0] * r), int(image_wh[1] * r)))
 
 
 def paste_resized(image: np.ndarray, geometry: ResizeGeometry, fill: float) -> np.ndarray:
     """(H, W, C) image -> (net_h, net_w, C) float32: bilinearly resized into ``geometry``'s place, ``fill`` around."""
     net_w, net_h = geometry.net_wh
     new_w, new_h = geometry.content_wh
-    x0, y0 = int(geometry.offset[0]), int(geometry.offset[1])
+    x0, y0 = geometry.offset
     canvas = np.full((net_h, net_w, image.shape[2]), fill, np.float32)
     canvas[y0 : y0 + new_h, x0 : x0 + new_w] = cv2.resize(image, (new_w, new_h), interpolation=cv2.INTER_LINEAR)
     return canvas

@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from ..errors import ModelError
+from .detector2d import NetworkDetector2D
 from .lifted_perceptor import LiftedPerceptor
 from .lifting import LiftingParams
 from .perceptor import Perceptor
 from .weights import DEFAULT_MODEL, KNOWN_MODELS, ModelFiles, resolve_known_model
-from .yolo_detector import YoloDetector2D
 
 MODELS_ENV = "EMBODIED_ROS_MODELS"
 _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -37,7 +37,7 @@ def _custom_darknet_files(weights: Path) -> ModelFiles:
     names = sorted(weights.parent.glob("*.names"))
     if not cfg.is_file() or not names:
         raise ModelError(f"{weights}: a Darknet model needs {cfg.name} and a .names file in the same folder")
-    return ModelFiles(cfg, weights, names[0])
+    return ModelFiles(cfg, weights, names[0], "darknet")
 
 
 PERCEPTRON = "embodied-perceptron"
@@ -96,6 +96,33 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     return perceptor
 
 
+def build_detector(files: ModelFiles, *, backend: str = "auto", allow_fallback: bool = False, fp16: bool = False,
+                   score_threshold: float = DETECTOR_SCORE_THRESHOLD, **runtime) -> NetworkDetector2D:
+    """The 2D detector that reads ``files`` (by their family: Darknet, YOLOX ONNX or NanoDet ncnn).
+
+    Args:
+        files: verified model files (``weights.resolve_known_model``).
+        backend, allow_fallback, fp16: as for ``build_perceptor``.
+        score_threshold: candidates below this score are dropped before NMS.
+        runtime: more detector arguments (``cache``, ``intra_op_threads``, ``iou_threshold``, ...).
+
+    Raises:
+        ModelError: unusable files or backend.
+    """
+    kwargs = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16, score_threshold=score_threshold, **runtime)
+    if files.family == "yolox":
+        from .yolox_detector import YoloxDetector2D
+
+        return YoloxDetector2D(files.weights, files.names, **kwargs)
+    if files.family == "nanodet":
+        from .nanodet_detector import NanoDetDetector2D
+
+        return NanoDetDetector2D(files.graph, files.weights, files.names, **kwargs)
+    from .yolo_detector import YoloDetector2D
+
+    return YoloDetector2D(files.graph, files.weights, files.names, **kwargs)
+
+
 def build_perceptor(
     name: str = DEFAULT_MODEL,
     *,
@@ -111,7 +138,8 @@ def build_perceptor(
 
     Args:
         name: "embodied-perceptron" (the project's network; weights from ``embodied-ros train``),
-            a known 2D detector (``weights.KNOWN_MODELS``, lifted to 3D) or "darknet" for a
+            a known 2D detector (``weights.KNOWN_MODELS``: Yolo-Fastest, YOLOX-Nano, NanoDet-Plus;
+            lifted to 3D) or "darknet" for a
             user's own Darknet files given by ``weights``.
         weights: a weights file or the folder holding the model's files.
         download: fetch missing files from their upstream URL (sha256-checked).
@@ -133,7 +161,8 @@ def build_perceptor(
         try:
             files = resolve_known_model(name, search_dirs=_search_dirs(weights), download=download)
         except ModelError as err:
-            raise ModelError(f"{err} (or pass --weights DIR holding {name}'s .cfg, .weights and coco.names)") from err
+            wanted = ", ".join(f.filename for f in KNOWN_MODELS[name].files)
+            raise ModelError(f"{err} (or pass --weights DIR holding {wanted})") from err
     elif name == "darknet":
         if weights is None or not weights.is_file():
             raise ModelError("--model darknet needs --weights PATH.weights")
@@ -141,6 +170,6 @@ def build_perceptor(
     else:
         known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), "darknet"])
         raise ModelError(f"unknown model {name!r}; known: {known}")
-    detector = YoloDetector2D(files.cfg, files.weights, files.names, backend=backend, allow_fallback=allow_fallback,
-                              fp16=fp16, score_threshold=detector_score_threshold)
+    detector = build_detector(files, backend=backend, allow_fallback=allow_fallback, fp16=fp16,
+                              score_threshold=detector_score_threshold)
     return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")

@@ -213,7 +213,9 @@ class YoloDetector2D(NetworkDetector2D):
             ModelError: unknown name, files not found and ``download`` not given, or a checksum mismatch.
         """
         files = resolve_known_model(name, search_dirs=search_dirs, download=download, cache=cache)
-        return cls(files.cfg, files.weights, files.names, cache=cache, **kwargs)
+        if files.family != "darknet" or files.graph is None:
+            raise ModelError(f"{name} is not a Darknet model; use registry.build_detector")
+        return cls(files.graph, files.weights, files.names, cache=cache, **kwargs)
 
     @property
     def heads(self) -> list[YoloHeadSpec]:
