@@ -14,8 +14,15 @@ from embodied_ros.network.image_decode import (
     stretch,
     top_left,
 )
-from embodied_ros.network.nanodet_detector import REG_BINS, center_points, decode_nanodet
-from embodied_ros.network.yolox_detector import anchor_points, decode_yolox
+from embodied_ros.network.nanodet_detector import (
+    MEAN_BGR,
+    REG_BINS,
+    SCALE_BGR,
+    center_points,
+    decode_nanodet,
+    nanodet_input,
+)
+from embodied_ros.network.yolox_detector import anchor_points, decode_yolox, yolox_input
 
 IMAGE = (640, 480)  # wider than high: an x clipped to the height (480) instead of the width shows
 NET = (416, 416)
@@ -109,3 +116,18 @@ def test_nanodet_decode_known_box() -> None:
     np.testing.assert_allclose(dets.boxes_xyxy, [[320 / 0.65, 0.0, 640.0, (352 - 52) / 0.65]], atol=1e-3)
     with pytest.raises(ValueError, match="expected"):
         decode_nanodet(out, NET, 4, 0.3)
+
+
+def test_each_model_gets_its_own_input() -> None:
+    image = np.empty((480, 640, 3), np.uint8)
+    image[:] = (10, 20, 30)  # RGB
+    x, g = yolox_input(image, NET)  # BGR 0..255, top-left, 114 below
+    assert x.shape == (1, 3, 416, 416) and x.dtype == np.float32 and g == top_left(IMAGE, NET)
+    np.testing.assert_array_equal(x[0, :, :312, :].reshape(3, -1).max(1), [30, 20, 10])
+    np.testing.assert_array_equal(x[0, :, :312, :].reshape(3, -1).min(1), [30, 20, 10])
+    assert np.all(x[0, :, 312:] == 114.0)
+    x, g = nanodet_input(image, NET)  # BGR, (pixel - mean) * scale, black bands above and below
+    assert x.shape == (1, 3, 416, 416) and g == letterbox(IMAGE, NET)
+    np.testing.assert_allclose(x[0, :, 200, 100], (np.array([30, 20, 10]) - MEAN_BGR) * SCALE_BGR, rtol=1e-6)
+    np.testing.assert_allclose(x[0, :, 10, 100], -MEAN_BGR * SCALE_BGR, rtol=1e-6)
+    np.testing.assert_allclose(x[0, :, 400, 100], -MEAN_BGR * SCALE_BGR, rtol=1e-6)

@@ -68,6 +68,15 @@ def decode_nanodet(output: np.ndarray, net_wh: tuple[int, int], num_classes: int
     return np.concatenate([c - ltrb[:, :2], c + ltrb[:, 2:]], axis=1), scores, labels
 
 
+def nanodet_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarray, ResizeGeometry]:
+    """(H, W, 3) uint8 RGB -> (1, 3, H, W) float32 BGR letterboxed (black bands), (pixel - mean) * scale."""
+    geometry = letterbox((image.shape[1], image.shape[0]), net_wh)
+    canvas = paste_resized(np.ascontiguousarray(image[:, :, ::-1]), geometry, 0.0)
+    canvas -= MEAN_BGR
+    canvas *= SCALE_BGR
+    return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None]), geometry
+
+
 def nanodet_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
     """``data`` (1, 3, H, W) float32 -> ``output`` (1, P, C + 32) float32."""
     points = len(center_points(net_wh)[1])
@@ -145,12 +154,7 @@ class NanoDetDetector2D(NetworkDetector2D):
         return self._net
 
     def preprocess(self, image: np.ndarray) -> tuple[np.ndarray, ResizeGeometry]:
-        """RGB -> BGR letterboxed (black bands), normalised with NanoDet's mean and scale."""
-        geometry = letterbox((image.shape[1], image.shape[0]), self.input_size)
-        canvas = paste_resized(np.ascontiguousarray(image[:, :, ::-1]), geometry, 0.0)
-        canvas -= MEAN_BGR
-        canvas *= SCALE_BGR
-        return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None]), geometry
+        return nanodet_input(image, self.input_size)
 
     def decode(self, outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return decode_nanodet(outputs[OUTPUT_NAME], self.input_size, len(self.class_names), self.score_threshold)

@@ -63,6 +63,13 @@ def decode_yolox(output: np.ndarray, net_wh: tuple[int, int], score_threshold: f
     return np.concatenate([centre - half, centre + half], axis=1), scores, labels
 
 
+def yolox_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarray, ResizeGeometry]:
+    """(H, W, 3) uint8 RGB -> (1, 3, H, W) float32 BGR 0..255 resized keeping aspect, top-left, padded with 114."""
+    geometry = top_left((image.shape[1], image.shape[0]), net_wh)
+    canvas = paste_resized(np.ascontiguousarray(image[:, :, ::-1]), geometry, PAD_VALUE)
+    return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None]), geometry
+
+
 def yolox_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
     """``images`` (1, 3, H, W) float32 -> ``output`` (1, P, 5 + C) float32."""
     points = len(anchor_points(net_wh)[1])
@@ -123,10 +130,7 @@ class YoloxDetector2D(NetworkDetector2D):
         return self._module
 
     def preprocess(self, image: np.ndarray) -> tuple[np.ndarray, ResizeGeometry]:
-        """RGB -> BGR 0..255 resized keeping aspect, at the top-left, padded with 114."""
-        geometry = top_left((image.shape[1], image.shape[0]), self.input_size)
-        canvas = paste_resized(np.ascontiguousarray(image[:, :, ::-1]), geometry, PAD_VALUE)
-        return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None]), geometry
+        return yolox_input(image, self.input_size)
 
     def decode(self, outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return decode_yolox(outputs[OUTPUT_NAME], self.input_size, self.score_threshold)
