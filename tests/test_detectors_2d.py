@@ -33,6 +33,12 @@ EXPECTED = {"diningtable", "chair", "cup", "tvmonitor", "book"}
 MUG_FRAME_0 = (366.0, 163.0, 402.0, 201.0)
 
 
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exports go to a per-session cache, not the user's home."""
+    monkeypatch.setenv("EMBODIED_ROS_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
 def _frame(index: int) -> np.ndarray:
     return np.asarray(Image.open(KITCHEN / f"frame-{index:06d}.color.jpg").convert("RGB"))
 

@@ -25,6 +25,12 @@ needs_yolo = pytest.mark.skipif(not YOLO.is_dir(), reason=f"Yolo-Fastest files n
 XL = KNOWN_MODELS["yolo-fastest-1.1-xl"]
 
 
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exports go to a per-session cache, not the user's home."""
+    monkeypatch.setenv("EMBODIED_ROS_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
 # Each model's files, the commit its URLs are pinned to (the data README's), and its reader.
 PINNED = {
     "yolo-fastest-1.1-xl": ("darknet", "96a2900d163196c396e73f3fdab04ca4dd9a2f70", DATA / "yolo_fastest"),
