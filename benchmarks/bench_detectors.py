@@ -110,24 +110,24 @@ def main() -> None:
     base_p50 = float(np.median(times[base]))
     print(f"{len(frames)} redkitchen frames, ONNX Runtime on {args.threads} CPU threads; detect() per frame "
           f"({len(frames) - WARMUP} timed)")
-    print(f"{'model':<22}{'p50 ms':>8}{'p90 ms':>8}{'mean ms':>9}{'x ' + base:>26}")
+    print(f"{'model':<24}{'p50 ms':>8}{'p90 ms':>8}{'mean ms':>9}{'x ' + base:>26}")
     report: dict = {"frames": len(frames), "threads": args.threads, "models": {}}
     for name in args.models:
         t = np.asarray(times[name]) * 1e3
-        print(f"{name:<22}{np.median(t):8.1f}{np.percentile(t, 90):8.1f}{t.mean():9.1f}"
+        print(f"{name:<24}{np.median(t):8.1f}{np.percentile(t, 90):8.1f}{t.mean():9.1f}"
               f"{np.median(t) / (base_p50 * 1e3):26.2f}")
         report["models"][name] = {"p50_ms": float(np.median(t)), "p90_ms": float(np.percentile(t, 90)),
                                   "mean_ms": float(t.mean())}
     print("\ndetections over all frames at score >= (mean per frame in brackets)")
-    print(f"{'model':<22}" + "".join(f"{t:>14}" for t in THRESHOLDS))
+    print(f"{'model':<24}" + "".join(f"{t:>14}" for t in THRESHOLDS))
     for name in args.models:
         all_scores = np.concatenate(scores[name])
         counts = [int(np.sum(all_scores >= t)) for t in THRESHOLDS]
-        print(f"{name:<22}" + "".join(f"{c:>7} ({c / len(frames):4.1f})" for c in counts))
+        print(f"{name:<24}" + "".join(f"{c:>7} ({c / len(frames):4.1f})" for c in counts))
         report["models"][name]["detections"] = dict(zip(map(str, THRESHOLDS), counts, strict=True))
     print(f"\nclasses at score >= {PICTURE_SCORE} (detections over all frames)")
     for name in args.models:
-        print(f"{name:<22}" + ", ".join(f"{c} {k}" for c, k in sorted(((v, k) for k, v in classes[name].items()),
+        print(f"{name:<24}" + ", ".join(f"{c} {k}" for c, k in sorted(((v, k) for k, v in classes[name].items()),
                                                                        reverse=True)))
         report["models"][name]["classes"] = dict(classes[name])
     if args.picture is not None and tiles:
