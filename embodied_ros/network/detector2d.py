@@ -22,6 +22,8 @@ from ..runtime.select import create_backend
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, finish_detections
 from .onnx_export import export_onnx
 
+__all__ = ["DEFAULT_IOU_THRESHOLD", "NetworkDetector2D", "check_rgb", "read_class_names", "runtime_config"]
+
 
 def read_class_names(path: str | Path) -> tuple[str, ...]:
     """Class names, one per non-empty line (Darknet's .names format, which every model here ships)."""
@@ -140,5 +142,3 @@ class NetworkDetector2D:
         boxes, scores, labels = self.decode(outputs)
         return finish_detections(boxes, scores, labels, geometry, self.class_names, self.iou_threshold)
 
-
-__all__ = ["DEFAULT_IOU_THRESHOLD", "NetworkDetector2D", "check_rgb", "read_class_names", "runtime_config"]
