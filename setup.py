@@ -47,7 +47,8 @@ setup(
         "threadpoolctl>=3",
     ],
     extras_require={
-        "dev": ["pytest>=7", "ruff>=0.5"],
+        # ncnn: the reference runtime the ncnn reader (network/ncnn.py) is tested against.
+        "dev": ["pytest>=7", "ruff>=0.5", "ncnn>=1.0.20261020"],
         "k4a": ["pyk4a>=1.5"],
         # The synthetic world's renderer (demo, training). open3d-cpu is the small CPU-only build
         # (Linux x86_64); it needs Debian's libusb-1.0-0 to import.

@@ -25,9 +25,12 @@ def default_data_dir() -> Path:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder (scene.mcap, objects.json, pictures)")
-    p.add_argument("--model", default="yolo-fastest-1.1-xl", help="perceptor (default: %(default)s)")
+    p.add_argument("--model", default="yolo-fastest-1.1-xl",
+                   help="perceptor: yolo-fastest-1.1-xl, yolo-fastest-1.1, yolox-nano, nanodet-plus-m-416 (2D "
+                        "detectors lifted to 3D), darknet, embodied-perceptron (default: %(default)s)")
     p.add_argument("--weights", type=Path, default=None,
-                   help="weights file or folder (Darknet .weights with .cfg and coco.names beside it)")
+                   help="weights file or folder holding the model's files and its coco.names (Darknet .cfg/.weights, "
+                        "yolox_nano.onnx, nanodet-plus-m_416.param/.bin)")
     p.add_argument("--download-weights", action="store_true",
                    help="download the model's weights from its upstream URL (sha256-checked) if not found")
     p.add_argument("--backend", default="auto", choices=["auto", "tensorrt", "onnxruntime", "torch"],
