@@ -25,6 +25,7 @@ class FrameSource:
         registration_note: how colour was put onto the depth pixels, and why.
         intrinsics_note: where K comes from.
         details: other facts worth a line in ``inspect`` (depth factor, pairing, trajectory).
+        poses_need_check: False for sources whose poses are right by construction (synthetic).
         T_align: (4, 4) the source's own world alignment, already in every pose
             (``T_world_camera = T_align @ recorded pose``); identity when none.
     """
@@ -36,6 +37,7 @@ class FrameSource:
     registration_note: str = "colour and depth as delivered (registered)"
     intrinsics_note: str = "from the recording"
     details: str = ""
+    poses_need_check: bool = True
     T_align: np.ndarray = np.eye(4)
 
     def __len__(self) -> int:

@@ -71,6 +71,8 @@ class KinectLiveSource(FrameSource):
             cannot be opened.
     """
 
+    layout = "live Azure Kinect"
+
     def __init__(
         self,
         device_id: int = 0,

@@ -78,6 +78,11 @@ class KinectMkvSource(FrameSource):
             calibration, or a bad pose file.
     """
 
+    layout = "Azure Kinect recording (.mkv)"
+    intrinsics_note = "the recording's factory calibration (colour camera, undistorted)"
+    registration_note = "depth registered to the undistorted colour camera with the factory calibration"
+    gravity_note = "not given (the poses file's world)"
+
     def __init__(
         self,
         path: str | Path,
@@ -230,6 +235,7 @@ class KinectMkvSource(FrameSource):
             return np.eye(4)
         pose = gravity_aligned_pose(mean, self.calibration)
         self.gravity_aligned = True
+        self.gravity_note = f"levelled with the IMU's gravity (mean of {len(accel)} accelerometer samples)"
         tilt = float(np.degrees(np.arcsin(np.clip(pose[2, 2], -1.0, 1.0))))
         log.warning(
             "%s: every frame gets one fixed pose (camera assumed static), levelled by gravity from the mean of %d "
