@@ -88,10 +88,10 @@ def resolve_registration(requested: Registration | str, *, seven_scenes: bool = 
     if model is not Registration.AUTO:
         return model, "as asked (--registration)"
     if calibrated:
-        return Registration.CALIBRATED, "auto: the recording's own colour and depth calibration"
+        return Registration.CALIBRATED, "auto, the recording's own colour and depth calibration"
     if seven_scenes:
-        return SEVEN_SCENES_DEFAULT, "auto: 7-Scenes Kinect v1 depth intrinsics (f 585, c (320, 240))"
-    return Registration.NONE, "auto: colour taken as registered to depth"
+        return SEVEN_SCENES_DEFAULT, "auto, a 7-Scenes recording: Kinect v1 depth intrinsics f 585, c 320, 240"
+    return Registration.NONE, "auto, colour taken as registered to depth"
 
 
 def describe_registration(model: Registration) -> str:
