@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 import cv2
 import numpy as np
@@ -130,6 +131,13 @@ def affine_color_onto_depth(color: np.ndarray, K: np.ndarray, scale: float,
                           borderMode=cv2.BORDER_CONSTANT, borderValue=0)
 
 
+@lru_cache(maxsize=4)
+def _rays(h: int, w: int, fx: float, fy: float, cx: float, cy: float) -> np.ndarray:
+    """(3, H, W) float32 viewing rays of the depth pixels, scaled to z = 1 (cached per camera)."""
+    v, u = np.mgrid[0:h, 0:w].astype(np.float32)
+    return np.stack([(u - cx) / fx, (v - cy) / fy, np.ones_like(u)])
+
+
 def reproject_color_onto_depth(color: np.ndarray, depth: np.ndarray, K_depth: np.ndarray,
                                pair: CameraPair) -> np.ndarray:
     """Colour of each depth pixel: its 3D point projected into the colour camera and sampled there.
@@ -147,16 +155,16 @@ def reproject_color_onto_depth(color: np.ndarray, depth: np.ndarray, K_depth: np
         (H, W, 3) uint8 colour on the depth grid; black where the colour camera does not see.
     """
     h, w = depth.shape
-    z = np.where(np.isfinite(depth) & (depth > 0), depth, np.nan).astype(np.float64)
+    z = np.where(np.isfinite(depth) & (depth > 0), depth, np.nan).astype(np.float32)
     fill = np.nanmedian(z) if np.isfinite(z).any() else 2.0
-    z = np.where(np.isnan(z), fill, z)
-    u, v = np.meshgrid(np.arange(w, dtype=np.float64), np.arange(h, dtype=np.float64))
-    points = np.stack([(u - K_depth[0, 2]) / K_depth[0, 0] * z, (v - K_depth[1, 2]) / K_depth[1, 1] * z, z], axis=-1)
-    R, t = pair.T_color_depth[:3, :3], pair.T_color_depth[:3, 3]
-    seen = points @ R.T + t  # (H, W, 3) in the colour camera
-    zc = np.maximum(seen[..., 2], 1e-6)
-    map_x = (pair.K_color[0, 0] * seen[..., 0] / zc + pair.K_color[0, 2]).astype(np.float32)
-    map_y = (pair.K_color[1, 1] * seen[..., 1] / zc + pair.K_color[1, 2]).astype(np.float32)
+    z = np.where(np.isnan(z), np.float32(fill), z)
+    rays = _rays(h, w, K_depth[0, 0], K_depth[1, 1], K_depth[0, 2], K_depth[1, 2])  # (3, H, W), z = 1
+    R, t = pair.T_color_depth[:3, :3].astype(np.float32), pair.T_color_depth[:3, 3].astype(np.float32)
+    seen = np.einsum("ij,jhw->ihw", R, rays) * z + t[:, None, None]  # (3, H, W) in the colour camera
+    zc = np.maximum(seen[2], np.float32(1e-6))
+    map_x = pair.K_color[0, 0] * seen[0] / zc + pair.K_color[0, 2]
+    map_y = pair.K_color[1, 1] * seen[1] / zc + pair.K_color[1, 2]
+    map_x, map_y = map_x.astype(np.float32), map_y.astype(np.float32)
     return cv2.remap(color, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
 
 
@@ -177,3 +185,18 @@ def register_color(model: Registration, color: np.ndarray, depth: np.ndarray, K_
         return reproject_color_onto_depth(color, depth, K_depth, pair)
     raise ValueError(f"registration {model.value!r} cannot be applied here"
                      + (" (the recording has no colour calibration)" if model is Registration.CALIBRATED else ""))
+
+
+def edge_alignment_score(color: np.ndarray, depth: np.ndarray, border_px: int = 40) -> float:
+    """Mean colour gradient magnitude where depth jumps (> 0.3 per pixel on the Sobel scale).
+
+    Higher when colour edges sit on the depth edges, i.e. the better the registration; the
+    figure benchmarks/bench_registration.py compares the models with.
+    """
+    d = np.nan_to_num(depth).astype(np.float32)
+    edges = (np.hypot(cv2.Sobel(d, cv2.CV_32F, 1, 0), cv2.Sobel(d, cv2.CV_32F, 0, 1)) > 0.3) & (d > 0)
+    b = border_px
+    edges[:b], edges[-b:], edges[:, :b], edges[:, -b:] = False, False, False, False
+    grey = cv2.cvtColor(color, cv2.COLOR_RGB2GRAY).astype(np.float32)
+    grad = np.hypot(cv2.Sobel(grey, cv2.CV_32F, 1, 0), cv2.Sobel(grey, cv2.CV_32F, 0, 1))
+    return float(grad[edges].mean()) if edges.any() else 0.0
