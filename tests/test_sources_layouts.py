@@ -14,7 +14,7 @@ from embodied_ros.sources.registration import Registration
 from embodied_ros.sources.scannet import ScanNetExport
 from embodied_ros.sources.threedmatch import ThreeDMatchScene
 from embodied_ros.sources.trajectory import read_trajectory
-from embodied_ros.sources.tum import TUM_INTRINSICS, TumFolder
+from embodied_ros.sources.tum import TUM_INTRINSICS, TumFolder, associate
 
 pytestmark = pytest.mark.skipif(not KITCHEN.is_dir(), reason=f"real data folder {KITCHEN} is absent")
 NUMBERS = [0, 10, 20, 30, 40]
@@ -152,3 +152,9 @@ def test_trajectory_formats(tmp_path):
     (tmp_path / "bad.txt").write_text("1 2 3 4 5\n")
     with pytest.raises(InputError, match="line 1: 5 numbers"):
         read_trajectory(tmp_path / "bad.txt")
+
+
+def test_association_takes_the_closest_pairs_first():
+    # colour at 0 and 5 ms, one depth image at 4 ms: it belongs to the 5 ms colour image
+    assert associate(np.array([0, 5_000_000]), np.array([4_000_000]), 20_000_000) == {1: 0}
+    assert associate(np.array([0, 100_000_000]), np.array([30_000_000]), 20_000_000) == {}  # beyond 20 ms
