@@ -12,6 +12,7 @@ from rosbags.highlevel import AnyReader
 
 from embodied_ros.cli import main
 from embodied_ros.messages.types import typestore
+from embodied_ros.sources.registration import SEVEN_SCENES_DEFAULT
 
 MKV = DATA / "azure_kinect" / "recording.mkv"
 needs_data = pytest.mark.skipif(not (KITCHEN.is_dir() and YOLO.is_dir()),
@@ -35,7 +36,7 @@ def test_inspect_redkitchen_folder(capsys: pytest.CaptureFixture[str]) -> None:
     assert got["layout"] == "7-Scenes / 3DMatch sequence folder"
     assert got["frames"].startswith("100 in the recording, 100 read (100 good); 3.0 per second")
     assert got["image"] == "640x480" and got["intrinsics"].startswith("fx 585.0 fy 585.0 cx 320.0 cy 240.0")
-    assert got["depth"].endswith("of pixels valid") and got["registration"].startswith("7scenes-affine")
+    assert got["depth"].endswith("of pixels valid") and got["registration"].startswith(SEVEN_SCENES_DEFAULT.value)
     assert got["gravity"].startswith("given by") and "the poses fit" in got["poses"]
     assert got["problems"] == "none in the frames read" and got["a run would"] == "go ahead"
 

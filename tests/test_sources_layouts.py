@@ -10,7 +10,7 @@ from embodied_ros.errors import FrameError, InputError
 from embodied_ros.frame import Frame
 from embodied_ros.sources import RecordingOptions, open_source
 from embodied_ros.sources.image_folder import ImageFolder
-from embodied_ros.sources.registration import Registration
+from embodied_ros.sources.registration import SEVEN_SCENES_DEFAULT, Registration
 from embodied_ros.sources.scannet import ScanNetExport
 from embodied_ros.sources.threedmatch import ThreeDMatchScene
 from embodied_ros.sources.trajectory import read_trajectory
@@ -50,7 +50,7 @@ def test_threedmatch_scene_reads_every_sequence_with_the_scene_intrinsics(tmp_pa
     assert len(one) == 2
     _assert_frame_is(one.read(1), 510)
     # 7-Scenes intrinsics: the Kinect v1 colour correction by default, as for the 7-Scenes folder
-    assert open_source(scene).registration is Registration.SEVEN_SCENES_AFFINE
+    assert open_source(scene).registration is SEVEN_SCENES_DEFAULT
 
 
 def test_threedmatch_scene_without_intrinsics_says_where_it_looked(tmp_path):
