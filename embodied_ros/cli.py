@@ -1,4 +1,4 @@
-"""`embodied-ros`: the command line (run over a recording, demo)."""
+"""`embodied-ros`: the command line (run over a recording, inspect one, ground, demo, ...)."""
 
 from __future__ import annotations
 

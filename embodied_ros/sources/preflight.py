@@ -147,7 +147,11 @@ def prepare(source: FrameSource, options: RecordingOptions, frames: list[Frame] 
         convention than the options say: the caller stops with it.
     """
     identity = PreparedSource(source, options, np.eye(4))
-    checked = [identity._fix(f) for f in (sample_frames(source) if frames is None else frames)]
+    wanted = source.poses_need_check or (options.gravity is None and options.estimate_gravity
+                                         and not source.gravity_aligned)
+    if frames is None:
+        frames = sample_frames(source) if wanted else []
+    checked = [identity._fix(f) for f in frames]
     checked = [f for f in checked if isinstance(f, Frame)]
     pose_check = check_poses(checked, source.T_align) if source.poses_need_check else None
     problem = None
