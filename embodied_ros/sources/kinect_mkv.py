@@ -79,7 +79,7 @@ class KinectMkvSource(FrameSource):
     """
 
     layout = "Azure Kinect recording (.mkv)"
-    intrinsics_note = "the recording's factory calibration (colour camera, undistorted)"
+    intrinsics_note = "factory calibration in the recording: the colour camera, undistorted"
     registration_note = "depth registered to the undistorted colour camera with the factory calibration"
     gravity_note = "not given (the poses file's world)"
 

@@ -165,7 +165,7 @@ class RosbagSource(FrameSource):
         self.path = Path(path)
         self.name = str(self.path)
         self.gravity_aligned = True
-        self.gravity_note = f"taken as z-up (REP-103/105: the world frame {world_frame!r} of a ROS map)"
+        self.gravity_note = f"taken as z-up (REP-103/105: ROS world frames such as {world_frame!r} are z-up)"
         self.world_frame = normalise_frame_id(world_frame)
         self.camera_frame = normalise_frame_id(camera_frame) if camera_frame else None
         self.pair_tolerance_ns = int(pair_tolerance_ns)
