@@ -22,10 +22,12 @@ INDICES = range(0, 100, 14)
 
 
 def test_auto_resolves_per_recording():
-    assert resolve_registration("auto", seven_scenes=True)[0] is SEVEN_SCENES_DEFAULT
-    assert resolve_registration("auto", calibrated=True)[0] is Registration.CALIBRATED
-    assert resolve_registration("auto")[0] is Registration.NONE
-    assert resolve_registration("7scenes-kinect")[0] is Registration.SEVEN_SCENES_KINECT  # asked: always
+    assert resolve_registration("auto", "r", seven_scenes=True)[0] is SEVEN_SCENES_DEFAULT
+    assert resolve_registration("auto", "r", calibrated=True)[0] is Registration.CALIBRATED
+    assert resolve_registration("auto", "r")[0] is Registration.NONE
+    assert resolve_registration("7scenes-kinect", "r")[0] is Registration.SEVEN_SCENES_KINECT  # asked: always
+    with pytest.raises(InputError, match="r: --registration calibrated needs a colour calibration"):
+        resolve_registration("calibrated", "r")
     with pytest.raises(ValueError):
         register_color(Registration.CALIBRATED, np.zeros((4, 4, 3), np.uint8), np.ones((4, 4), np.float32),
                        np.eye(3))

@@ -19,7 +19,6 @@ from .registration import (
     SEVEN_SCENES_AFFINE_OFFSET_PX,
     SEVEN_SCENES_AFFINE_SCALE,
     Registration,
-    describe_registration,
     is_seven_scenes_intrinsics,
     register_color,
     resolve_registration,
@@ -112,11 +111,8 @@ class SevenScenesFolder(FrameSource):
             raise InputError(f"7-Scenes folder {self.path} has no frame-NNNNNN.color.jpg/depth.png/pose.txt files")
         self._numbers = sorted(stems)
         self._stems = stems
-        self.registration, why = resolve_registration(registration, seven_scenes=is_seven_scenes_intrinsics(self.K))
-        if self.registration is Registration.CALIBRATED:
-            raise InputError(f"{self.path}: --registration calibrated needs a colour calibration this layout does not "
-                             "have; use 7scenes-affine, 7scenes-kinect or none")
-        self.registration_note = f"{self.registration.value} ({why}): {describe_registration(self.registration)}"
+        self.registration, self.registration_note = resolve_registration(
+            registration, self.name, seven_scenes=is_seven_scenes_intrinsics(self.K))
         self.T_align = np.eye(4)
         self.gravity_aligned = False
         gravity_file = _here_or_above(self.path, "gravity-direction.txt")
@@ -134,6 +130,11 @@ class SevenScenesFolder(FrameSource):
 
     def __len__(self) -> int:
         return len(self._numbers)
+
+    @property
+    def frame_numbers(self) -> list[int]:
+        """The frame numbers of the files, ascending (position = frame index)."""
+        return self._numbers
 
     def stamp_ns(self, number: int) -> int:
         """Capture time of frame ``number``: number / 30 fps, rounded to the nanosecond."""

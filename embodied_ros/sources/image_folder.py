@@ -12,7 +12,7 @@ from ..frame import Frame
 from .base import FrameSource
 from .folders import check_sizes, read_matrix
 from .images import read_color_file, read_depth_file
-from .registration import Registration, describe_registration, register_color, resolve_registration
+from .registration import Registration, register_color, resolve_registration
 from .trajectory import read_trajectory, stamp_ns
 from .tum import ASSOCIATION_NS, POSE_GAP_NS, associate
 
@@ -95,10 +95,7 @@ class ImageFolder(FrameSource):
                              f"{len(self._pairs)} images ({why} one pose per image in order expected)")
         self.K, self.intrinsics_note = self._intrinsics(intrinsics)
         self.depth_factor = float(depth_factor or 1000.0)
-        self.registration, why = resolve_registration(registration)
-        if self.registration is Registration.CALIBRATED:
-            raise InputError(f"{self.path}: an image folder has no colour calibration for --registration calibrated")
-        self.registration_note = f"{self.registration.value} ({why}): {describe_registration(self.registration)}"
+        self.registration, self.registration_note = resolve_registration(registration, self.name)
         self.details = (f"colour {folders[0].name}/ and depth {folders[1].name}/ paired {pairing}; depth factor "
                         f"{self.depth_factor:g} per metre" + ("" if depth_factor else " (millimetres; --depth-factor "
                         "for others)") + f"; poses: {trajectory.name}, {self.trajectory.form}")

@@ -15,6 +15,8 @@ from functools import lru_cache
 import cv2
 import numpy as np
 
+from ..errors import InputError
+
 
 class Registration(str, Enum):
     """How colour is put onto the depth camera's pixels."""
@@ -78,23 +80,32 @@ def is_seven_scenes_intrinsics(K: np.ndarray) -> bool:
     return bool(np.allclose((fx, fy, cx, cy), SEVEN_SCENES_DEPTH_K, atol=0.5))
 
 
-def resolve_registration(requested: Registration | str, *, seven_scenes: bool = False,
+def resolve_registration(requested: Registration | str, where: str, *, seven_scenes: bool = False,
                          calibrated: bool = False) -> tuple[Registration, str]:
-    """The model a recording gets, and why, in words for ``inspect`` and the log.
+    """The model a recording gets, and a line saying which and why (for ``inspect`` and the log).
 
     Args:
         requested: the user's choice (AUTO picks the recording's own).
+        where: the recording, for the error.
         seven_scenes: the recording is a 7-Scenes one (see is_seven_scenes_intrinsics).
         calibrated: the recording carries separate colour/depth calibration (ScanNet).
+
+    Raises:
+        InputError: CALIBRATED asked of a recording without a colour calibration.
     """
     model = Registration(requested)
+    if model is Registration.CALIBRATED and not calibrated:
+        raise InputError(f"{where}: --registration calibrated needs a colour calibration this recording does not "
+                         "have; use none, 7scenes-affine or 7scenes-kinect")
     if model is not Registration.AUTO:
-        return model, "as asked (--registration)"
-    if calibrated:
-        return Registration.CALIBRATED, "auto, the recording's own colour and depth calibration"
-    if seven_scenes:
-        return SEVEN_SCENES_DEFAULT, "auto, a 7-Scenes recording: Kinect v1 depth intrinsics f 585, c 320, 240"
-    return Registration.NONE, "auto, colour taken as registered to depth"
+        why = "as asked (--registration)"
+    elif calibrated:
+        model, why = Registration.CALIBRATED, "auto, the recording's own colour and depth calibration"
+    elif seven_scenes:
+        model, why = SEVEN_SCENES_DEFAULT, "auto, a 7-Scenes recording: Kinect v1 depth intrinsics f 585, c 320, 240"
+    else:
+        model, why = Registration.NONE, "auto, colour taken as registered to depth"
+    return model, f"{model.value} ({why}): {describe_registration(model)}"
 
 
 def describe_registration(model: Registration) -> str:

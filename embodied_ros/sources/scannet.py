@@ -14,7 +14,7 @@ from ..geometry.transforms import invert_transform
 from .base import FrameSource
 from .folders import check_sizes, read_matrix
 from .images import read_color_file, read_depth_file
-from .registration import CameraPair, Registration, describe_registration, register_color, resolve_registration
+from .registration import CameraPair, Registration, register_color, resolve_registration
 
 SCANNET_FPS = 30  # the Structure sensor's rate; frame file numbers are capture numbers
 _NUMBERED = re.compile(r"^(\d+)\.(jpg|jpeg|png)$", re.IGNORECASE)
@@ -61,8 +61,7 @@ class ScanNetExport(FrameSource):
         self.pair = CameraPair(K_color, invert_transform(extrinsics[0]) @ extrinsics[1])
         self.intrinsics_note = "intrinsic/intrinsic_depth.txt (frames are on the depth camera's grid)"
         self.depth_factor = float(depth_factor or 1000.0)
-        self.registration, why = resolve_registration(registration, calibrated=True)
-        self.registration_note = f"{self.registration.value} ({why}): {describe_registration(self.registration)}"
+        self.registration, self.registration_note = resolve_registration(registration, self.name, calibrated=True)
         if self.registration is Registration.NONE:
             self.registration_note += ", resized to the depth image's size"
         self.details = f"depth factor {self.depth_factor:g} per metre"

@@ -51,7 +51,7 @@ class ThreeDMatchScene(FrameSource):
         self._stamp_offsets = [0]
         for seq in self.sequences:
             self._starts.append(self._starts[-1] + len(seq))
-            last = seq.stamp_ns(seq._numbers[-1])
+            last = seq.stamp_ns(seq.frame_numbers[-1])
             self._stamp_offsets.append(self._stamp_offsets[-1] + last + _GAP_NS)
         first = self.sequences[0]
         self.K, self.T_align, self.registration = first.K, first.T_align, first.registration

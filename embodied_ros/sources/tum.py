@@ -12,7 +12,7 @@ from ..frame import Frame
 from .base import FrameSource
 from .folders import check_sizes
 from .images import read_color_file, read_depth_file
-from .registration import Registration, describe_registration, register_color, resolve_registration
+from .registration import Registration, register_color, resolve_registration
 from .trajectory import read_trajectory, stamp_ns
 
 log = logging.getLogger(__name__)
@@ -118,10 +118,7 @@ class TumFolder(FrameSource):
                    "freiburg1/2/3); --intrinsics FX FY CX CY gives others")
         self.K = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
         self.intrinsics_note = why
-        self.registration, how = resolve_registration(registration)
-        if self.registration is Registration.CALIBRATED:
-            raise InputError(f"{self.path}: a TUM sequence has no colour calibration for --registration calibrated")
-        self.registration_note = f"{self.registration.value} ({how}): {describe_registration(self.registration)}"
+        self.registration, self.registration_note = resolve_registration(registration, self.name)
         self.details = (f"depth factor {self.depth_factor:g} per metre; {len(self._pairs)} of {len(self._rgb)} colour "
                         f"images have a depth image within {ASSOCIATION_NS / 1e6:g} ms; poses: "
                         f"{self.trajectory.path.name} ({len(self.trajectory)} poses)")
