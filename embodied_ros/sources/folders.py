@@ -56,6 +56,15 @@ def _here_or_above(folder: Path, name: str) -> Path:
     return above if not here.is_file() and above.is_file() else here
 
 
+def read_rgbd(color_path: Path, depth_path: Path, K: np.ndarray, registration: Registration,
+              units_per_metre: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
+    """Colour and depth image files -> (RGB on the depth grid, depth in metres); FrameError names the file."""
+    color = read_color_file(color_path)
+    depth = read_depth_file(depth_path, units_per_metre=units_per_metre)
+    check_sizes(color, depth, color_path, depth_path)
+    return register_color(registration, color, depth, K), depth
+
+
 def check_sizes(color: np.ndarray, depth: np.ndarray, color_path: Path, depth_path: Path) -> None:
     if color.shape[:2] != depth.shape:
         raise FrameError(

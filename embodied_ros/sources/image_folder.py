@@ -10,11 +10,10 @@ import numpy as np
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from .base import FrameSource
-from .folders import check_sizes, read_matrix
-from .images import read_color_file, read_depth_file
-from .registration import Registration, register_color, resolve_registration
-from .trajectory import read_trajectory, stamp_ns
-from .tum import ASSOCIATION_NS, POSE_GAP_NS, associate
+from .folders import read_matrix, read_rgbd
+from .registration import Registration, resolve_registration
+from .trajectory import MATCH_NS, read_trajectory, stamp_ns
+from .tum import associate
 
 COLOR_FOLDERS = ("rgb", "color", "colour", "image", "images")
 DEPTH_FOLDERS = ("depth",)
@@ -111,9 +110,9 @@ class ImageFolder(FrameSource):
             raise InputError(f"image folder {self.path}: {len(colors)} colour and {len(depths)} depth images whose "
                              "names neither match nor are times: cannot pair them")
         order = np.argsort(d_ns)
-        matched = associate(c_ns, d_ns[order], ASSOCIATION_NS)
+        matched = associate(c_ns, d_ns[order], MATCH_NS)
         return [(c, depths[order[matched[i]]] if i in matched else None) for i, c in enumerate(colors)], \
-            f"by time (names in seconds, within {ASSOCIATION_NS / 1e6:g} ms)"
+            f"by time (names in seconds, within {MATCH_NS / 1e6:g} ms)"
 
     def _name_times(self) -> np.ndarray | None:
         """Colour images' times from their names, when the trajectory is timestamped and they fall in its span."""
@@ -148,19 +147,14 @@ class ImageFolder(FrameSource):
             raise IndexError(f"frame index {index} out of range (0..{len(self._pairs) - 1})")
         color_path, depth_path = self._pairs[index]
         if depth_path is None:
-            raise FrameError(f"frame {index} ({color_path}): no depth image within {ASSOCIATION_NS / 1e6:g} ms")
+            raise FrameError(f"frame {index} ({color_path}): no depth image within {MATCH_NS / 1e6:g} ms")
         if self._stamps is not None:
             stamp = int(self._stamps[index])
-            pose = self.trajectory.at(stamp, ASSOCIATION_NS, POSE_GAP_NS)
-            if pose is None:
-                raise FrameError(f"frame {index} ({color_path}): no pose within {ASSOCIATION_NS / 1e6:g} ms "
-                                 f"in {self.trajectory.path.name}")
+            pose = self.trajectory.pose_at(stamp, f"frame {index} ({color_path})")
         else:
             pose = self.trajectory.poses[index].copy()
             stamp = (int(self.trajectory.stamps_ns[index]) if self.trajectory.stamps_ns is not None
                      else (index * 1_000_000_000 + DEFAULT_FPS // 2) // DEFAULT_FPS)
-        color = read_color_file(color_path)
-        depth = read_depth_file(depth_path, units_per_metre=self.depth_factor)
-        check_sizes(color, depth, color_path, depth_path)
-        return Frame(color=register_color(self.registration, color, depth, self.K), depth=depth, K=self.K.copy(),
-                     T_world_camera=pose, stamp_ns=stamp, index=index, source_name=str(color_path))
+        color, depth = read_rgbd(color_path, depth_path, self.K, self.registration, self.depth_factor)
+        return Frame(color=color, depth=depth, K=self.K.copy(), T_world_camera=pose, stamp_ns=stamp, index=index,
+                     source_name=str(color_path))

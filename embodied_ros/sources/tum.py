@@ -10,10 +10,9 @@ import numpy as np
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from .base import FrameSource
-from .folders import check_sizes
-from .images import read_color_file, read_depth_file
-from .registration import Registration, register_color, resolve_registration
-from .trajectory import read_trajectory, stamp_ns
+from .folders import read_rgbd
+from .registration import Registration, resolve_registration
+from .trajectory import MATCH_NS, read_trajectory, stamp_ns
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +29,6 @@ TUM_INTRINSICS = {
 ROS_DEFAULT_INTRINSICS = (525.0, 525.0, 319.5, 239.5)
 """What TUM recommends when the camera is unknown (the OpenNI default of the pre-registered depth)."""
 
-ASSOCIATION_NS = 20_000_000  # colour/depth/pose stamps this close belong together (TUM's associate.py: 0.02 s)
-POSE_GAP_NS = 100_000_000  # ground truth (100 Hz) is interpolated across gaps up to this
 
 
 def _read_list(path: Path) -> list[tuple[int, str]]:
@@ -107,7 +104,7 @@ class TumFolder(FrameSource):
         self.depth_factor = float(depth_factor or TUM_DEPTH_FACTOR)
         self._depth = sorted(depth)
         self._pairs = associate(np.array([t for t, _ in self._rgb]), np.array([t for t, _ in self._depth]),
-                                ASSOCIATION_NS)
+                                MATCH_NS)
         if intrinsics is not None:
             fx, fy, cx, cy, why = *intrinsics, "given (--intrinsics)"
         else:
@@ -120,7 +117,7 @@ class TumFolder(FrameSource):
         self.intrinsics_note = why
         self.registration, self.registration_note = resolve_registration(registration, self.name)
         self.details = (f"depth factor {self.depth_factor:g} per metre; {len(self._pairs)} of {len(self._rgb)} colour "
-                        f"images have a depth image within {ASSOCIATION_NS / 1e6:g} ms; poses: "
+                        f"images have a depth image within {MATCH_NS / 1e6:g} ms; poses: "
                         f"{self.trajectory.path.name} ({len(self.trajectory)} poses)")
 
     def __len__(self) -> int:
@@ -139,14 +136,9 @@ class TumFolder(FrameSource):
         color_path = self.path / rgb_name
         if index not in self._pairs:
             raise FrameError(f"frame {index} ({color_path}): no depth image within "
-                             f"{ASSOCIATION_NS / 1e6:g} ms in depth.txt")
-        depth_path = self.path / self._depth[self._pairs[index]][1]
-        pose = self.trajectory.at(stamp, ASSOCIATION_NS, POSE_GAP_NS)
-        if pose is None:
-            raise FrameError(f"frame {index} ({color_path}): no pose within {ASSOCIATION_NS / 1e6:g} ms "
-                             f"in {self.trajectory.path.name}")
-        color = read_color_file(color_path)
-        depth = read_depth_file(depth_path, units_per_metre=self.depth_factor)
-        check_sizes(color, depth, color_path, depth_path)
-        return Frame(color=register_color(self.registration, color, depth, self.K), depth=depth, K=self.K.copy(),
-                     T_world_camera=pose, stamp_ns=stamp, index=index, source_name=str(color_path))
+                             f"{MATCH_NS / 1e6:g} ms in depth.txt")
+        pose = self.trajectory.pose_at(stamp, f"frame {index} ({color_path})")
+        color, depth = read_rgbd(color_path, self.path / self._depth[self._pairs[index]][1], self.K,
+                                 self.registration, self.depth_factor)
+        return Frame(color=color, depth=depth, K=self.K.copy(), T_world_camera=pose, stamp_ns=stamp, index=index,
+                     source_name=str(color_path))
