@@ -86,13 +86,28 @@ def test_tum_intrinsics_follow_the_sequence_name_and_the_depth_factor_matters(tm
 def test_tum_frames_without_depth_or_pose_are_frame_errors(tmp_path):
     folder = tum(tmp_path / "tum", NUMBERS)
     gt = (folder / "groundtruth.txt").read_text().splitlines()
-    (folder / "groundtruth.txt").write_text("\n".join(gt[:1] + gt[3:]) + "\n")  # no pose near frame 0
+    # no pose near frame 0 (before the first sample) nor frame 2 (in a 0.66 s gap: not interpolated)
+    (folder / "groundtruth.txt").write_text("\n".join(gt[:1] + gt[3:5] + gt[7:]) + "\n")
     depth = (folder / "depth.txt").read_text().splitlines()
     (folder / "depth.txt").write_text("\n".join(depth[:2] + depth[3:]) + "\n")  # no depth for frame 1
     out = list(TumFolder(folder).frames())
-    assert [type(f) for f in out] == [FrameError, FrameError, Frame, Frame, Frame]
-    assert "no pose within 20 ms in groundtruth.txt" in str(out[0])
+    assert [type(f) for f in out] == [FrameError, FrameError, FrameError, Frame, Frame]
+    assert "no pose within 20 ms in groundtruth.txt" in str(out[0]) and "no pose within 20 ms" in str(out[2])
     assert "no depth image within 20 ms" in str(out[1]) and "rgb/" in str(out[1])
+
+
+def test_trajectory_interpolates_between_close_samples(tmp_path):
+    path = tmp_path / "groundtruth.txt"
+    # 50 ms apart: 0 -> 1 m along x, 0 -> 90 deg about z (quaternion x y z w)
+    half = 0.5 ** 0.5
+    path.write_text(f"# t tx ty tz qx qy qz qw\n10.00 0 0 0 0 0 0 1\n10.05 1 0 0 0 0 {half} {half}\n")
+    track = read_trajectory(path)
+    mid = track.pose_at(10_025_000_000, "frame")
+    np.testing.assert_allclose(mid[:3, 3], [0.5, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(mid[:2, 0], [np.cos(np.pi / 4), np.sin(np.pi / 4)], atol=1e-9)
+    np.testing.assert_allclose(track.pose_at(10_062_000_000, "frame")[:3, 3], [1, 0, 0])  # nearest, 12 ms out
+    with pytest.raises(FrameError, match="frame: no pose within 20 ms in groundtruth.txt"):
+        track.pose_at(10_080_000_000, "frame")
 
 
 def test_scannet_export_reprojects_the_big_colour_image_onto_depth(tmp_path):

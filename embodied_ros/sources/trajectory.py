@@ -19,8 +19,13 @@ from pathlib import Path
 import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
-from ..errors import InputError
+from ..errors import FrameError, InputError
 from ..messages.convert import matrix_from_quat_xyzw
+
+MATCH_NS = 20_000_000
+"""Stamps this close belong together: colour, depth and pose (TUM's associate.py uses 0.02 s)."""
+POSE_GAP_NS = 100_000_000
+"""Poses are interpolated between samples at most this far apart (TUM's ground truth runs at 100 Hz)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,14 @@ class Trajectory:
         near = [j for j in (i - 1, i) if 0 <= j < len(stamps)]
         best = min(near, key=lambda j: abs(int(stamps[j]) - stamp_ns))
         return self.poses[best].copy() if abs(int(stamps[best]) - stamp_ns) <= tolerance_ns else None
+
+
+    def pose_at(self, stamp_ns: int, what: str) -> np.ndarray:
+        """``at`` with the module's tolerances, FrameError naming ``what`` when not covered."""
+        pose = self.at(stamp_ns, MATCH_NS, POSE_GAP_NS)
+        if pose is None:
+            raise FrameError(f"{what}: no pose within {MATCH_NS / 1e6:g} ms in {self.path.name}")
+        return pose
 
 
 def stamp_ns(text: str) -> int:
