@@ -102,9 +102,9 @@ def test_trajectory_interpolates_between_close_samples(tmp_path):
     half = 0.5 ** 0.5
     path.write_text(f"# t tx ty tz qx qy qz qw\n10.00 0 0 0 0 0 0 1\n10.05 1 0 0 0 0 {half} {half}\n")
     track = read_trajectory(path)
-    mid = track.pose_at(10_025_000_000, "frame")
-    np.testing.assert_allclose(mid[:3, 3], [0.5, 0, 0], atol=1e-12)
-    np.testing.assert_allclose(mid[:2, 0], [np.cos(np.pi / 4), np.sin(np.pi / 4)], atol=1e-9)
+    between = track.pose_at(10_010_000_000, "frame")  # a fifth of the way
+    np.testing.assert_allclose(between[:3, 3], [0.2, 0, 0], atol=1e-12)
+    np.testing.assert_allclose(between[:2, 0], [np.cos(np.pi / 10), np.sin(np.pi / 10)], atol=1e-9)
     np.testing.assert_allclose(track.pose_at(10_062_000_000, "frame")[:3, 3], [1, 0, 0])  # nearest, 12 ms out
     with pytest.raises(FrameError, match="frame: no pose within 20 ms in groundtruth.txt"):
         track.pose_at(10_080_000_000, "frame")
