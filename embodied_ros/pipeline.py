@@ -18,6 +18,7 @@ from .memory.occupancy import OccupancyMap
 from .memory.scene_memory import SceneMemory, SceneObject
 from .network.perceptor import Perceptor
 from .outputs.bag_writer import SceneBagWriter
+from .outputs.contact_sheet import ObjectViews, save_contact_sheet
 from .outputs.objects_json import write_objects_json
 from .outputs.pictures import draw_boxes_on_frame, save_rgb, save_top_down_map
 from .sources.base import FrameSource
@@ -128,6 +129,7 @@ def run(
     frames_read = processed = 0
     last_frame_id = "world"
 
+    views = ObjectViews()
     writer = SceneBagWriter(out_dir, write_inputs=write_inputs)
     try:
         frames = source.frames(stride=stride, max_frames=max_frames)
@@ -148,7 +150,10 @@ def run(
             for stage in ("network", "lifting"):
                 timer.add(stage, perception.timings_s.get(stage, 0.0))
             with timer.stage("memory"):
-                memory.update(perception)
+                result = memory.update(perception)
+            views.merged(result.merged)
+            touched = (memory.get(i) for i in (*result.created, *result.updated))
+            views.observe(frame, ((o.id, o.box) for o in touched if o is not None))
             with timer.stage("occupancy"):
                 occupancy.integrate_frame(frame, perception)
             with timer.stage("writing"):
@@ -180,6 +185,9 @@ def run(
     top = out_dir / "top_down.png"
     save_top_down_map(top, objects, voxels, np.array(camera_positions),
                       title=f"{source.name}: {len(objects)} objects, {processed} frames")
-    outputs.append(top)
+    sheet = out_dir / "objects.png"
+    save_contact_sheet(sheet, objects, views, title=f"{source.name}: the {len(objects)} published objects, "
+                                                   "each on a frame where it was seen")
+    outputs += [top, sheet]
     return RunSummary(frames_read, processed, tuple(skipped), objects, tuple(memory.objects()),
                       timer.mean_ms(), tuple(outputs))

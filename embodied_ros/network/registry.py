@@ -135,7 +135,7 @@ def build_perceptor(
     allow_fallback: bool = False,
     fp16: bool = False,
     lifting: LiftingParams | None = None,
-    detector_score_threshold: float = DETECTOR_SCORE_THRESHOLD,
+    detector_score_threshold: float | None = None,
 ) -> Perceptor:
     """Build the perceptor called ``name``.
 
@@ -151,7 +151,8 @@ def build_perceptor(
         allow_fallback: "tensorrt" asked for but unusable here -> ONNX Runtime with a warning.
         fp16: half-precision TensorRT engine.
         lifting: 2D -> 3D lifting settings.
-        detector_score_threshold: 2D detections below this are dropped before lifting.
+        detector_score_threshold: 2D detections below this are dropped before lifting (None: the
+            model's own, ``KnownModel.score_threshold``; ``DETECTOR_SCORE_THRESHOLD`` for others).
 
     Raises:
         ModelError: unknown model, files missing (with how to get them) or unusable.
@@ -160,12 +161,19 @@ def build_perceptor(
         raise ModelError(f"--weights {weights}: no such file or folder")
     if name == PERCEPTRON:
         return build_perceptron(weights, backend, allow_fallback, fp16)
-    runtime = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16, score_threshold=detector_score_threshold)
+    runtime = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16)
+
+    def threshold(model: str) -> float:
+        if detector_score_threshold is not None:
+            return detector_score_threshold
+        return KNOWN_MODELS[model].score_threshold if model in KNOWN_MODELS else DETECTOR_SCORE_THRESHOLD
+
     if name in ENSEMBLES:
         from .ensemble import EnsembleDetector2D
 
-        members = [build_detector(_known_files(m, weights, download), **runtime) for m in ENSEMBLES[name]]
-        ensemble = EnsembleDetector2D(members, score_threshold=detector_score_threshold)
+        members = [build_detector(_known_files(m, weights, download), score_threshold=threshold(m), **runtime)
+                   for m in ENSEMBLES[name]]
+        ensemble = EnsembleDetector2D(members, score_threshold=detector_score_threshold or DETECTOR_SCORE_THRESHOLD)
         return LiftedPerceptor(ensemble, lifting or LiftingParams(), name=f"{name}+lifting")
     if name in KNOWN_MODELS:
         files = _known_files(name, weights, download)
@@ -176,7 +184,8 @@ def build_perceptor(
     else:
         known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), *sorted(ENSEMBLES), "darknet"])
         raise ModelError(f"unknown model {name!r}; known: {known}")
-    return LiftedPerceptor(build_detector(files, **runtime), lifting or LiftingParams(), name=f"{name}+lifting")
+    detector = build_detector(files, score_threshold=threshold(name), **runtime)
+    return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")
 
 
 def _known_files(name: str, weights: Path | None, download: bool) -> ModelFiles:

@@ -49,6 +49,9 @@ class KnownModel:
         weights: the file holding the weights (for "yolox" the whole ONNX graph).
         names: the model's class vocabulary, one name a line, in output order.
         graph: the file describing the layers ("darknet": .cfg, "nanodet": .param), or None.
+        score_threshold: the model's own 2D score below which its boxes are not lifted: scores are
+            not comparable between models (NanoDet-Plus gives ~73 boxes a frame above 0.1 on
+            redkitchen, YOLOX-Nano ~10), and the scene memory weighs what is lifted by score.
     """
 
     name: str
@@ -56,6 +59,7 @@ class KnownModel:
     weights: KnownFile
     names: KnownFile
     graph: KnownFile | None = None
+    score_threshold: float = 0.1
 
     @property
     def files(self) -> tuple[KnownFile, ...]:
@@ -119,6 +123,7 @@ KNOWN_MODELS: dict[str, KnownModel] = {
         _COCO_NAMES,
         KnownFile("nanodet-plus-m_416.param", _NANODET_URL + "nanodet-plus-m_416.param",
                   "d79e18ecd8595081bb29fdf0c790a47fcea96fbf58598350569a92e71e915b72"),
+        score_threshold=0.3,
     ),
 }
 DEFAULT_MODEL = "yolo-fastest-1.1-xl"
