@@ -33,6 +33,7 @@ from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume
 from .box_fusion import canonical_box, face_box, fuse_boxes
 from .config import MemoryConfig, ScoreMode
+from .object_colour import ColourAccumulator, colour_name, detection_samples
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
 
@@ -83,6 +84,7 @@ class _Track:
     first_ns: int
     last_ns: int
     seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))  # sum of score x unit direction to viewpoints
+    colour: ColourAccumulator = field(default_factory=ColourAccumulator)  # its pixels' colour over all views
     cached: SceneObject | None = field(default=None, repr=False)
 
 
@@ -183,6 +185,7 @@ class SceneMemory:
             boxes = det.boxes[order]
             scores = np.clip(det.scores[order], 0.0, 1.0)
             names = [det.class_names[i] for i in det.labels[order]]
+            colours = detection_samples(perception, order)  # per detection, its pixels' colour (or None)
 
             # Objects present at the start of the frame keep their boxes until a detection takes
             # them, so one batched IoU call serves the whole frame.
@@ -208,6 +211,7 @@ class SceneMemory:
                 else:
                     obj_id = self._create(boxes[k], float(scores[k]), names[k], perception)
                     created.append(obj_id)
+                self._tracks[obj_id].colour.add(colours[k], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
             merged = self._merge_pass(sorted(taken))
@@ -356,6 +360,7 @@ class SceneMemory:
         keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
         keep.n_obs += gone.n_obs
         keep.seen_from = keep.seen_from + gone.seen_from
+        keep.colour.merge(gone.colour)
         self._turn_front(keep)
         if gone.first_frame < keep.first_frame:
             keep.first_frame, keep.first_ns = gone.first_frame, gone.first_ns
@@ -411,9 +416,11 @@ class SceneMemory:
     def _object(track: _Track) -> SceneObject:
         if track.cached is None:
             evidence = tuple(sorted(((n, float(v)) for n, v in track.evidence.items()), key=lambda p: (-p[1], p[0])))
+            lab = track.colour.lab()
             track.cached = SceneObject(
                 track.id, track.class_name, float(track.score), track.box.copy(), evidence, track.n_obs,
                 track.first_frame, track.last_frame, track.first_ns, track.last_ns,
+                colour_lab=lab, colour_name=colour_name(lab),
             )
         return track.cached
 
@@ -439,6 +446,7 @@ class SceneMemory:
                         "last_seen_frame": t.last_frame, "first_seen_ns": t.first_ns,
                         "last_seen_ns": t.last_ns, "fusion_weight": t.weight,
                         "seen_from": [float(v) for v in t.seen_from],
+                        "colour": t.colour.to_json(),
                     }
                     for t in (self._tracks[i] for i in sorted(self._tracks))
                 ],
@@ -470,6 +478,7 @@ class SceneMemory:
                     str(o["class_name"]), int(o["n_observations"]), int(o["first_seen_frame"]),
                     int(o["last_seen_frame"]), int(o["first_seen_ns"]), int(o["last_seen_ns"]),
                     np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
+                    colour=ColourAccumulator.from_json(o.get("colour")),
                 )
                 memory._tracks[track.id] = track
                 memory._index.insert(track.id, track.box)

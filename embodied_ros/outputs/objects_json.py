@@ -16,7 +16,7 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
     """The JSON document for a list of scene objects (memory.SceneObject).
 
     Each object: id, class, score, box (9-DoF), class_scores, first/last seen frame and
-    stamp, number of observations.
+    stamp, number of observations, colour word (None when never sampled).
     """
     return {
         "format_version": FORMAT_VERSION,
@@ -35,6 +35,7 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
                 "first_seen_ns": int(o.first_seen_ns),
                 "last_seen_ns": int(o.last_seen_ns),
                 "n_observations": int(o.n_observations),
+                "colour": o.colour_name,
             }
             for o in objects
         ],
