@@ -67,7 +67,7 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
     if (out / "scene.mcap").exists():
         if not overwrite:
             raise InputError(f"{out} already holds a run (scene.mcap); pass --overwrite or choose another --out")
-        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json"):
+        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json", "camera_poses.json"):
             (out / name).unlink(missing_ok=True)
         for png in out.glob("*.png"):
             png.unlink()
