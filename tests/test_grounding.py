@@ -183,7 +183,8 @@ def test_parser_grammar() -> None:
     assert [a.text for a in p.clauses[2].anchors] == ["lamp", "bed"]
     assert {c.relation.type for c in p.clauses} == {RelationType.HORIZONTAL, RelationType.ALLOCENTRIC,
                                                     RelationType.BETWEEN}
-    assert parse_phrase("the closest chair").clauses == () and parse_phrase("the closest chair").notes
+    closest = parse_phrase("the closest chair")  # no anchor: closest to the viewer
+    assert closest.clauses == () and [(a.kind, a.sign) for a in closest.target.attributes] == [("distance", -2)]
 
 
 def test_relation_scores_are_bounded_and_exclude_self() -> None:

@@ -32,7 +32,8 @@ def test_json_answer(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert ground_command(run_dir, "the lamp above the table", True, None) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["success"] and data["best"]["id"] == 8 and data["best"]["anchor_ids"] == [0]
-    assert data["parsed"]["relations"] == [{"relation": "above", "type": "vertical", "anchors": ["table"]}]
+    assert data["parsed"]["relations"] == [{"relation": "above", "type": "vertical", "anchors": ["table"],
+                                            "negated": False}]
     assert len(data["best"]["box"]) == 9
 
 
