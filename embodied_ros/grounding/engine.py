@@ -474,16 +474,17 @@ class Grounder:
                     continue
                 parts.append(f"between {names[0]} and {names[1]}" if len(names) == 2 else f"{word} {names[0]}")
                 ids += [int(snapshot.ids[c[k]]) for c in chosen]
-            adjectives = [a.word for a in parsed.target.attributes]
+            adjectives = [a.word for a in parsed.target.attributes if a.kind != "colour"]
             head = " ".join([*adjectives, _name(snapshot, t[k])])
-            if any(a.viewer for a in parsed.target.attributes) and ctx.viewpoint is not None:
-                head += f" (seen from {ctx.viewpoint.describe()})"
+            if any(a.kind == "colour" for a in parsed.target.attributes):  # the colour seen, whatever was asked
+                head += f" ({snapshot.objects[t[k]].colour_name or 'colour not seen'})"
             return (f"{head}: {', '.join(parts)}" if parts else head), tuple(dict.fromkeys(ids))
 
         failed = [clause.text for clause, raw, _ in used if raw[best] < _threshold(clause)]
         if score[best] < self.config.min_score or failed:
             what = "; ".join(failed or [a.word for a in parsed.target.attributes]) or "the phrase"
-            return self._fail(phrase, parsed, f"no {parsed.target.text} fits '{what}' (closest: "
+            seen_from = f" seen from {viewpoint.describe()}" if parsed.viewer and viewpoint is not None else ""
+            return self._fail(phrase, parsed, f"no {parsed.target.text} fits '{what}'{seen_from} (closest: "
                               f"{explain(best)[0]}, score {score[best]:.2f})" + _suffix(notes), by_label)
         if parsed.count:
             return self._count(phrase, parsed, snapshot, t, score, used, explain, notes, by_label)
@@ -491,7 +492,8 @@ class Grounder:
         picked_k = [int(k) for k in order[: self.config.max_alternatives + 1]
                     if score[k] >= 0.01 * score[best] or ordinal is not None]
         grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in picked_k]
-        message = (grounded[0].explanation + f" (confidence {grounded[0].object.confidence:.2f})"
+        seen_from = f" (seen from {viewpoint.describe()})" if parsed.viewer and viewpoint is not None else ""
+        message = (grounded[0].explanation + seen_from + f" (confidence {grounded[0].object.confidence:.2f})"
                    + _label_note(parsed.target.text, by_label) + _suffix(notes))
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"

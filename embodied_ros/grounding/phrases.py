@@ -371,7 +371,8 @@ def _normalise(phrase: str) -> str:
 
 _COMMON = frozenset(
     "the a an of to on in at by is are it this that which with and or for from my your find show me where "
-    "what get near next close far left right front behind above below under top side one object thing".split()
+    "what get near next close far left right front behind above below under top side one object thing how many "
+    "count there here see do can total".split()
 )
 
 
@@ -386,7 +387,7 @@ def looks_english(phrase: str, extra_words: frozenset[str] = frozenset()) -> boo
     known = (_COMMON | english_words() | _COLOURS | _SHADES | _MATERIALS | set(_SIZE_WORDS) | set(_ORDINALS)
              | set(_VIEWER_ADJECTIVES) | _VIEWER_ANCHORS | _NEGATIONS | {w for k in _KEYWORDS for w in k.split()}
              | extra_words)
-    return sum(w in known for w in words) >= 0.4 * len(words)
+    return sum(w in known or w.rstrip("s") in known for w in words) >= 0.4 * len(words)
 
 
 def parse_phrase(phrase: str) -> ParsedPhrase:
