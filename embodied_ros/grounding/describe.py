@@ -32,8 +32,8 @@ CLEAR = 1.5  # a relation tells i apart from a distractor when it scores this ma
 MAX_CANDIDATES = 24  # phrases tried per object (each is one grounding call when verifying)
 NEAR_ANCHORS = 8  # anchors considered per object: the nearest ones
 # Relations used, in the order tried, and how they are said.
-_WORDS = {Relation.ON: "on", Relation.CLOSEST: "next to", Relation.UNDER: "under", Relation.ABOVE: "above",
-          Relation.BELOW: "below"}
+_WORDS = {Relation.ON: "on", Relation.CLOSEST: "next to", Relation.NEAR: "near", Relation.UNDER: "under",
+          Relation.ABOVE: "above", Relation.BELOW: "below"}
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,12 @@ def _clear(own: float, others: np.ndarray, threshold: float) -> bool:
     return own >= threshold and bool(np.all((others < threshold) | (own >= CLEAR * others)))
 
 
-def _candidates(i: int, distractors: np.ndarray, anchors: np.ndarray, snapshot: MemorySnapshot,
+def _candidates(i: int, distractors: np.ndarray, near: np.ndarray, anchors: np.ndarray, snapshot: MemorySnapshot,
                 g: SceneGeometry, viewpoint: Viewpoint | None) -> list[str]:
-    """Phrases that should pick out object i (index) among its distractors, shortest first."""
+    """Phrases that should pick out object i (index) among its distractors, shortest first.
+
+    ``near``: the anchors near i that phrases may name; ``anchors``: every possible anchor (a
+    distractor may be next to another cup than i's, far from i, and the grounder will see it)."""
     noun = _noun(snapshot.class_names[i])
     group = np.concatenate([[i], distractors]).astype(np.int64)
     if len(distractors) == 0:
@@ -75,17 +78,23 @@ def _candidates(i: int, distractors: np.ndarray, anchors: np.ndarray, snapshot: 
     colour = snapshot.objects[i].colour_name
     if colour is not None and all(snapshot.objects[d].colour_name not in (colour, None) for d in distractors):
         out.append(f"the {colour} {noun}")
-    # Single relations to each anchor class: the best anchor of that class for i, against the distractors'.
+    # Single relations to each anchor class (or to those of its objects that have one colour: "next to
+    # the red cup"): the best anchor of that kind for i, against the distractors' best.
     singles: list[tuple[float, str]] = []
     names = np.array([_noun(n) for n in snapshot.class_names])
+    colours = np.array([str(snapshot.objects[a].colour_name) for a in anchors])
+    close = np.isin(anchors, near)
+    kinds = [(name, "") for name in dict.fromkeys(names[anchors[close]])]
+    kinds += [(name, c) for name, c in dict.fromkeys(zip(names[anchors[close]], colours[close], strict=True))
+              if c != "None" and np.count_nonzero(names[anchors] == name) > 1]
     for relation, word in _WORDS.items():
         s = pair_scores(relation, g, group, anchors)  # (1 + D, A)
-        for name in dict.fromkeys(names[anchors]):
-            cols = names[anchors] == name
+        for name, c in kinds:
+            cols = (names[anchors] == name) & ((colours == c) if c else True)
             best = s[:, cols].max(axis=1)
             if name != noun and _clear(best[0], best[1:], satisfied_threshold(relation)):
                 lead = best[0] - (best[1:].max() if len(best) > 1 else 0.0)
-                singles.append((lead, f"{word} the {name}"))
+                singles.append((lead - 0.01 * bool(c), f"{word} the {c + ' ' if c else ''}{name}"))
     singles.sort(key=lambda x: -x[0])
     out += [f"the {noun} {text}" for _, text in singles]
     for kind, sign, word in (("volume", 1, "largest"), ("volume", -1, "smallest"), ("z", 1, "highest"),
@@ -104,9 +113,9 @@ def _candidates(i: int, distractors: np.ndarray, anchors: np.ndarray, snapshot: 
     for (_, a), (_, b) in ((x, y) for k, x in enumerate(singles[:4]) for y in singles[k + 1:4]):
         out.append(f"the {noun} {a} {b}")
     # Between two anchors of other classes.
-    if len(anchors) >= 2:
+    if len(near) >= 2:
         s3 = between_scores(g, group, anchors, anchors)  # (1 + D, A, A)
-        own = s3[0]
+        own = np.where(close[:, None] & close[None, :], s3[0], 0.0)
         for ja, jb in zip(*np.unravel_index(np.argsort(-own, axis=None)[:6], own.shape), strict=True):
             na, nb = names[anchors[ja]], names[anchors[jb]]
             if na == noun or nb == noun or own[ja, jb] < 0.5:
@@ -155,9 +164,9 @@ def describe_objects(grounder: Grounder, snapshot: MemorySnapshot, ids: list[int
     for i in wanted:
         others = np.flatnonzero(usable & (np.arange(len(snapshot)) != i))
         distractors = others[nouns[others] == nouns[i]]
-        near = others[nouns[others] != nouns[i]]
-        near = near[np.argsort(np.linalg.norm(g.centers[near, :2] - g.centers[i, :2], axis=1))[:NEAR_ANCHORS]]
-        candidates = _candidates(i, distractors, near, snapshot, g, viewpoint)
+        anchors = others[nouns[others] != nouns[i]]
+        near = anchors[np.argsort(np.linalg.norm(g.centers[anchors, :2] - g.centers[i, :2], axis=1))[:NEAR_ANCHORS]]
+        candidates = _candidates(i, distractors, near, anchors, snapshot, g, viewpoint)
         obj_id = int(snapshot.ids[i])
         if not verify:
             out.append(Description(obj_id, candidates[0], len(distractors) == 0 or candidates[0] != candidates[-1]))

@@ -48,14 +48,15 @@ _NEIGHBOURS = {frozenset(p) for p in (("white", "grey"), ("grey", "black"), ("re
 ACHROMATIC_CHROMA = 13.0  # below: white / grey / black ...
 ACHROMATIC_CHROMA_LIGHT = 14.0  # ... and below this for light colours (L* >= 70: white under warm light)
 WHITE_L, BLACK_L = 66.0, 30.0  # achromatic lightness bounds
-# Hue sectors: red [335, 45), orange/yellow [45, 105) (split at 75), green [105, 200), blue [200, 290),
-# purple [290, 335). Measured on redkitchen: the red cabinets h 27-30, the wooden table and chairs 67-78.
+# Hue sectors: red [345, 45), orange/yellow [45, 105) (split at 75), green [105, 200), blue [200, 310)
+# (sRGB blue is at 306), purple [310, 345). Measured on redkitchen: the red cabinets h 27-30, the wooden
+# table and chairs 67-78, the purple magazines 315-330.
 HUE_RED_END = 45.0
 HUE_ORANGE_END = 75.0
 HUE_YELLOW_END = 105.0
 HUE_GREEN_END = 200.0
-HUE_BLUE_END = 290.0
-HUE_PURPLE_END = 335.0
+HUE_BLUE_END = 310.0
+HUE_PURPLE_END = 345.0
 BROWN_MAX_CHROMA = 45.0  # orange and yellow hues duller than this are brown (wood: chroma 20-30)
 PINK_MIN_L = 62.0  # reds lighter than this and duller than PINK_MAX_CHROMA are pink, purples lighter than 70
 PINK_MAX_CHROMA = 40.0
@@ -152,11 +153,12 @@ def object_pixels(depth: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray, 
     cam = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z], axis=1)
     world = cam @ T_world_camera[:3, :3].T + T_world_camera[:3, 3]
     local = (world - box[:3]) @ box_rotations(box)[0]  # rows @ R = R^T p: the box's own frame
-    # The box's inner 90 % across, and above its lowest 2 cm (or tenth): the surface an object stands
-    # on shows through the bottom of its box.
+    # Above the box's lowest 2 cm (a tenth of its height if more; a quarter of a flat one's): the
+    # surface an object stands on shows through the bottom of its box. (Not shrunk across: what is
+    # seen of an object lies on its box's faces.)
     half = 0.5 * np.abs(box[3:6])
-    inside = np.all(np.abs(local[:, :2]) <= 0.9 * half[:2], axis=1) & (local[:, 2] <= half[2])
-    inside &= local[:, 2] >= -half[2] + max(0.02, 0.2 * half[2])
+    inside = np.all(np.abs(local[:, :2]) <= half[:2], axis=1) & (local[:, 2] <= half[2])
+    inside &= local[:, 2] >= -half[2] + min(max(0.02, 0.2 * half[2]), 0.5 * half[2])
     return np.stack([u[inside], v[inside]], axis=1).astype(np.int32)
 
 
