@@ -183,3 +183,32 @@ def test_scene_graph(g: Grounder) -> None:
     assert (5, "left of", (0,)) in rel and (6, "right of", (0,)) in rel  # seen from the south
     assert all(r["subject"] in ids and set(r["objects"]) <= ids for r in doc["relations"])
     assert "cup #1 is on table #0" in doc["text"]
+
+
+def test_out_of_view_objects_are_not_on_the_left_of_the_picture(g: Grounder) -> None:
+    far_west = ("chair", [-6.0, 1.0, 0.45, 0.5, 0.5, 0.9, 0.0])  # 80 degrees left: out of the picture
+    scene = snapshot([far_west, *[("chair", [x, 3.0, 0.45, 0.5, 0.5, 0.9, 0.0]) for x in (-1.5, 0.5)]])
+    assert g.ground("the leftmost chair", scene, viewpoint=NORTH).best.object.id == 1
+    assert g.ground("the chair on the left", scene, viewpoint=NORTH).best.object.id == 1
+
+
+def test_a_description_must_pick_its_object_clearly(g: Grounder) -> None:
+    """Two cups alike but for a slightly higher detection score: "the cup" would ground to the first,
+    too narrowly to call it a description of it."""
+    scene = snapshot([("cup", [0, 0, 0.05, 0.08, 0.08, 0.1]), ("cup", [5, 0, 0.05, 0.08, 0.08, 0.1])],
+                     scores=[0.8, 0.75])
+    found = describe_objects(g, scene, min_observations=1)
+    assert not any(d.unique for d in found), found
+
+
+def test_a_class_the_detector_knows_is_not_read_as_another() -> None:
+    """'toilet' is a detector class (absent here): it must not be matched to the chair by embeddings."""
+    try:
+        grounder = Grounder()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"text encoder unavailable: {exc}")
+    if grounder.encoder is None:
+        pytest.skip(f"text encoder unavailable: {grounder.encoder_error}")
+    assert grounder.matcher.similarities("toilet", ["chair"])["chair"] >= grounder.config.min_label_similarity
+    r = grounder.ground("the toilet", kitchen(), vocabulary=COCO)
+    assert not r.success and "toilet" in r.message and "found none" in r.message

@@ -170,3 +170,41 @@ def test_real_objects_get_their_colour(kitchen_frames: dict[int, Frame], gt_id: 
     sample = sample_colour(frame.color, object_pixels(frame.depth, frame.K, frame.T_world_camera, box))
     assert sample is not None
     assert colour_name(sample.lab) == name, (gt[gt_id]["description"], sample.lab)
+
+
+def test_merged_objects_pool_their_colours() -> None:
+    """A red and a green object; a later detection spans both, so the memory merges them: the survivor
+    keeps the views of both (two colours in its histogram), not only its own."""
+    image = _square_image((200, 30, 30), (240, 240, 240))
+    image[200:280, 360:440] = (30, 150, 50)
+    v, u = np.mgrid[200:280:3, 280:360:3]
+    red_px = np.stack([u.ravel(), v.ravel()], axis=1).astype(np.int32)
+    green_px = red_px + [80, 0]
+    a = [0.0, 0.0, 2.0, 0.3, 0.3, 0.3, 0, 0, 0]
+    b = [0.32, 0.0, 2.0, 0.3, 0.3, 0.3, 0, 0, 0]
+    both = [0.16, 0.0, 2.0, 0.62, 0.3, 0.3, 0, 0, 0]
+    memory = SceneMemory(min_observations=1)
+    memory.update(FramePerception(0, 0, Detections3D(np.array([a, b]), [0, 0], [0.9, 0.9], ("box",), "world",
+                                                     pixels=(red_px, green_px)), frame=_frame(image)))
+    assert len(memory) == 2
+    result = memory.update(FramePerception(1, 1, Detections3D(np.array([both]), [0], [0.9], ("box",), "world",
+                                                              pixels=(red_px,)), frame=_frame(image)))
+    assert len(memory) == 1 and result.merged, result
+    bins = memory.to_dict()["objects"][0]["colour"]
+    hues = {colour_name(row[4:7]) for row in bins}
+    assert {"red", "green"} <= hues, hues
+
+
+def test_the_mode_is_the_densest_neighbourhood_not_the_fullest_bin() -> None:
+    """A white object in shading (its pixels spread over three lightness bins) with a red logo in one
+    bin: the logo fills the fullest single bin, the object the densest neighbourhood."""
+    image = np.zeros((480, 640, 3), np.uint8)
+    image[200:280, 280:310] = (245, 245, 245)  # lit, L* ~97
+    image[200:280, 310:340] = (212, 212, 212)  # L* ~85
+    image[200:280, 340:370] = (184, 184, 184)  # shade, L* ~75
+    image[200:280, 370:420] = (200, 20, 20)  # the logo: 50 of 140 columns, the largest single colour
+    v, u = np.mgrid[190:290, 270:430]
+    inside = (u >= 280) & (u < 420) & (v >= 200) & (v < 280)
+    sample = sample_colour(image, np.stack([u[inside], v[inside]], axis=1), erode_px=0)
+    assert sample is not None and sample.weights.max() == pytest.approx(50 / 140, abs=0.02)
+    assert colour_name(sample.lab) == "white"
