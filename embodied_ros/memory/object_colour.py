@@ -64,7 +64,8 @@ PINK_MAX_CHROMA = 40.0
 BIN = 10.0  # histogram bin edge, Lab units
 MAX_BINS = 64  # bins an accumulator keeps (the heaviest); enough for a few colours per object
 MIN_PIXELS = 20  # fewer pixels than this give no sample
-MAX_PIXELS = 1500  # pixels converted per sample (evenly subsampled beyond)
+MAX_PIXELS = 800  # pixels converted per sample (evenly subsampled beyond)
+REGION_PIXELS = 4000  # object_pixels searches a region on a grid of about this many pixels (as lifting does)
 ERODE_PX_AT_640 = 4  # border dropped, pixels at 640 px image width (scaled with the width)
 
 
@@ -90,12 +91,23 @@ class ColourSample:
         return _mode(self.bins, self.weights, self.means)
 
 
-def to_lab(rgb: np.ndarray) -> np.ndarray:
-    """(N, 3) uint8 RGB -> (N, 3) float64 CIELAB (D65; L* 0..100, a*, b* about -128..127)."""
-    import cv2
+# sRGB (D65) -> CIE XYZ, rows scaled by the D65 white point: XYZ / white of a linear RGB row (IEC 61966-2-1).
+_RGB_TO_XYZ_WHITE = np.array([[0.4124564, 0.3575761, 0.1804375], [0.2126729, 0.7151522, 0.0721750],
+                              [0.0193339, 0.1191920, 0.9503041]]) / np.array([[0.95047], [1.0], [1.08883]])
+_LINEAR = np.where(np.arange(256) / 255.0 <= 0.04045, np.arange(256) / 255.0 / 12.92,
+                   ((np.arange(256) / 255.0 + 0.055) / 1.055) ** 2.4)  # sRGB decoding of each 8-bit value
 
-    pixels = np.asarray(rgb, dtype=np.float32).reshape(-1, 1, 3) / 255.0
-    return cv2.cvtColor(pixels, cv2.COLOR_RGB2Lab).reshape(-1, 3).astype(np.float64)
+
+def to_lab(rgb: np.ndarray) -> np.ndarray:
+    """(N, 3) uint8 RGB -> (N, 3) float64 CIELAB (D65; L* 0..100, a*, b* about -128..127).
+
+    The standard formulas in numpy (OpenCV's float conversion agrees within 0.5 units): OpenCV's call costs
+    milliseconds for a few hundred pixels on a busy machine, waiting for its thread pool.
+    """
+    t = _LINEAR[np.asarray(rgb, dtype=np.uint8).reshape(-1, 3)] @ _RGB_TO_XYZ_WHITE.T  # (N, 3) X/Xn, Y/Yn, Z/Zn
+    eps = (6.0 / 29.0) ** 3
+    f = np.where(t > eps, np.cbrt(t), t / (3.0 * (6.0 / 29.0) ** 2) + 4.0 / 29.0)
+    return np.stack([116.0 * f[:, 1] - 16.0, 500.0 * (f[:, 0] - f[:, 1]), 200.0 * (f[:, 1] - f[:, 2])], axis=1)
 
 
 def _mode(bins: np.ndarray, weights: np.ndarray, means: np.ndarray) -> tuple[float, float, float]:
@@ -111,8 +123,9 @@ def _mode(bins: np.ndarray, weights: np.ndarray, means: np.ndarray) -> tuple[flo
 def _histogram(lab: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(N, 3) Lab -> (bins, weights normalised to 1, mean Lab per bin)."""
     w = np.ones(len(lab)) if weights is None else np.asarray(weights, dtype=np.float64)
-    keys = np.floor(lab / BIN).astype(np.int64)
-    bins, inverse = np.unique(keys, axis=0, return_inverse=True)
+    keys = np.floor(lab / BIN).astype(np.int64) + 128  # L* bins 0..10, a*/b* bins -13..12: all in 0..255
+    codes, inverse = np.unique((keys[:, 0] << 16) | (keys[:, 1] << 8) | keys[:, 2], return_inverse=True)
+    bins = np.stack([codes >> 16, (codes >> 8) & 255, codes & 255], axis=1) - 128
     inverse = inverse.reshape(-1)
     total = np.bincount(inverse, weights=w, minlength=len(bins))
     sums = np.stack([np.bincount(inverse, weights=w * lab[:, c], minlength=len(bins)) for c in range(3)], axis=1)
@@ -120,7 +133,7 @@ def _histogram(lab: np.ndarray, weights: np.ndarray | None = None) -> tuple[np.n
 
 
 def object_pixels(depth: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray, box: np.ndarray,
-                  region: np.ndarray | None = None, max_pixels: int = MAX_PIXELS) -> np.ndarray:
+                  region: np.ndarray | None = None, max_pixels: int = REGION_PIXELS) -> np.ndarray:
     """(M, 2) int32 (u, v) pixels whose depth point lies inside a world box: an object's pixels when
     the perceptor gives none.
 
@@ -181,25 +194,28 @@ def sample_colour(color: np.ndarray, pixels: np.ndarray, erode_px: int | None = 
     if len(px) < MIN_PIXELS:
         return None
     erode = max(1, round(ERODE_PX_AT_640 * w / 640)) if erode_px is None else int(erode_px)
+    # Pixels on a grid of step s (lifting subsamples) are rasterised one cell per pixel: the mask is s^2
+    # smaller, and closing it fills single missing cells (pixels without depth).
     lo = px.min(axis=0)
-    size = px.max(axis=0) - lo + 1
-    # Subsampled pixels (a grid of step s) are closed into a solid mask before the border is eroded.
-    step = int(np.clip(round(math.sqrt(size[0] * size[1] / len(px))), 1, 8))
-    pad = step + erode + 1
+    step = max(1, int(np.gcd.reduce((px - lo).ravel())))
+    cells = (px - lo) // step
+    radius = max(1, round(erode / step)) if erode > 0 else 0
+    pad = radius + 2
+    size = cells.max(axis=0) + 1
     mask = np.zeros((size[1] + 2 * pad, size[0] + 2 * pad), np.uint8)
-    mask[px[:, 1] - lo[1] + pad, px[:, 0] - lo[0] + pad] = 1
-    if step > 1:
-        mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((2 * step + 1, 2 * step + 1), np.uint8))
-    inner = cv2.erode(mask, np.ones((2 * erode + 1, 2 * erode + 1), np.uint8)) if erode > 0 else mask
+    mask[cells[:, 1] + pad, cells[:, 0] + pad] = 1
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    inner = cv2.erode(mask, np.ones((2 * radius + 1, 2 * radius + 1), np.uint8)) if radius else mask
     vv, uu = np.nonzero(inner)
     if len(vv) < MIN_PIXELS:
         return None
     if len(vv) > MAX_PIXELS:
         keep = np.linspace(0, len(vv) - 1, MAX_PIXELS).astype(np.int64)
         vv, uu = vv[keep], uu[keep]
-    u, v = uu + lo[0] - pad, vv + lo[1] - pad
+    u = np.clip((uu - pad) * step + lo[0], 0, w - 1)
+    v = np.clip((vv - pad) * step + lo[1], 0, h - 1)
     bins, weights, means = _histogram(to_lab(color[v, u]))
-    return ColourSample(bins, weights, means, int(len(vv)))
+    return ColourSample(bins, weights, means, int(len(vv)) * step * step)
 
 
 class ColourAccumulator:
