@@ -267,17 +267,17 @@ class ColourAccumulator:
         return _mode(keys, weights / weights.sum(), values[:, 1:] / np.maximum(weights, 1e-12)[:, None])
 
     def to_json(self) -> list[list[float]]:
-        """[[iL, ia, ib, weight, L, a, b], ...] (per bin: its index, weight and mean Lab)."""
-        return [[*key, round(float(v[0]), 6), *(round(float(x / max(v[0], 1e-12)), 3) for x in v[1:])]
-                for key, v in self._bins.items()]
+        """[[iL, ia, ib, w, L*w, a*w, b*w], ...]: per bin its index, weight and weighted Lab sums (exact:
+        a loaded memory gives the same colours to the last bit)."""
+        return [[*key, *(float(x) for x in v)] for key, v in self._bins.items()]
 
     @classmethod
     def from_json(cls, rows: Iterable[Iterable[float]] | None) -> ColourAccumulator:
         """Rebuild from ``to_json()`` (None or [] gives an empty accumulator)."""
         acc = cls()
         for row in rows or ():
-            il, ia, ib, w, L, a, b = (float(x) for x in row)
-            acc._add((int(il), int(ia), int(ib)), np.array([w, w * L, w * a, w * b]))
+            il, ia, ib, *sums = (float(x) for x in row)
+            acc._add((int(il), int(ia), int(ib)), np.array(sums))
         return acc
 
 
