@@ -330,7 +330,7 @@ class Grounder:
         if vocabulary:
             known = self.matcher.match(noun, vocabulary)
             if known:
-                label = max(known, key=lambda k: known[k])
+                label = max(known, key=lambda k: (known[k], len(k)))  # "teddy bear" before "bear"
                 return f"no {noun} in the scene memory: the detector can see {label} but has found none here"
             shown = ", ".join(vocabulary[:12]) + (", ..." if len(vocabulary) > 12 else "")
             return f"the detector does not know '{noun}': it detects {len(vocabulary)} classes ({shown})"
