@@ -129,9 +129,11 @@ def test_answers_need_confident_objects_and_say_how_confident(g: Grounder) -> No
     r = g.ground("the sofa", doubtful)
     assert not r.success and "no confident sofa" in r.message and "0.20" in r.message
     assert g.ground("the sofa", scene).success and "confidence 1.00" in g.ground("the sofa", scene).message
-    # A doubtful anchor is no anchor: the bottle is between the table and the sofa only if the sofa exists.
+    # A doubtful anchor is no anchor: "between the table and the couch" cannot be checked without the sofa.
     r = g.ground("the bottle between the table and the couch", doubtful)
-    assert "any object" in r.message  # the doubtful sofa was not used
+    assert "no 'couch' in the memory" in r.message and "ignored" in r.message
+    r = g.ground("the cup near the couch", doubtful)  # "near something" still places the cup
+    assert "read as any object" in r.message
     lax = Grounder(load_encoder=False, min_confidence=0.1)
     assert lax.ground("the sofa", doubtful).success
 
