@@ -67,6 +67,10 @@ MIN_PIXELS = 20  # fewer pixels than this give no sample
 MAX_PIXELS = 800  # pixels converted per sample (evenly subsampled beyond)
 REGION_PIXELS = 4000  # object_pixels searches a region on a grid of about this many pixels (as lifting does)
 ERODE_PX_AT_640 = 4  # border dropped, pixels at 640 px image width (scaled with the width)
+# An object whose histogram holds this much weight (about six clear views) is sampled only on every
+# RESAMPLE_EVERY-th sighting: its colour is known, and sampling is most of the memory update's cost.
+SETTLED_WEIGHT = 5.0
+RESAMPLE_EVERY = 5
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,15 @@ class ColourAccumulator:
 
     def __bool__(self) -> bool:
         return bool(self._bins)
+
+    @property
+    def weight(self) -> float:
+        """The total weight of the views added so far."""
+        return float(sum(v[0] for v in self._bins.values()))
+
+    def wants_sample(self, n_observations: int) -> bool:
+        """Whether the view of an object's ``n_observations``-th sighting is worth sampling (see SETTLED_WEIGHT)."""
+        return n_observations % RESAMPLE_EVERY == 0 or self.weight < SETTLED_WEIGHT
 
     def add(self, sample: ColourSample | None, weight: float) -> None:
         """Add one view's sample (None: nothing seen) with ``weight`` (e.g. the detection's score)."""

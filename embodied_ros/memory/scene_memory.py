@@ -185,7 +185,6 @@ class SceneMemory:
             boxes = det.boxes[order]
             scores = np.clip(det.scores[order], 0.0, 1.0)
             names = [det.class_names[i] for i in det.labels[order]]
-            colours = detection_samples(perception, order)  # per detection, its pixels' colour (or None)
 
             # Objects present at the start of the frame keep their boxes until a detection takes
             # them, so one batched IoU call serves the whole frame.
@@ -211,7 +210,9 @@ class SceneMemory:
                 else:
                     obj_id = self._create(boxes[k], float(scores[k]), names[k], perception)
                     created.append(obj_id)
-                self._tracks[obj_id].colour.add(colours[k], float(scores[k]))
+                track = self._tracks[obj_id]
+                if track.colour.wants_sample(track.n_obs):  # the colour of the detection's pixels
+                    track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
             merged = self._merge_pass(sorted(taken))
