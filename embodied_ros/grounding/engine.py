@@ -483,6 +483,9 @@ class Grounder:
             return (f"{head}: {', '.join(parts)}" if parts else head), tuple(dict.fromkeys(ids))
 
         failed = [clause.text for clause, raw, _ in used if raw[best] < _threshold(clause)]
+        if score[best] < self.config.min_score and not failed and not used and not parsed.target.attributes:
+            return self._fail(phrase, parsed, f"no {parsed.target.text} in the scene memory worth an answer (the "
+                              f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label)
         if score[best] < self.config.min_score or failed:
             what = "; ".join(failed or [a.word for a in parsed.target.attributes]) or "the phrase"
             seen_from = f" seen from {viewpoint.describe()}" if parsed.viewer and viewpoint is not None else ""
