@@ -87,8 +87,8 @@ class GrounderConfig:
     # from the memory's evidence for and against it) is at least this; below it the answer is "not found".
     min_confidence: float = 0.5
     # Weight of "any object" standing in for an anchor whose words name no object in the memory
-    # ("the cup next to the plastic box" with no box detected): the relation is kept, and the
-    # answer says how the anchor was read.
+    # ("the cup near the plastic box" with no box detected): on/under/above/below/near keep the
+    # relation that way (_any_object_informs), and the answer says how the anchor was read.
     unknown_anchor_weight: float = 0.5
 
 

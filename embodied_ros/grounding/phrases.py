@@ -420,7 +420,6 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
                      and not any(_content(x) for x in tokens[:i])), None)
     # Cut the token list at relation keywords; the words before the first keyword are the target.
     spans: list[tuple[Relation, int, int, bool]] = []  # (relation, keyword start, anchor start, negated)
-    early_notes: list[str] = []
     i = 0
     while i < len(tokens):
         # A relation needs a target before it ("the closest chair" has none: "closest" is then an adjective).
@@ -438,7 +437,6 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         i += hit[1]
     end = spans[0][1] if spans else len(tokens)
     target, notes = _noun_phrase(tokens[:end])
-    notes = early_notes + notes
     clauses = []
     viewer_attrs: list[Attribute] = []
     for k, (rel, start, anchor_start, negated) in enumerate(spans):
