@@ -130,7 +130,7 @@ def _prepare_out(out: Path, overwrite: bool) -> None:
     if (out / "scene.mcap").exists():
         if not overwrite:
             raise InputError(f"{out} already holds a run (scene.mcap); pass --overwrite or choose another --out")
-        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json"):
+        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json", "camera_poses.json"):
             (out / name).unlink(missing_ok=True)
         for png in out.glob("*.png"):
             png.unlink()
@@ -288,7 +288,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_ground(args: argparse.Namespace) -> int:
     from .grounding.cli import ground_command
 
-    return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture)
+    return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture,
+                          from_frame=args.from_frame)
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from .grounding.cli import describe_command
+
+    return describe_command(args.run_dir, args.id, json_out=args.json, dense_captions=args.dense_captions,
+                            scene_id=args.scene_id, from_frame=args.from_frame)
+
+
+def cmd_scene_graph(args: argparse.Namespace) -> int:
+    from .grounding.cli import scene_graph_command
+
+    return scene_graph_command(args.run_dir, args.out, from_frame=args.from_frame,
+                               with_descriptions=args.descriptions)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -315,7 +330,28 @@ def build_parser() -> argparse.ArgumentParser:
     p_ground.add_argument("phrase", help='e.g. "the cup on the table next to the monitor"')
     p_ground.add_argument("--json", action="store_true", help="print the answer as JSON")
     p_ground.add_argument("--picture", type=Path, default=None, help="also draw the answer into this PNG")
+    frame_help = "frame index whose camera 'left', 'nearest', 'behind me' refer to (default: the run's last frame)"
+    p_ground.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
     p_ground.set_defaults(func=cmd_ground)
+
+    p_desc = sub.add_parser("describe", help="a referring expression for each object of a finished run "
+                                             "(checked by grounding it)")
+    p_desc.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_desc.add_argument("--id", type=int, default=None, help="describe only this object")
+    p_desc.add_argument("--json", action="store_true", help="print the descriptions as JSON")
+    p_desc.add_argument("--dense-captions", type=Path, default=None, metavar="FILE",
+                        help="also write them in Scan2Cap's dense-captioning submission form (caption, box as "
+                             "8x3 corners, sem_prob, obj_prob)")
+    p_desc.add_argument("--scene-id", default="", help="scene id in that file (default: the run folder's name)")
+    p_desc.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    p_desc.set_defaults(func=cmd_describe)
+
+    p_graph = sub.add_parser("scene-graph", help="a finished run's objects and their relations as JSON")
+    p_graph.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_graph.add_argument("--out", type=Path, default=None, help="write the JSON here (default: print it)")
+    p_graph.add_argument("--descriptions", action="store_true", help="add each object's referring expression")
+    p_graph.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    p_graph.set_defaults(func=cmd_scene_graph)
 
     from .runtime.export import add_export_arguments, cmd_export
 

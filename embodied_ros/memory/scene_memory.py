@@ -50,6 +50,7 @@ from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
+from .object_colour import detection_samples
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
@@ -238,6 +239,9 @@ class SceneMemory:
                 else:
                     obj_id = self._create(detection, perception)
                     created.append(obj_id)
+                track = self._tracks[obj_id]
+                if track.colour.wants_sample(track.n_obs):  # the colour of the detection's pixels
+                    track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
             missed, forgotten = self._existence(views, taken)
@@ -554,6 +558,7 @@ class SceneMemory:
         keep.log_odds = max(keep.log_odds, gone.log_odds)  # two fragments saw mostly the same frames
         keep.n_missed = min(keep.n_missed, gone.n_missed)
         keep.seen_from = keep.seen_from + gone.seen_from
+        keep.colour.merge(gone.colour)
         if gone.geometry is not None:
             if keep.geometry is None:
                 keep.geometry = gone.geometry

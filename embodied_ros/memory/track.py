@@ -9,6 +9,7 @@ import numpy as np
 
 from ..geometry.boxes import BOX_DIM
 from .class_shapes import plausible_size
+from .object_colour import ColourAccumulator, colour_name
 from .object_geometry import ObjectGeometry
 from .scene_object import SceneObject
 
@@ -34,6 +35,7 @@ class Track:
         n_cut: detections whose image region touched the image's edge (the object may go on).
         seen_from: (2,) score-weighted sum of unit directions towards its viewpoints.
         geometry: the voxels its detections covered, or None (a network's boxes without points).
+        colour: its pixels' colour over all views (memory.object_colour).
     """
 
     id: int
@@ -52,6 +54,7 @@ class Track:
     n_cut: int = 0
     seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))
     geometry: ObjectGeometry | None = None
+    colour: ColourAccumulator = field(default_factory=ColourAccumulator)
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
@@ -74,9 +77,11 @@ class Track:
         """The immutable view (cached until the track changes)."""
         if self.cached is None:
             evidence = tuple(sorted(((n, float(v)) for n, v in self.evidence.items()), key=lambda p: (-p[1], p[0])))
+            lab = self.colour.lab()
             self.cached = SceneObject(
                 self.id, self.class_name, float(self.score), self.box.copy(), evidence, self.n_obs,
                 self.first_frame, self.last_frame, self.first_ns, self.last_ns, confidence=self.confidence,
+                colour_lab=lab, colour_name=colour_name(lab),
             )
         return self.cached
 
@@ -90,6 +95,7 @@ class Track:
             "seen_from": [float(v) for v in self.seen_from], "log_odds": self.log_odds,
             "n_missed": self.n_missed, "n_cut": self.n_cut, "confidence": self.confidence,
             "geometry": None if self.geometry is None else self.geometry.to_dict(),
+            "colour": self.colour.to_json(),
         }
 
     @classmethod
@@ -104,4 +110,5 @@ class Track:
             float(o.get("log_odds", default_log_odds)), int(o.get("n_missed", 0)), int(o.get("n_cut", 0)),
             np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
             None if geometry is None else ObjectGeometry.from_dict(geometry),
+            ColourAccumulator.from_json(o.get("colour")),
         )

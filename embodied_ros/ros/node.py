@@ -19,6 +19,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
@@ -53,7 +54,7 @@ class EmbodiedPerceptionNode(Node):
     def __init__(self, perceptor: Perceptor | None = None, **node_kwargs: Any) -> None:
         super().__init__(NODE_NAME, **node_kwargs)
         from embodied_ros.msg import SceneObjectArray
-        from embodied_ros.srv import Ground, LoadMap, SaveMap
+        from embodied_ros.srv import Describe, Ground, LoadMap, SaveMap
 
         self.config = config = declare_config(self, NodeConfig)
         memory_config = declare_config(self, MemoryConfig, "memory.")
@@ -74,6 +75,8 @@ class EmbodiedPerceptionNode(Node):
         self.pub_markers = self.create_publisher(MarkerArray, "~/markers", out_qos)
         self.pub_objects = self.create_publisher(SceneObjectArray, "~/objects", out_qos)
         self.pub_occupancy = self.create_publisher(PointCloud2, "~/occupancy", out_qos)
+        self.pub_scene_graph = self.create_publisher(String, "~/scene_graph", out_qos)  # JSON, when subscribed
+        self._min_observations = memory_config.min_observations
         if self._detections_on:
             from vision_msgs.msg import Detection3DArray
             self.pub_detections = self.create_publisher(Detection3DArray, "~/detections", out_qos)
@@ -98,6 +101,8 @@ class EmbodiedPerceptionNode(Node):
 
         group = MutuallyExclusiveCallbackGroup()  # services never queue behind image callbacks
         self.create_service(Ground, "~/ground", self._on_ground, callback_group=group)
+        self.create_service(Describe, "~/describe", lambda req, res: services.describe(
+            self.state, self.grounder, int(req.object_id), res), callback_group=group)
         self.create_service(Trigger, "~/reset", lambda _req, res: services.reset(self.state, res),
                             callback_group=group)
         self.create_service(SaveMap, "~/save_map", lambda req, res: services.save_map(
@@ -139,6 +144,8 @@ class EmbodiedPerceptionNode(Node):
         self.pub_occupancy.publish(to_rclpy(msgs.occupancy))
         if self._detections_on:
             self.pub_detections.publish(to_rclpy(msgs.detections))
+        if self.pub_scene_graph.get_subscription_count() > 0:
+            self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.state, self._min_observations)))
         stages["publish"] = time.perf_counter() - start
         return stages
 

@@ -52,6 +52,7 @@ class SceneState:
         self.occupancy = OccupancyMap.from_config(occupancy_config)
         self.lock = threading.Lock()
         self.frames_processed = 0
+        self.last_frame: Frame | None = None  # the latest keyframe: viewer-centred words are meant from its camera
 
     def process(self, frame: Frame) -> dict[str, float]:
         """Run one keyframe through the network, the memory and the occupancy map; per-stage seconds."""
@@ -64,6 +65,7 @@ class SceneState:
             self.occupancy.integrate_frame(frame, perception)
             t2 = time.perf_counter()
             self.frames_processed += 1
+            self.last_frame = frame
         stages.update(memory=t1 - t0, occupancy=t2 - t1)
         return stages
 

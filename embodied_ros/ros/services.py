@@ -1,4 +1,4 @@
-"""The node's services: ~/ground, ~/reset, ~/save_map, ~/load_map. Each answers with a message, never raises.
+"""The node's services: ~/ground, ~/describe, ~/reset, ~/save_map, ~/load_map; each answers, never raises.
 
 The grounding engine (embodied_ros.grounding) is imported lazily and built on a background thread
 at start (its text encoder takes a while to load), so a node without it still runs and answers
@@ -90,12 +90,54 @@ def ground(state: SceneState, grounder: GrounderHolder, phrase: str, response: A
     if engine is None:
         response.success, response.message = False, grounder.error or "grounding engine not ready"
         return response
-    result = engine.ground(phrase, snapshot)
+    result = engine.ground(phrase, snapshot, viewpoint=_viewpoint(state), vocabulary=state.memory.vocabulary)
     response.success, response.message = bool(result.success), str(result.message)
     if result.best is not None:
         response.best = _grounded(result.best, snapshot.frame_id)
     response.alternatives = [_grounded(a, snapshot.frame_id) for a in result.alternatives]
     return response
+
+
+def _viewpoint(state: SceneState) -> Any:
+    """The latest keyframe's camera, which "on the left" and "the nearest" refer to (None before any)."""
+    from ..grounding.viewpoint import Viewpoint
+
+    frame = state.last_frame
+    return None if frame is None else Viewpoint.from_frame(frame)
+
+
+def describe(state: SceneState, grounder: GrounderHolder, object_id: int, response: Any) -> Any:
+    """Fill a Describe response: a referring expression per object (``object_id`` < 0: every one)."""
+    snapshot = state.memory.snapshot()
+    response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
+    engine = grounder.get()
+    if engine is None:
+        response.success, response.message = False, grounder.error or "grounding engine not ready"
+        return response
+    if object_id >= 0 and object_id not in {int(i) for i in snapshot.ids}:
+        response.success, response.message = False, f"no object #{object_id} in the scene memory"
+        return response
+    from ..grounding.describe import describe_objects
+
+    found = describe_objects(engine, snapshot, None if object_id < 0 else [object_id], viewpoint=_viewpoint(state),
+                             vocabulary=state.memory.vocabulary, min_observations=grounder.min_observations)
+    response.ids = [d.object_id for d in found]
+    response.descriptions = [d.text for d in found]
+    response.unique = [d.unique for d in found]
+    response.success = bool(found) and all(d.unique for d in found)
+    response.message = (f"{sum(d.unique for d in found)} of {len(found)} descriptions pick out their object"
+                        if found else "no confident object to describe yet")
+    return response
+
+
+def scene_graph_json(state: SceneState, min_observations: int) -> str:
+    """The scene graph (grounding/scene_graph.py) of the current memory, as JSON text."""
+    import json
+
+    from ..grounding.scene_graph import scene_graph
+
+    return json.dumps(scene_graph(state.memory.snapshot(), viewpoint=_viewpoint(state),
+                                  min_observations=min_observations))
 
 
 def map_directory(requested: str, default: str) -> Path:

@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
-import onnx
 
 from ..errors import ConfigError, ModelError
 from .contract import ExportableNetwork, IOContract
-from .tensorrt_compat import check_tensorrt_compatible
+
+if TYPE_CHECKING:  # onnx is imported where it is used: every `embodied-ros` command builds this parser
+    import onnx
 
 # Random inputs in [0, 1) for the post-export check: the networks' inputs are images/volumes in that range.
 _CHECK_SEED = 0
@@ -118,6 +119,8 @@ def export_command(
     exported = export_network(network, onnx_path)
     print(f"wrote {onnx_path} (ONNX IR {exported.ir_version}, opset {exported.opset_import[0].version})", file=out)
     print(network.contract.describe(), file=out)
+    from .tensorrt_compat import check_tensorrt_compatible
+
     problems = check_tensorrt_compatible(exported)
     for p in problems:
         print(f"TensorRT: {p}", file=out)
