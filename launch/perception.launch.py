@@ -24,7 +24,7 @@ SHARE = Path(get_package_share_directory("embodied_ros"))
 # name -> (default, description); each becomes a node parameter of the same name (dots included)
 OVERRIDES = {
     "source": ("topics", "topics (Azure Kinect ROS driver) or k4a (pyk4a)"),
-    "model": ("yolo-fastest-1.1-xl", "perceptor name"),
+    "model": ("yolox-nano", "perceptor name"),
     "weights": ("", "folder with the model files ('' = the package's models/ and $EMBODIED_ROS_MODELS)"),
     "backend": ("auto", "auto (TensorRT if usable, else ONNX Runtime), tensorrt, onnxruntime or torch"),
     "world_frame": ("map", "fixed z-up frame; poses looked up in TF from it at each image stamp"),

@@ -64,7 +64,7 @@ class EmbodiedPerceptionNode(Node):
                                         download=config.download_weights, backend=config.backend,
                                         allow_fallback=config.allow_fallback, fp16=config.fp16)
         self.state = SceneState(perceptor, memory_config, occupancy_config)
-        self.grounder = services.shared_grounder(memory_config.min_observations)
+        self.grounder = services.shared_grounder(memory_config.min_observations, memory_config.publish_confidence)
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)
         self.last_problem = ""
         self._detections_on = config.publish_detections and _vision_msgs_available()
