@@ -1,11 +1,17 @@
 """Benchmark: scene memory update time vs objects in memory, and occupancy integration time per frame.
 
-Run: .venv/bin/python benchmarks/bench_memory.py [--frames 200]
+Run: .venv/bin/python benchmarks/bench_memory.py [--frames 200] [--hours 0.25]
 
 The memory holds objects on a floor-plan grid (1.5 m apart) at the same density whatever
 their number, as a growing map would; each frame brings 10 detections: 8 jittered sightings
-of objects around a moving camera and 2 new objects. The update cost must not depend on how
-many objects the memory already holds (the ratio should stay near 1).
+of objects around a moving camera and 2 new objects, as boxes only (a network's) and as lifted
+detections with their points and the frame (each object's geometry, the visibility test of the
+objects near the camera). The update cost must not depend on how many objects the memory already
+holds (the ratio should stay near 1).
+
+``--hours H`` replays the 100 real redkitchen frames' YOLOX-Nano perceptions (detected and lifted
+once) over and over, as a robot that stays in one room for H hours at 3 keyframes a second, and
+prints the objects, their voxels and the process's memory as it goes: they must level off.
 """
 
 from __future__ import annotations
@@ -39,20 +45,45 @@ def _grid_boxes(n: int, rng: np.random.Generator) -> np.ndarray:
     return boxes
 
 
-def _perception(index: int, boxes: np.ndarray, rng: np.random.Generator,
-                viewpoint: np.ndarray | None = None) -> FramePerception:
+def _surface_points(box: np.ndarray, rng: np.random.Generator, n: int = 200) -> np.ndarray:
+    """``n`` points on a box's top and sides (what lifting passes on as an object's geometry)."""
+    local = rng.uniform(-0.5, 0.5, (n, 3))
+    face = rng.integers(0, 3, n)
+    local[np.arange(n), face] = np.where(face == 2, 0.5, np.sign(local[np.arange(n), face]) * 0.5)
+    c, s = np.cos(box[6]), np.sin(box[6])
+    R = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    return box[:3] + (local * box[3:6]) @ R.T
+
+
+def _camera_frame(index: int, camera: np.ndarray) -> Frame:
+    """A 640x480 frame from ``camera`` looking down at 45 degrees along +x, seeing a floor 2 m away."""
+    K = np.array([[585.0, 0, 320.0], [0, 585.0, 240.0], [0, 0, 1.0]])
+    c = np.sqrt(0.5)
+    T = np.eye(4)
+    T[:3, :3] = np.array([[0, -c, c], [-1, 0, 0], [0, -c, -c]])  # optical z forward-down, x towards -y
+    T[:3, 3] = camera
+    return Frame(np.zeros((480, 640, 3), np.uint8), np.full((480, 640), 2.0, np.float32), K, T, index, index)
+
+
+def _perception(index: int, boxes: np.ndarray, rng: np.random.Generator, viewpoint: np.ndarray | None = None,
+                views: bool = False) -> FramePerception:
     labels = rng.integers(0, len(VOCAB), len(boxes))
-    det = Detections3D(boxes, labels, rng.uniform(0.1, 0.95, len(boxes)), VOCAB, "world")
-    return FramePerception(frame_index=index, stamp_ns=index * 33_333_333, detections=det, viewpoint=viewpoint)
+    points = tuple(_surface_points(b, rng) for b in boxes) if views else None
+    det = Detections3D(boxes, labels, rng.uniform(0.1, 0.95, len(boxes)), VOCAB, "world", points=points)
+    frame = _camera_frame(index, viewpoint) if views and viewpoint is not None else None
+    return FramePerception(frame_index=index, stamp_ns=index * 33_333_333, detections=det, viewpoint=viewpoint,
+                           frame=frame)
 
 
-def bench_memory(n_objects: int, n_frames: int, seed: int = 0) -> tuple[float, int]:
-    """Median milliseconds per update with ``n_objects`` already in memory; objects at the end."""
+def bench_memory(n_objects: int, n_frames: int, seed: int = 0, views: bool = False) -> tuple[float, int]:
+    """Median milliseconds per update with ``n_objects`` already in memory; objects at the end.
+
+    ``views``: detections carry points and the frame (geometry, visibility, existence evidence)."""
     rng = np.random.default_rng(seed)
-    memory = SceneMemory()
+    memory = SceneMemory(forget_below=-3.9)  # the fill's objects are never re-detected: keep them all
     boxes = _grid_boxes(n_objects, rng)
     for start in range(0, n_objects, 100):  # fill the memory (non-overlapping: one object each)
-        memory.update(_perception(-1, boxes[start:start + 100], rng))
+        memory.update(_perception(-1, boxes[start:start + 100], rng, views=views))
     assert len(memory) == n_objects, len(memory)
     extent = boxes[:, 0:2].max(axis=0)
     times = []
@@ -66,7 +97,7 @@ def bench_memory(n_objects: int, n_frames: int, seed: int = 0) -> tuple[float, i
         new[:, 3:6] = 0.2
         new[:, 2] = 2.0  # above the others: new objects
         camera = np.array([*centre, 1.2])  # objects' fronts turn towards it (memory.front_from_views)
-        perception = _perception(f, np.concatenate([seen, new]), rng, camera)
+        perception = _perception(f, np.concatenate([seen, new]), rng, camera, views=views)
         t0 = time.perf_counter()
         memory.update(perception)
         times.append(time.perf_counter() - t0)
@@ -121,15 +152,53 @@ def bench_local_grid(voxel_size: float, n: int = 30) -> float:
     return 1e3 * statistics.median(times)
 
 
+def bench_hours(hours: float, rate_hz: float = 3.0, report_every: int = 1000) -> None:
+    """Replay the redkitchen frames' real perceptions for ``hours`` at ``rate_hz`` keyframes a second."""
+    import resource
+
+    from embodied_ros.network.lifting import lift_detections
+    from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.sources import open_source
+
+    perceptor = build_perceptor("yolox-nano", weights=DATA, backend="onnxruntime")
+    with open_source(DATA / "redkitchen") as source:
+        frames = [f for f in source.frames() if isinstance(f, Frame)]
+    lifted = [(f, perceptor.detector.detect(f.color)) for f in frames]
+    lifted = [(f, d, lift_detections(f, d, perceptor.params)) for f, d in lifted]
+    memory = SceneMemory()
+    n = int(hours * 3600 * rate_hz)
+    times = []
+    for i in range(n):
+        frame, dets, det3 = lifted[i % len(lifted)]
+        t0 = time.perf_counter()
+        memory.update(FramePerception(i, int(i * 1e9 / rate_hz), det3, dets,
+                                      viewpoint=frame.T_world_camera[:3, 3].copy(), frame=frame))
+        times.append(time.perf_counter() - t0)
+        if (i + 1) % report_every == 0 or i + 1 == n:
+            voxels = sum(len(memory.geometry_points(o.id)) for o in memory.objects())
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            print(f"  {(i + 1) / rate_hz / 60:6.1f} min ({i + 1} updates): {len(memory)} objects "
+                  f"({len(memory.published_objects())} published), {voxels} geometry voxels, "
+                  f"update median {1e3 * statistics.median(times[-report_every:]):.1f} ms, peak RSS {rss:.0f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=200, help="timed memory updates per size")
+    parser.add_argument("--hours", type=float, default=0.0, help="also replay redkitchen for this long")
     args = parser.parse_args()
-    small, n_small = bench_memory(100, args.frames)
-    large, n_large = bench_memory(10_000, args.frames)
-    print(f"memory update, 10 detections/frame, 100 objects:    {small:7.2f} ms/frame (ends with {n_small})")
-    print(f"memory update, 10 detections/frame, 10,000 objects: {large:7.2f} ms/frame (ends with {n_large})")
-    print(f"ratio 10,000 / 100 objects: {large / small:.2f}")
+    for views in (False, True):
+        kind = "lifted, with points and frames" if views else "boxes only"
+        small, n_small = bench_memory(100, args.frames, views=views)
+        large, n_large = bench_memory(10_000, args.frames, views=views)
+        print(f"memory update ({kind}), 10 detections/frame, 100 objects:    {small:7.2f} ms/frame "
+              f"(ends with {n_small})")
+        print(f"memory update ({kind}), 10 detections/frame, 10,000 objects: {large:7.2f} ms/frame "
+              f"(ends with {n_large})")
+        print(f"ratio 10,000 / 100 objects: {large / small:.2f}")
+    if args.hours > 0:
+        print(f"redkitchen replayed for {args.hours} h at 3 keyframes/s:")
+        bench_hours(args.hours)
     source = "redkitchen" if (DATA / "redkitchen").is_dir() else "synthetic wall"
     for stride, voxel in ((4, 0.16), (2, 0.16), (4, 0.08)):
         med, worst, n_occ = bench_occupancy(stride, voxel)

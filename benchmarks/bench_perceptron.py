@@ -14,6 +14,7 @@ Usage: .venv/bin/python benchmarks/bench_perceptron.py [--weights models/embodie
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +36,8 @@ from embodied_ros.training.samples import frame_indices, scene_config
 from embodied_ros.training.trainer import load_head, load_weights
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_real_map import MEMORIES  # noqa: E402
 
 
 def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
@@ -47,7 +50,8 @@ def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
     return float(np.percentile(times, 50)), float(np.percentile(times, 99))
 
 
-def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None, pixels=None) -> np.ndarray:
+def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None, pixels=None,
+                      memory_kwargs: dict | None = None) -> np.ndarray:
     """Grounder over the accumulated memory of each scene vs the scene's prompts.
 
     Returns:
@@ -55,12 +59,13 @@ def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None, p
     """
     from embodied_ros.grounding import Grounder
 
-    grounder = Grounder()
+    memory_kwargs = memory_kwargs or {}
+    grounder = Grounder(min_confidence=SceneMemory(**memory_kwargs).config.publish_confidence)
     counts = []
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(config.data))
         perceptor = PerceptronPerceptor(onnx_run, config.model, floor_z=0.0, sizes=sizes, pixels=pixels)
-        memory = SceneMemory()
+        memory = SceneMemory(**memory_kwargs)
         for i in frame_indices(len(scene), frames):
             memory.update(perceptor.perceive(scene.frame(int(i))))
         snapshot = memory.snapshot()
@@ -85,6 +90,8 @@ def main() -> None:
     parser.add_argument("--no-pixels", action="store_true",
                         help="every class from the box head, even with a pixel head (the baseline for it)")
     parser.add_argument("--map-voxel", type=float, default=None, help="world occupancy map voxel (m; default: 0.16)")
+    parser.add_argument("--memory", default="full", choices=sorted(MEMORIES),
+                        help="scene memory variant (bench_real_map.MEMORIES; legacy: before the object map)")
     parser.add_argument("--resamples", type=int, default=300,
                         help="bootstrap resamples over scenes for the 90%% intervals (0: none)")
     args = parser.parse_args()
@@ -127,8 +134,8 @@ def main() -> None:
                   f"the box head alone (ratio {full / base:.2f})")
         result = evaluate(ort.run, config.model, config.data, seeds=seeds, frames_per_scene=args.frames, sizes=sizes,
                           occupancy_kwargs=None if args.map_voxel is None else {"voxel_size": args.map_voxel},
-                          resamples=args.resamples, pixels=pixels)
-        print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames:")
+                          resamples=args.resamples, pixels=pixels, memory_kwargs=MEMORIES[args.memory])
+        print(f"held-out seeds {seeds.start}..{seeds.stop - 1}, {result.n_frames} frames, memory {args.memory}:")
         print(f"  detection per frame:      mAP@0.25 {result.per_frame.mean_ap[0.25]:.3f}  "
               f"mAP@0.50 {result.per_frame.mean_ap[0.5]:.3f}")
         print(f"  detection accumulated:    mAP@0.25 {result.accumulated.mean_ap[0.25]:.3f}  "
@@ -147,7 +154,7 @@ def main() -> None:
 
             acc = evaluate_grounding_head(model, head, config, TextEncoder())
             print(f"  grounding head top-1 on the frames' true objects: {acc:.3f}")
-        counts = _system_grounding(ort.run, config, seeds, args.frames, sizes, pixels)
+        counts = _system_grounding(ort.run, config, seeds, args.frames, sizes, pixels, MEMORIES[args.memory])
         n = int(counts[:, 2].sum())
         g25, g50 = counts[:, 0].sum() / max(n, 1), counts[:, 1].sum() / max(n, 1)
         print(f"  grounding (Grounder over the accumulated memory), {n} prompts: "
