@@ -56,6 +56,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "(default: %(default)s; 1.0 = IoU only)")
     p.add_argument("--min-observations", type=int, default=mem.min_observations,
                    help="publish objects seen in at least N frames (default: %(default)s; 1 = every detection)")
+    p.add_argument("--publish-confidence", type=float, default=mem.publish_confidence,
+                   help="publish objects at least this likely to exist (default: %(default)s; 0 = every object)")
     p.add_argument("--per-class", action="store_true", help="associate detections per class (default: class-agnostic)")
     p.add_argument("--depth-scale", type=float, default=1.0,
                    help="for depth NOT registered to colour: depth_px = c + scale * (colour_px - c) + offset "
@@ -163,6 +165,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     memory = SceneMemory.from_config(MemoryConfig(
         score_threshold=args.score_threshold, iou_threshold=args.iou_threshold, max_per_class=args.max_per_class,
         containment_threshold=args.containment_threshold, min_observations=args.min_observations,
+        publish_confidence=args.publish_confidence,
         class_agnostic=not args.per_class))
     occupancy = OccupancyMap()
     total = len(source)
