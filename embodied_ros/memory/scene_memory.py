@@ -289,10 +289,13 @@ class SceneMemory:
             The per-query id lists and the (Q, Q) query IoUs (zeros unless ``with_queries``).
         """
         n = len(q.boxes)
-        found = [{int(c) for c in self._index.query(b) if c != q.exclude[i]} for i, b in enumerate(q.boxes)]
-        if q.boxes_2d is not None:  # objects seen in this image are candidates wherever their box is
+        near = [{int(c) for c in self._index.query(b) if c != q.exclude[i]} for i, b in enumerate(q.boxes)]
+        found = [set(f) for f in near]
+        if q.boxes_2d is not None and self.config.image_match < 1:
+            # Objects seen in this image whose seen region the 2D box covers, wherever their box is.
             for i in range(n):
-                found[i] |= {c for c in views if views[c].box_2d is not None and c != q.exclude[i]}
+                found[i] |= {c for c, v in views.items() if v.box_2d is not None and c != q.exclude[i]
+                             and box_iou_2d(q.boxes_2d[i], v.box_2d) >= self.config.image_match}
         union = np.array(sorted({c for f in found for c in f}), dtype=np.int64)
         others = [self._tracks[int(c)].box for c in union]
         if with_queries and n > 1 and (len(union) or _spheres_overlap(q.boxes)):
@@ -308,16 +311,17 @@ class SceneMemory:
             ranked = []
             for j in np.flatnonzero(np.isin(union, list(found[i]))):
                 track = self._tracks[int(union[j])]
-                fit = self._fit_of(q, i, track, float(iou[i, j]), float(ios[i, j]), views)
+                fit = self._fit_of(q, i, track, float(iou[i, j]), float(ios[i, j]), views, track.id in near[i])
                 if fit is not None:
                     ranked.append((-fit, -ios[i, j], track.id))
             out.append([t for _, _, t in sorted(ranked)])
         return out, iou_qq
 
-    def _fit_of(self, q: _Queries, i: int, track: Track, iou: float, ios: float,
-                views: dict[int, Visibility]) -> float | None:
+    def _fit_of(self, q: _Queries, i: int, track: Track, iou: float, ios: float, views: dict[int, Visibility],
+                near: bool) -> float | None:
         """How well query ``i`` fits ``track`` (the best of its IoU, geometry and image fits), or
-        None when it is not that object (module docstring).
+        None when it is not that object (module docstring); ``near``: their bounding spheres meet
+        (else they can share no geometry).
 
         Objects built from points (lifted detections) see only parts of things, and their parts
         of neighbours overlap; for them, objects of different classes merge only when each was
@@ -333,7 +337,7 @@ class SceneMemory:
         if lifted and q.tracks is not None and not same:
             hit &= self._compatible(track, name) and self._compatible(q.tracks[i], track.class_name)
         if self._compatible(track, name):
-            geo = self._geometry_fit(q.keys[i], track)
+            geo = self._geometry_fit(q.keys[i], track) if near else 0.0
             hit |= geo >= cfg.geometry_match > 0
             fit = max(fit, geo)
             view = views.get(track.id)
@@ -411,29 +415,33 @@ class SceneMemory:
     def _merge_pass(self, ids: list[int]) -> list[tuple[int, int]]:
         """Merge duplicates of the objects touched by a frame; (removed, survivor) pairs."""
         ids = [i for i in ids if i in self._tracks]
-        if not ids:
-            return []
         merges: list[tuple[int, int]] = []
-        for obj_id in ids:
-            if obj_id in self._tracks:
+        for obj_id, hits in zip(ids, self._duplicates_of(ids), strict=True):
+            # The batched matches hold until the first merge changes a box; from then on, recompute.
+            if obj_id in self._tracks and (hits or merges):
                 merges += self._merge_duplicates(obj_id)
         return merges
 
-    def _duplicates_of(self, obj_id: int) -> list[int]:
-        """Objects that are ``obj_id`` too: box overlap (as a detection's), or, for one class, shared
-        geometry, or touching geometry of two parts that views cut at the image's edge."""
-        track = self._tracks[obj_id]
-        keys = [track.geometry.keys] if track.geometry is not None else None
-        hits = self._matches(_Queries(track.box[None], [track.class_name], keys, exclude=[obj_id], tracks=[track]),
-                             {})[0][0]
-        if track.geometry is not None and self.config.geometry_merge > 0:
+    def _duplicates_of(self, ids: list[int]) -> list[list[int]]:
+        """Per object, the objects that are it too: box overlap (as a detection's), or, for one
+        class, shared geometry, or touching geometry of two parts that views cut at the image's edge."""
+        if not ids:
+            return []
+        tracks = [self._tracks[i] for i in ids]
+        keys = [t.geometry.keys if t.geometry is not None else None for t in tracks]
+        queries = _Queries(np.array([t.box for t in tracks]), [t.class_name for t in tracks], keys, exclude=ids,
+                           tracks=tracks)
+        out = self._matches(queries, {})[0]
+        for track, hits in zip(tracks, out, strict=True):
+            if track.geometry is None or self.config.geometry_merge <= 0:
+                continue
             for c in (int(c) for c in self._index.query(track.box)):
                 other = self._tracks[c]
-                if c == obj_id or c in hits or other.class_name != track.class_name or other.geometry is None:
+                if c == track.id or c in hits or other.class_name != track.class_name or other.geometry is None:
                     continue
                 if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name):
                     hits.append(c)
-        return hits
+        return out
 
     def _parts_of_one(self, a: Track, b: Track) -> bool:
         """Whether two objects of one class are parts of one: they share voxels, or, for a class
@@ -452,7 +460,7 @@ class SceneMemory:
         """Merge every duplicate of ``obj_id`` into the older one, repeatedly."""
         merges: list[tuple[int, int]] = []
         while True:
-            hits = self._duplicates_of(obj_id)
+            hits = self._duplicates_of([obj_id])[0]
             if not hits:
                 return merges
             older, younger = sorted((obj_id, hits[0]))
