@@ -283,3 +283,14 @@ def test_what_surrounded_an_object_in_a_few_views_is_not_part_of_its_box():
         memory.update(perception)
     (obj,) = memory.objects()
     assert obj.box[0] + 0.5 * max(obj.box[3], obj.box[4]) < 0.3  # the crate's side is at x = 0.2, the patch at 0.6
+
+
+def test_detections_from_new_places_count_more_than_from_one_place():
+    cup = _box(0.0, dx=0.1, dy=0.1, dz=0.1)
+    here, moving = SceneMemory(), SceneMemory()
+    for i in range(4):
+        det = Detections3D(cup[None], [NAMES.index("cup")], [0.35], NAMES, "world")
+        here.update(FramePerception(i, i, det, viewpoint=np.array([0.0, -1.0, 1.0])))
+        moving.update(FramePerception(i, i, det, viewpoint=np.array([0.6 * i, -1.0, 1.0])))
+    assert here.objects()[0].confidence < 0.7 < moving.objects()[0].confidence
+    assert here.published_objects() == [] and len(moving.published_objects()) == 1

@@ -175,9 +175,11 @@ def test_published_objects_cap_per_class():
     assert [o.score for o in published if o.class_name == "chair"] == pytest.approx(sorted(scores)[::-1][:10])
     assert published[-1].class_name == "cup"  # best score first overall
     assert len(SceneMemory(max_per_class=3).published_objects()) == 0
-    confident = SceneMemory(min_observations=1)  # by default one sighting is not yet confidence
-    confident.update(_frame(0, chairs, list(scores), ["chair"] * 15))
+    confident = SceneMemory(min_observations=1)  # by default one fair sighting is not yet confidence
+    confident.update(_frame(0, chairs, [0.5] * 15, ["chair"] * 15))
     assert confident.published_objects() == []
+    confident.update(_frame(1, chairs, [0.5] * 15, ["chair"] * 15))  # a second one is
+    assert len(confident.published_objects()) == 10
 
 
 def test_containment_joins_a_thin_fragment_of_the_same_class_only():

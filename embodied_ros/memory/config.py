@@ -94,10 +94,16 @@ class MemoryConfig:
 
     # --- Existence as evidence both ways, in log-odds (memory/visibility.py decides what is in view).
     # Log-odds of an object at its first detection, before that detection's own evidence.
-    existence_prior: float = -1.0
-    # Evidence of one detection: existence_hit * its score (a false detection that recurs does so
-    # with low scores; a real object's detections add up faster).
+    existence_prior: float = 0.0
+    # Evidence of one detection: existence_hit * its score * its viewpoint's novelty (a false
+    # detection that recurs does so with low scores, and from where it was first made).
     existence_hit: float = 1.0
+    # Novelty: how far (m) the camera moved since the object's previous detection, over this
+    # baseline, within [existence_min_novelty, 1]. Detections from one place are one piece of
+    # evidence said again; from another place they are new evidence. 0 turns novelty off.
+    existence_baseline: float = 0.5
+    # The least a repeated detection from the same place still counts.
+    existence_min_novelty: float = 0.34
     # Evidence of a frame in which the object was in view, not hidden, and not detected.
     existence_miss: float = -0.3
     # Evidence of a frame whose depth saw through where the object should be.
@@ -137,6 +143,9 @@ class MemoryConfig:
                      "view_fraction", "publish_confidence"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
         _check(self.existence_hit > 0.0, "existence_hit must be positive", self.existence_hit)
+        _check(self.existence_baseline >= 0.0, "existence_baseline must be >= 0 (metres)", self.existence_baseline)
+        _check(0.0 < self.existence_min_novelty <= 1.0, "existence_min_novelty must be in (0, 1]",
+               self.existence_min_novelty)
         _check(self.existence_miss <= 0.0 and self.existence_through <= 0.0,
                "existence_miss and existence_through must be <= 0", (self.existence_miss, self.existence_through))
         _check(self.existence_min < self.forget_below < self.existence_max,

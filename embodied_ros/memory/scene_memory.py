@@ -405,9 +405,17 @@ class SceneMemory:
                 forgotten.append(obj_id)
         return tuple(sorted(missed)), tuple(sorted(forgotten))
 
-    def _hit(self, track: Track, score: float) -> None:
+    def _hit(self, track: Track, score: float, perception: FramePerception) -> None:
+        """A detection's evidence: its score, times how new its viewpoint is (MemoryConfig.existence_baseline)."""
         cfg = self.config
-        track.log_odds = float(np.clip(track.log_odds + cfg.existence_hit * score, cfg.existence_min,
+        novelty = 1.0
+        if perception.viewpoint is not None:
+            camera = np.asarray(perception.viewpoint, dtype=np.float64).reshape(3)
+            if track.last_view is not None and cfg.existence_baseline > 0:
+                moved = float(np.linalg.norm(camera - track.last_view))
+                novelty = float(np.clip(moved / cfg.existence_baseline, cfg.existence_min_novelty, 1.0))
+            track.last_view = camera
+        track.log_odds = float(np.clip(track.log_odds + cfg.existence_hit * score * novelty, cfg.existence_min,
                                        cfg.existence_max))
 
     # ------------------------------------------------------------------ tracks
@@ -475,7 +483,7 @@ class SceneMemory:
         frame, stamp = int(perception.frame_index), int(perception.stamp_ns)
         track = Track(obj_id, canonical_box(det.box), det.score, det.score, {det.name: det.score}, det.name, 1, frame,
                       frame, stamp, stamp, log_odds=self.config.existence_prior, n_cut=int(det.cut))
-        self._hit(track, det.score)
+        self._hit(track, det.score, perception)
         self._add_points(track, det.points, perception.frame)
         self._seen_from(track, det.score, perception)
         self._tracks[obj_id] = track
@@ -496,7 +504,7 @@ class SceneMemory:
         track.n_obs += 1
         track.n_cut += int(det.cut)
         track.last_frame, track.last_ns = int(perception.frame_index), int(perception.stamp_ns)
-        self._hit(track, score)
+        self._hit(track, score, perception)
         self._add_points(track, det.points, perception.frame)
         self._seen_from(track, score, perception)
         track.cached = None

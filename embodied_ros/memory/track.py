@@ -36,6 +36,7 @@ class Track:
         seen_from: (2,) score-weighted sum of unit directions towards its viewpoints.
         geometry: the voxels its detections covered, or None (a network's boxes without points).
         colour: its pixels' colour over all views (memory.object_colour).
+        last_view: (3,) camera position of its latest detection, or None.
     """
 
     id: int
@@ -55,6 +56,7 @@ class Track:
     seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))
     geometry: ObjectGeometry | None = None
     colour: ColourAccumulator = field(default_factory=ColourAccumulator)
+    last_view: np.ndarray | None = None
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
@@ -96,6 +98,7 @@ class Track:
             "n_missed": self.n_missed, "n_cut": self.n_cut, "confidence": self.confidence,
             "geometry": None if self.geometry is None else self.geometry.to_dict(),
             "colour": self.colour.to_json(),
+            "last_view": None if self.last_view is None else [float(v) for v in self.last_view],
         }
 
     @classmethod
@@ -111,4 +114,5 @@ class Track:
             np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
             None if geometry is None else ObjectGeometry.from_dict(geometry),
             ColourAccumulator.from_json(o.get("colour")),
+            None if o.get("last_view") is None else np.array(o["last_view"], dtype=np.float64).reshape(3),
         )

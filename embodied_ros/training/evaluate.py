@@ -69,7 +69,8 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     """Run the network frame by frame over held-out synthetic scenes and score it.
 
     Accumulation uses the real SceneMemory with the project's rules (score 0.075, IoU 0.15);
-    every object is published (min_observations=1) so the scene metric sees all of them.
+    every object the memory holds is scored (min_observations=1, publish_confidence=0: mAP ranks
+    them all by score; what a robot is shown is a choice on top), so the scene metric sees all of them.
     ``sizes``: the weights' size calibration, applied as the shipped perceptor applies it.
     ``memory_kwargs``, ``occupancy_kwargs``: parameters of the SceneMemory and the world OccupancyMap.
     ``resamples``: bootstrap resamples over scenes for ``EvalResult.intervals`` (0: none).
@@ -86,7 +87,7 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     count = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
-        memory = SceneMemory(**{"min_observations": 1, **(memory_kwargs or {})})
+        memory = SceneMemory(**{"min_observations": 1, "publish_confidence": 0.0, **(memory_kwargs or {})})
         world = OccupancyMap(**(occupancy_kwargs or {}))
         views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (T_world_grid, in view, truth)
         seen: set[int] = set()
