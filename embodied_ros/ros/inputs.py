@@ -57,7 +57,11 @@ class PoseLookup:
                 from nav_msgs.msg import Odometry as PoseType
             else:
                 from geometry_msgs.msg import PoseStamped as PoseType
-            node.create_subscription(PoseType, config.pose_topic, self.on_pose, 50)
+            from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+            # best effort matches every publisher; poses are small, so little is lost to it
+            node.create_subscription(PoseType, config.pose_topic, self.on_pose,
+                                     QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT))
             return
         try:
             import tf2_ros
