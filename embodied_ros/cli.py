@@ -208,6 +208,13 @@ def cmd_ground(args: argparse.Namespace) -> int:
     return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture)
 
 
+def cmd_play(args: argparse.Namespace) -> int:
+    from .ros.player import play
+
+    play(args)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="embodied-ros", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -225,6 +232,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_ground.add_argument("--json", action="store_true", help="print the answer as JSON")
     p_ground.add_argument("--picture", type=Path, default=None, help="also draw the answer into this PNG")
     p_ground.set_defaults(func=cmd_ground)
+
+    from .ros.player import add_play_arguments
+
+    p_play = sub.add_parser("play", help="publish a recording as the Azure Kinect ROS driver's topics + TF "
+                                         "(needs ROS 2), to try the node without a camera")
+    add_play_arguments(p_play)
+    p_play.set_defaults(func=cmd_play)
 
     from .runtime.export import add_export_arguments, cmd_export
 

@@ -100,6 +100,17 @@ def test_parameters_come_from_the_config_dataclasses_and_params_yaml(ros: object
             bad.destroy_node()
 
 
+def test_params_yaml_names_exactly_the_node_parameters() -> None:
+    import yaml
+
+    written = set(yaml.safe_load((REPO / "config" / "params.yaml").read_text())["/**"]["ros__parameters"])
+    declared = {f"{prefix}{name}" for prefix, cls in (("", NodeConfig), ("memory.", MemoryConfig),
+                                                      ("occupancy.", OccupancyConfig))
+                for name in cls.__dataclass_fields__}
+    assert written - declared == set(), "params.yaml sets parameters the node does not have (silently ignored)"
+    assert declared - written == {"occupancy.bounds"}  # unset = unbounded; YAML cannot say "unset"
+
+
 def test_every_config_field_has_a_comment_for_its_parameter_description() -> None:
     for cls in (NodeConfig, MemoryConfig, OccupancyConfig):
         missing = set(cls.__dataclass_fields__) - set(field_comments(cls))
@@ -176,7 +187,7 @@ def test_launch_files_parse_and_define_generate_launch_description(name: str) ->
 
 def test_launch_arguments_name_real_parameters() -> None:
     tree = ast.parse((REPO / "launch" / "perception.launch.py").read_text())
-    table = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "OVERRIDES")
+    table = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "DECLARED")
     names = {k.value for k in table.keys}
-    known = set(NodeConfig.__dataclass_fields__) | {f"memory.{f}" for f in MemoryConfig.__dataclass_fields__}
-    assert names and names <= known, names - known
+    assert names and names <= set(NodeConfig.__dataclass_fields__), names - set(NodeConfig.__dataclass_fields__)
+    assert {"load_map_on_start", "input_qos", "source", "weights"} <= names
