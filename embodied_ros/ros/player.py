@@ -35,8 +35,8 @@ def add_play_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--camera-frame", default=DriverTopics.camera_frame, help="(default: %(default)s)")
     p.add_argument("--pose-topic", default="", help="also publish the pose as PoseStamped on this topic")
     p.add_argument("--no-tf", action="store_true", help="do not publish TF (use with --pose-topic)")
-    p.add_argument("--wait-subscribers", type=float, default=0.0, metavar="SECONDS",
-                   help="wait up to this long for a subscriber of the colour topic before the first frame")
+    p.add_argument("--wait-subscribers", type=float, default=10.0, metavar="SECONDS",
+                   help="wait up to this long for a node to subscribe before the first frame (default: %(default)s)")
     p.add_argument("--poses", type=Path, default=None, help="poses file for a .mkv recording")
 
 

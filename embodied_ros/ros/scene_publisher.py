@@ -47,7 +47,9 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     """visualization_msgs/MarkerArray fields: DELETEALL first, so RViz never keeps stale boxes."""
     head = header(frame_id, stamp_ns)
     identity = {"orientation": {"w": 1.0}}
-    markers: list[dict[str, Any]] = [{"header": head, "action": _DELETEALL, "type": _LINE_LIST}]
+    white = {"r": 1.0, "g": 1.0, "b": 1.0, "a": 1.0}
+    markers: list[dict[str, Any]] = [{"header": head, "action": _DELETEALL, "type": _LINE_LIST, "pose": identity,
+                                      "scale": {"x": 1.0, "y": 1.0, "z": 1.0}, "color": white}]
     edges = box_edge_points(objects)
     for obj, points in zip(objects, edges, strict=True):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
@@ -61,7 +63,7 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     if voxels is not None and len(voxels):
         s = float(voxels.voxel_size)
         markers.append({"header": head, "ns": "occupancy", "id": 0, "type": _CUBE_LIST, "pose": identity,
-                        "scale": {"x": s, "y": s, "z": s}, "color": {"r": 1.0, "g": 1.0, "b": 1.0, "a": 1.0},
+                        "scale": {"x": s, "y": s, "z": s}, "color": white,
                         "points": voxels.centers, "colors": voxel_rgba(voxels).astype(np.float32)})
     return {"markers": markers}
 
