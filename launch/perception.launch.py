@@ -12,18 +12,15 @@ the node ends with an error (a missing model, camera or Python module: its last 
 the launch ends too, with a non-zero exit code.
 """
 
-import dataclasses
-import enum
 import typing
 from pathlib import Path
 
+import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
 from launch.logging import get_logger
 from launch_ros.actions import Node
 
-from embodied_ros.memory.config import MemoryConfig, OccupancyConfig
-from embodied_ros.ros.config import NodeConfig
 from launch import LaunchDescription
 
 SHARE = Path(get_package_share_directory("embodied_ros"))
@@ -49,15 +46,13 @@ CAMERA_TOPICS = ("rgb/image_raw", "rgb/image_raw/compressed", "depth_to_rgb/imag
 
 
 def parameter_types() -> dict[str, type]:
-    """Every node parameter (NodeConfig, memory.*, occupancy.* fields, use_sim_time) -> its Python type."""
-    types: dict[str, type] = {"use_sim_time": bool}
-    for prefix, cls in (("", NodeConfig), ("memory.", MemoryConfig), ("occupancy.", OccupancyConfig)):
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            hint = hints[f.name]
-            kind = hint if isinstance(hint, type) else list  # Optional[tuple]: a list of doubles
-            types[prefix + f.name] = str if issubclass(kind, enum.Enum) else list if kind is tuple else kind
-    return types
+    """Every node parameter -> its Python type, from the shipped params.yaml (which lists them all).
+
+    Read from the YAML, not from the config dataclasses: ros2 launch runs on the system Python,
+    which need not see the core's dependencies (the node says so itself when it starts).
+    """
+    params = yaml.safe_load((SHARE / "config" / "params.yaml").read_text())["/**"]["ros__parameters"]
+    return {"use_sim_time": bool, "occupancy.bounds": list, **{name: type(value) for name, value in params.items()}}
 
 
 def _value(text: str, kind: type) -> typing.Any:
@@ -115,7 +110,7 @@ def _launch(context: typing.Any) -> list:
 
 
 def generate_launch_description() -> LaunchDescription:
-    defaults = {k: getattr(v, "value", v) for k, v in dataclasses.asdict(NodeConfig()).items()}
+    defaults = yaml.safe_load((SHARE / "config" / "params.yaml").read_text())["/**"]["ros__parameters"]
     args = [DeclareLaunchArgument(name, default_value="",
                                   description=f"{text} ('' = the params file's value; default {defaults[name]!r})")
             for name, text in DECLARED.items()]

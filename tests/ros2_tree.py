@@ -99,9 +99,9 @@ def _substitute(line: str, tree_dir: Path) -> str:
 class Tree:
     """A shell environment as the recipe leaves it (tree + workspace sourced, venv active), and process helpers."""
 
-    env: dict[str, str]
+    env: dict[str, str] = field(repr=False)
     ws: Path
-    log: list[str] = field(default_factory=list)
+    log: list[str] = field(default_factory=list, repr=False)
 
     def sh(self, command: str, timeout: float = 120, env: dict[str, str] | None = None,
            name: str = "") -> subprocess.CompletedProcess:
@@ -115,7 +115,7 @@ class Tree:
     def start(self, command: str, name: str, env: dict[str, str] | None = None) -> Process:
         """Start ``command`` in bash in a session of its own (as a terminal would), output to a log file."""
         LOGS.mkdir(parents=True, exist_ok=True)
-        path = LOGS / f"{name}.log"
+        path = LOGS / f"process {name}.log"
         out = open(path, "w")  # noqa: SIM115 - closed by Process.stop
         popen = subprocess.Popen(["bash", "-c", f"exec {command}"], env=env or self.env, cwd=HOME, stdout=out,
                                  stderr=subprocess.STDOUT, start_new_session=True)
@@ -136,10 +136,10 @@ class Tree:
 class Process:
     """A command started by :meth:`Tree.start`."""
 
-    tree: Tree
-    popen: subprocess.Popen
+    tree: Tree = field(repr=False)
+    popen: subprocess.Popen = field(repr=False)
     path: Path
-    out: object
+    out: object = field(repr=False)
     command: str
     started: float
 
@@ -221,7 +221,7 @@ def _unpack() -> Path:
 
 
 def prepare() -> Tree:
-    """Unpack the tree, run the recipe's steps 2 and 3, return the environment they leave (RuntimeError if they fail)."""
+    """Unpack the tree, run the recipe's steps 2 and 3; the environment they leave (RuntimeError when they fail)."""
     tree_dir = _unpack()
     (BUILD / "COLCON_IGNORE").parent.mkdir(parents=True, exist_ok=True)
     (BUILD / "COLCON_IGNORE").touch()  # the checkout is linked into the workspace: never crawl build/

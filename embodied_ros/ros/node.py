@@ -91,9 +91,9 @@ class EmbodiedPerceptionNode(Node):
         services.register(self, MutuallyExclusiveCallbackGroup())  # never queued behind image callbacks
         self._rates = (RateMeter(), RateMeter())
         self.create_timer(config.diagnostics_period, self._tick)
+        self.get_logger().info(f"services up; loading model {config.model} ...")
         if config.load_map_on_start:
             services.load_map(self, _NamedMap(""), _Answer())
-        self.get_logger().info(f"services up; loading model {config.model} ...")
         threading.Thread(target=self._load, args=(perceptor,), name="embodied-load", daemon=True).start()
 
     # ---- start -------------------------------------------------------------------------------

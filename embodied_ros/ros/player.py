@@ -43,10 +43,11 @@ def add_play_arguments(p: argparse.ArgumentParser) -> None:
 class Player:
     """The publishers of one replay (a plain rclpy node; TF through tf2_ros where installed)."""
 
-    def __init__(self, node: Any, args: argparse.Namespace, topics: DriverTopics = DriverTopics()) -> None:
+    def __init__(self, node: Any, args: argparse.Namespace, topics: DriverTopics | None = None) -> None:
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import CameraInfo, Image
 
+        topics = topics or DriverTopics()
         ns = args.namespace.rstrip("/")
         name = (lambda t: f"{ns}/{t}") if ns else (lambda t: t)
         qos = QoSProfile(depth=10)  # reliable, keep last 10: the driver's image_transport default
