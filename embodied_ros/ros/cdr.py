@@ -111,16 +111,22 @@ class _Writer:
 
     def message(self, cls: type, value: Any) -> None:
         get = value.get if isinstance(value, dict) else (lambda n, d: getattr(value, n, d))
-        for name, kind, detail, default in _plan(cls):
-            v = get(name, default)
-            if kind == "basic":
-                self.basic(detail, v)
-            elif kind == "string":
-                self.string(v)
-            elif kind == "message":
-                self.message(detail, v)
+        for index, (name, kind, detail, _default) in enumerate(_plan(cls)):
+            v = get(name, _UNSET)
+            if v is _UNSET:  # the class's default: the same bytes at the same alignment every time
+                self.buf += _default_bytes(cls, index, (len(self.buf) - len(_HEADER)) % 8)
             else:
-                self.collection(detail, v, kind == "sequence")
+                self.field(kind, detail, v)
+
+    def field(self, kind: str, detail: Any, v: Any) -> None:
+        if kind == "basic":
+            self.basic(detail, v)
+        elif kind == "string":
+            self.string(v)
+        elif kind == "message":
+            self.message(detail, v)
+        else:
+            self.collection(detail, v, kind == "sequence")
 
     def collection(self, detail: tuple[tuple[str, Any], int], values: Any, count: bool) -> None:
         (kind, element), _ = detail
@@ -141,6 +147,20 @@ class _Writer:
             self.u32(len(values))
         for v in values:
             self.string(v) if kind == "string" else self.message(element, v)
+
+
+_UNSET = object()
+
+
+@cache
+def _default_bytes(cls: type, index: int, offset: int) -> bytes:
+    """Bytes of ``cls``'s field ``index`` at its default value, written ``offset`` (mod 8) bytes past the header."""
+    _, kind, detail, default = _plan(cls)[index]
+    writer = _Writer()
+    writer.buf += bytes(offset)
+    start = len(writer.buf)
+    writer.field(kind, detail, default)
+    return bytes(writer.buf[start:])
 
 
 def serialize(cls: type, value: Any) -> bytes:
