@@ -81,14 +81,17 @@ def live(ros: Any) -> Any:
     stamps = []
     for i, frame in enumerate(ros.frames):
         stamps.append(publisher.publish(frame, settle=0.2))
-        assert wait_until(lambda n=i + 1: len(got["objects"]) >= n), f"no output for frame {i}: {node.last_problem}"
+        assert wait_until(lambda n=i + 1: min(len(got["objects"]), len(got["cloud"])) >= n), (
+            f"no output for frame {i}: {node.last_problem}")
     assert node.worker.wait_idle(10)
     return node, got, stamps, publisher
 
 
-def test_frames_in_markers_and_objects_out(live: Any) -> None:
+def test_frames_in_markers_and_objects_out(ros: Any, live: Any) -> None:
     node, got, stamps, _ = live
     assert node.worker.stats.processed == len(stamps) and not node.problems
+    last_pose = node.worker._last_key.T_world_camera  # posed at its stamp; atol: the quaternion re-orthonormalises
+    np.testing.assert_allclose(last_pose, ros.frames[-1].T_world_camera, atol=2e-3)
     markers = got["markers"][-1].markers
     assert markers[0].action == 3  # DELETEALL first, then the ADDs of every layer
     assert markers[0].header.stamp.sec * 10**9 + markers[0].header.stamp.nanosec == stamps[-1]
@@ -331,11 +334,13 @@ def test_poses_from_a_tf2_ros_broadcaster_in_the_tests_own_context(ros: Any, liv
     broadcaster = tf2_ros.TransformBroadcaster(ros.client)
     publisher = FramePublisher(ros.client, prefix="/tf/")
     assert publisher.wait_for_subscribers()
-    for i, frame in enumerate(ros.frames[:2]):
+    for i, (frame, later) in enumerate(zip(ros.frames[:2], ros.frames[2:4], strict=True)):
         stamp = ros.client.get_clock().now().nanoseconds
-        broadcaster.sendTransform(to_rclpy(transform_stamped_msg(frame.T_world_camera, "world", "rgb_camera_link",
-                                                                 stamp)))
+        for pose, t in ((frame.T_world_camera, stamp), (later.T_world_camera, stamp + 10**9)):  # and a later pose
+            broadcaster.sendTransform(to_rclpy(transform_stamped_msg(pose, "world", "rgb_camera_link", t)))
         publisher.publish(frame, stamp_ns=stamp, with_pose=False, settle=0.1)
         assert wait_until(lambda n=i + 1: node.worker.stats.processed == n, 60), node.last_problem
+        pose = node.worker._last_key.T_world_camera
+        np.testing.assert_allclose(pose, frame.T_world_camera, atol=2e-3)  # at the image stamp, not the latest
     assert not node.problems
 
