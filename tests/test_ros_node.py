@@ -296,8 +296,8 @@ def test_unpaired_images_are_counted_and_warned_about(ros: Any, live: Any) -> No
     for _ in range(24):  # colour images whose depth never comes
         publisher.publish(ros.frames[1], with_depth=False)
         time.sleep(0.01)
-    assert wait_until(lambda: node.inputs.unpaired >= 24 - 8, 20), node.inputs.unpaired  # 8 may still wait
-    assert node.inputs.paired == 1 and node.inputs.received == [25, 1]
+    assert wait_until(lambda: node.inputs.received == [25, 1], 20), node.inputs.received
+    assert node.inputs.paired == 1 and node.inputs.unpaired == 24 - 8  # the newest 8 still wait for a partner
     assert wait_until(lambda: node._unpaired_warned > 0, 5)
     assert node.inputs.reliability == "reliable"
     assert node.inputs.synchronizer == ("message_filters" if _importable("message_filters") else "stamp pairing")
