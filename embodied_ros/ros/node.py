@@ -155,13 +155,19 @@ class EmbodiedPerceptionNode(Node):
     # ---- keyframe worker thread --------------------------------------------------------------
 
     def _process(self, frame: Frame) -> dict[str, float]:
-        stages = self.state.process(frame)
+        """Network + memory, publish the objects, then fuse occupancy and publish the cloud (objects first)."""
+        world, stamp = self.config.world_frame, frame.stamp_ns
+        perception, stages = self.state.remember(frame)
         start = time.perf_counter()
-        objects = self.state.memory.published_objects()
-        voxels = self.state.occupancy.occupied_voxels()
         if self.context.ok():
-            self.scene.publish(objects, voxels, self.config.world_frame, frame.stamp_ns)
-        stages["publish"] = time.perf_counter() - start
+            self.scene.publish_objects(self.state.memory.published_objects(), self.state.occupancy.occupied_voxels(),
+                                       world, stamp)
+        publish = time.perf_counter() - start
+        stages["occupancy"] = self.state.integrate(frame, perception)
+        start = time.perf_counter()
+        if self.context.ok():
+            self.scene.publish_cloud(self.state.occupancy.occupied_voxels(), world, stamp)
+        stages["publish"] = publish + time.perf_counter() - start
         return stages
 
     def _keyframe_failed(self, message: str) -> None:

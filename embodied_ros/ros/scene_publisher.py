@@ -1,5 +1,9 @@
 """The node's scene outputs, built from numpy arrays and published as CDR bytes (cdr.py): a few milliseconds.
 
+Objects go out as soon as the memory has the keyframe (markers, objects, detections); the occupancy
+cloud follows once the map has fused it, so the markers' occupancy layer is the map as it was
+before this keyframe (one keyframe behind the cloud) and never delays the objects.
+
 Same content as the offline bag's messages (outputs/scene_messages.py builds those as rosbags
 dataclasses, one Python object per point); here marker points, voxel colours and the cloud go
 in as arrays. ``~/markers``: DELETEALL, then one LINE_LIST box and one label per object, then the
@@ -114,21 +118,24 @@ class ScenePublisher:
 
         from embodied_ros.msg import SceneObjectArray
 
-        self._outputs: list[tuple[Any, type, Any]] = [
+        self._objects: list[tuple[Any, type, Any]] = [
             (node.create_publisher(MarkerArray, "~/markers", qos), MarkerArray, marker_array),
             (node.create_publisher(SceneObjectArray, "~/objects", qos), SceneObjectArray,
              lambda objects, _voxels, *head: scene_object_array(objects, *head)),
-            (node.create_publisher(PointCloud2, "~/occupancy", qos), PointCloud2,
-             lambda _objects, voxels, *head: occupancy_cloud(voxels, *head)),
         ]
         if detections:
             from vision_msgs.msg import Detection3DArray
 
-            self._outputs.append((node.create_publisher(Detection3DArray, "~/detections", qos), Detection3DArray,
+            self._objects.append((node.create_publisher(Detection3DArray, "~/detections", qos), Detection3DArray,
                                   lambda objects, _voxels, *head: detection3d_array(objects, *head)))
+        self._cloud, self._cloud_type = node.create_publisher(PointCloud2, "~/occupancy", qos), PointCloud2
 
-    def publish(self, objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, frame_id: str,
-                stamp_ns: int) -> None:
-        """Publish the scene, stamped ``stamp_ns`` in ``frame_id``."""
-        for publisher, cls, build in self._outputs:
+    def publish_objects(self, objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, frame_id: str,
+                        stamp_ns: int) -> None:
+        """Publish markers (with ``voxels`` as the occupancy layer), objects and detections."""
+        for publisher, cls, build in self._objects:
             publisher.publish(serialize(cls, build(objects, voxels, frame_id, stamp_ns)))
+
+    def publish_cloud(self, voxels: OccupiedVoxels | None, frame_id: str, stamp_ns: int) -> None:
+        """Publish the occupancy PointCloud2."""
+        self._cloud.publish(serialize(self._cloud_type, occupancy_cloud(voxels, frame_id, stamp_ns)))

@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..detections import FramePerception
 from ..errors import InputError
 from ..frame import Frame
 from ..memory.config import MemoryConfig, OccupancyConfig
@@ -42,20 +43,30 @@ class SceneState:
         self.lock = threading.Lock()
         self.frames_processed = 0
 
-    def process(self, frame: Frame) -> dict[str, float]:
-        """Run one keyframe through the network, the memory and the occupancy map; per-stage seconds."""
+    def remember(self, frame: Frame) -> tuple[FramePerception, dict[str, float]]:
+        """Run one keyframe through the network and the scene memory; (perception, per-stage seconds)."""
         if self.perceptor is None:
             raise RuntimeError("the network is not loaded yet")
         perception = self.perceptor.perceive(frame)
         stages = {k: float(v) for k, v in perception.timings_s.items()}
         with self.lock:
-            t0 = time.perf_counter()
+            start = time.perf_counter()
             self.memory.update(perception)
-            t1 = time.perf_counter()
-            self.occupancy.integrate_frame(frame, perception)
-            t2 = time.perf_counter()
             self.frames_processed += 1
-        stages.update(memory=t1 - t0, occupancy=t2 - t1)
+        stages["memory"] = time.perf_counter() - start
+        return perception, stages
+
+    def integrate(self, frame: Frame, perception: FramePerception) -> float:
+        """Fuse the keyframe into the occupancy map (after its objects are out); seconds taken."""
+        with self.lock:
+            start = time.perf_counter()
+            self.occupancy.integrate_frame(frame, perception)
+            return time.perf_counter() - start
+
+    def process(self, frame: Frame) -> dict[str, float]:
+        """Network, memory and occupancy map for one keyframe; per-stage seconds."""
+        perception, stages = self.remember(frame)
+        stages["occupancy"] = self.integrate(frame, perception)
         return stages
 
     def reset(self) -> str:
