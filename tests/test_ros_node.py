@@ -219,6 +219,7 @@ def test_bad_frames_are_reported_and_the_node_goes_on(ros: Any, live: Any) -> No
     n_objects = len(got["objects"])
     publisher.publish(frame, settle=0.1)  # a good frame again
     assert wait_until(lambda: len(got["objects"]) > n_objects, 60), node.last_problem
+    assert node.worker.wait_idle(10)
     kinds = " | ".join(node.problems)
     assert "unsupported colour encoding" in kinds and "differ in size" in kinds and "no camera pose" in kinds
     assert node.worker.stats.processed == before + 1  # only the good frame reached the network
@@ -236,7 +237,8 @@ def test_service_before_any_frame_missing_camera_info_and_no_pose_source(ros: An
     assert not answer.success and "no frame processed yet" in answer.message
     publisher = FramePublisher(ros.client, prefix="/bare/")
     assert publisher.wait_for_subscribers()
-    publisher.publish(ros.frames[0], with_info=False)
+    publisher.publish(ros.frames[0], with_info=False)  # waits for a camera_info ...
+    publisher.publish(ros.frames[1], with_info=False)  # ... and is dropped, with a warning, for a newer pair
     assert wait_until(lambda: "no camera_info received yet" in bare.last_problem, 10), bare.last_problem
     tf_publisher = FramePublisher(ros.client, prefix="/no_tf/")
     assert tf_publisher.wait_for_subscribers()
@@ -347,3 +349,28 @@ def test_poses_from_a_tf2_ros_broadcaster_in_the_tests_own_context(ros: Any, liv
         np.testing.assert_allclose(pose, frame.T_world_camera, atol=2e-3)  # at the image stamp, not the latest
     assert not node.problems
 
+
+
+def test_the_player_feeds_the_node(ros: Any, live: Any) -> None:
+    import argparse
+    import threading
+
+    from embodied_ros.ros.player import add_play_arguments, play
+
+    node = ros.node(ros.perceptor, namespace="played", pose_topic="/played/camera_pose", world_frame="map",
+                    keyframe_max_interval=0.0)
+    ros.nodes.append(node)
+    parser = argparse.ArgumentParser()
+    add_play_arguments(parser)
+    args = parser.parse_args([str(KITCHEN), "--namespace", "/played", "--max-frames", "3", "--stride", "20",
+                              "--rate", "2", "--pose-topic", "/played/camera_pose", "--no-tf"])
+    published: list[int] = []
+    player = threading.Thread(target=lambda: published.append(play(args)))
+    player.start()
+    player.join(120)
+    assert published == [3]
+    stats = node.worker.stats  # a keyframe may replace one still waiting for a slow network: counted as dropped
+    assert wait_until(lambda: stats.received == 3 and stats.processed + stats.dropped == 3, 60), node.last_problem
+    assert node.inputs.paired == 3 and node.inputs.unpaired == 0 and not node.problems
+    first = ros.frames[0]
+    assert node.assembler._K is not None and np.allclose(node.assembler._K, first.K)

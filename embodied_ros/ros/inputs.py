@@ -286,6 +286,10 @@ class FrameAssembler:
         self._info_size = (0, 0)
         self.n_frames = 0
 
+    @property
+    def has_camera_info(self) -> bool:
+        return self._K is not None
+
     def on_camera_info(self, msg: Any) -> None:
         K = np.asarray(msg.k, dtype=np.float64).reshape(3, 3)
         if K[0, 0] > 0 and K[1, 1] > 0:

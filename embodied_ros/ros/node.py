@@ -86,8 +86,9 @@ class EmbodiedPerceptionNode(Node):
         self.assembler = FrameAssembler(config, self.poses)
         self.inputs = None
         if config.source == InputKind.TOPICS:
-            self.inputs = InputSubscriptions(self, config, self._on_pair, self.assembler.on_camera_info,
+            self.inputs = InputSubscriptions(self, config, self._on_pair, self._on_camera_info,
                                              MutuallyExclusiveCallbackGroup())
+        self._before_info: tuple[Any, Any] | None = None  # the newest pair that came before any camera_info
         services.register(self, MutuallyExclusiveCallbackGroup())  # never queued behind image callbacks
         self._rates = (RateMeter(), RateMeter())
         self.create_timer(config.diagnostics_period, self._tick)
@@ -134,9 +135,22 @@ class EmbodiedPerceptionNode(Node):
 
     # ---- input -------------------------------------------------------------------------------
 
+    def _on_camera_info(self, msg: Any) -> None:
+        self.assembler.on_camera_info(msg)
+        if self._before_info is not None:  # the first images may overtake the first camera_info
+            pair, self._before_info = self._before_info, None
+            self._on_pair(*pair)
+
     def _on_pair(self, color: Any, depth: Any) -> None:
         if not self.ready.is_set():
             self._bad_input("the network is still loading")
+            return
+        if not self.assembler.has_camera_info:  # wait for it with the newest pair; say so when one is dropped
+            if self._before_info is not None:
+                stamp = self._before_info[0].header.stamp
+                self._bad_input(f"frame at stamp {stamp.sec * 10**9 + stamp.nanosec}: no camera_info received yet "
+                                f"on {self.config.camera_info_topic}")
+            self._before_info = (color, depth)
             return
         try:
             frame = self.assembler.frame(color, depth)
