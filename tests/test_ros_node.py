@@ -370,7 +370,8 @@ def test_the_player_feeds_the_node(ros: Any, live: Any) -> None:
     player.join(120)
     assert published == [3]
     stats = node.worker.stats  # a keyframe may replace one still waiting for a slow network: counted as dropped
-    assert wait_until(lambda: stats.received == 3 and stats.processed + stats.dropped == 3, 60), node.last_problem
+    assert wait_until(lambda: stats.received == 3 and stats.processed + stats.dropped == 3, 60), (
+        stats, node.inputs.received, node.inputs.paired, node.problems)
     assert node.inputs.paired == 3 and node.inputs.unpaired == 0 and not node.problems
     first = ros.frames[0]
     assert node.assembler._K is not None and np.allclose(node.assembler._K, first.K)

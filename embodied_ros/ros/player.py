@@ -73,7 +73,8 @@ class Player:
     def wait_for_subscribers(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.color.get_subscription_count() and self.depth.get_subscription_count():
+            wanted = [self.color, self.depth, self.info] + ([self.pose] if self.pose is not None else [])
+            if all(p.get_subscription_count() for p in wanted):
                 return True
             time.sleep(0.05)
         return False
