@@ -161,6 +161,7 @@ def main() -> int:
     if args.child:
         print("RESULT " + json.dumps(measure(args)), flush=True)
         return 0
+    sys.path.insert(0, str(REPO))  # this checkout's embodied_ros, also where a colcon install is on PYTHONPATH
 
     from embodied_ros.ros.harness import BUILD_DIR, prepare
     from embodied_ros.ros.interfaces_build import flavour

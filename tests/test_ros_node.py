@@ -304,7 +304,7 @@ def test_unpaired_images_are_counted_and_warned_about(ros: Any, live: Any) -> No
     assert wait_until(lambda: node.inputs.received == [25, 1], 20), node.inputs.received
     assert node.inputs.paired == 1 and node.inputs.unpaired == 24 - 8  # the newest 8 still wait for a partner
     assert wait_until(lambda: node._unpaired_warned > 0, 5)
-    assert node.inputs.reliability == "reliable"
+    assert node.inputs.qos.reliability == "reliable"
     assert node.inputs.synchronizer == ("message_filters" if _importable("message_filters") else "stamp pairing")
 
 
@@ -316,9 +316,9 @@ def test_a_best_effort_camera_is_matched(ros: Any, live: Any) -> None:
     node = ros.node(ros.perceptor, namespace="besteffort", pose_topic="camera_pose", world_frame="world",
                     diagnostics_period=0.1)
     ros.nodes.append(node)
-    assert node.inputs.reliability == "reliable"  # no camera yet: reliable, the driver's default
+    assert node.inputs.qos.reliability == "reliable"  # no camera yet: reliable, the driver's default
     publisher = FramePublisher(ros.client, prefix="/besteffort/", qos=qos_profile_sensor_data)
-    assert wait_until(lambda: node.inputs.reliability == "best_effort", 20)
+    assert wait_until(lambda: node.inputs.qos.reliability == node.poses.qos.reliability == "best_effort", 20)
     assert publisher.wait_for_subscribers()
     publisher.publish(ros.frames[0], settle=0.3)
     assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem

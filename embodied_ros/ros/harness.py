@@ -53,7 +53,7 @@ def prepare(build_dir: Path | None = None) -> str:
         use_interfaces(build_interfaces(build_dir or BUILD_DIR / flavour()))
         from embodied_ros.msg import SceneObjectArray  # noqa: F401
     except Exception as err:  # noqa: BLE001 - any failure means "cannot test with ROS here", said once
-        return f"cannot build this package's interfaces against the ROS 2 wheels: {type(err).__name__}: {err}"
+        return f"cannot build this package's interfaces against {flavour()} ROS 2: {type(err).__name__}: {err}"
     return ""
 
 

@@ -3,9 +3,9 @@
 Colour and registered depth from the Azure Kinect driver share the capture stamp, so they are
 paired by equal stamps: ``message_filters.TimeSynchronizer`` where message_filters is installed,
 else :class:`StampPairing` (the same rule); both count what goes unpaired, so the node can warn.
-Input QoS (``input_qos``): "reliable", "best_effort", or "auto" (default): reliable unless a
-publisher on the topic offers best effort only, also when such a publisher appears later (then
-the subscriptions are made again, with a warning). Best effort drops large images under load
+Input QoS (``input_qos``, also for a pose topic): "reliable", "best_effort", or "auto" (default):
+reliable unless a publisher on the topic offers best effort only, also when such a publisher
+appears later (then the subscriptions are made again, with a warning). Best effort drops large images under load
 (58 of 100 frames paired on Cyclone DDS, against 100 of 100 reliable). Poses:
 
 - TF (no ``pose_topic``): tf2_ros's Buffer + TransformListener on the node itself (spun by the
@@ -42,26 +42,64 @@ def is_compressed(topic: str, flag: bool, suffix: str) -> bool:
     return flag or topic.rstrip("/").endswith(suffix)
 
 
+class QosMatch:
+    """The reliability of a group of subscriptions: ``input_qos``, or for "auto" what the publishers offer.
+
+    "auto" starts reliable (the Azure Kinect driver's and most drivers' default) unless a publisher
+    found on ``topics`` offers best effort only; an incompatible (best-effort) publisher found later
+    sets ``switch_to_best_effort``, and the owner subscribes again with :meth:`fall_back`.
+    """
+
+    def __init__(self, node: Any, setting: str, topics: tuple[str, ...]) -> None:
+        from rclpy.qos import ReliabilityPolicy
+
+        self.setting = setting
+        self.switch_to_best_effort = False
+        self.reliability = setting
+        if setting == "auto":
+            offered = [info.qos_profile.reliability for topic in topics
+                       for info in node.get_publishers_info_by_topic(node.resolve_topic_name(topic))]
+            self.reliability = "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
+
+    def profile(self, depth: int) -> Any:
+        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+        reliability = ReliabilityPolicy.RELIABLE if self.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT
+        return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=reliability)
+
+    def events(self) -> dict[str, Any]:
+        """Keyword arguments of create_subscription: the incompatible-QoS callback while "auto" is reliable."""
+        if self.setting != "auto" or self.reliability != "reliable":
+            return {}
+        try:
+            from rclpy.event_handler import SubscriptionEventCallbacks
+        except ImportError:  # Humble
+            from rclpy.qos_event import SubscriptionEventCallbacks
+        return {"event_callbacks": SubscriptionEventCallbacks(incompatible_qos=self._incompatible)}
+
+    def _incompatible(self, _event: Any) -> None:
+        self.switch_to_best_effort = True
+
+    def fall_back(self) -> None:
+        self.switch_to_best_effort = False
+        self.reliability = "best_effort"
+
+
 class PoseLookup:
     """Camera-to-world poses at image stamps, from TF or from a pose topic (see module docstring)."""
 
     def __init__(self, node: Any, config: NodeConfig) -> None:
         self.config = config
         self.mode = ""
+        self.qos: QosMatch | None = None  # of the pose topic
+        self._node, self._subscription = node, None
         self._tf2: Any = None
         self._buffer = TransformBuffer(extrapolation_ns=int(config.pose_tolerance * 1e9) if config.pose_topic else 0)
         self._pose_frame = ""
         if config.pose_topic:
             self.mode = f"{config.pose_type} on {config.pose_topic}"
-            if config.pose_type == "Odometry":
-                from nav_msgs.msg import Odometry as PoseType
-            else:
-                from geometry_msgs.msg import PoseStamped as PoseType
-            from rclpy.qos import QoSProfile, ReliabilityPolicy
-
-            # best effort matches every publisher; poses are small, so little is lost to it
-            node.create_subscription(PoseType, config.pose_topic, self.on_pose,
-                                     QoSProfile(depth=50, reliability=ReliabilityPolicy.BEST_EFFORT))
+            self.qos = QosMatch(node, config.input_qos, (config.pose_topic,))
+            self.subscribe()
             return
         try:
             import tf2_ros
@@ -73,6 +111,17 @@ class PoseLookup:
         # lookup wait in an image callback while TF arrives on another executor thread)
         self._listener = tf2_ros.TransformListener(self._tf2, node, spin_thread=False)
         self.mode = "TF (tf2_ros)"
+
+    def subscribe(self) -> None:
+        """(Re)create the pose topic's subscription with ``self.qos``."""
+        if self.config.pose_type == "Odometry":
+            from nav_msgs.msg import Odometry as PoseType
+        else:
+            from geometry_msgs.msg import PoseStamped as PoseType
+        if self._subscription is not None:
+            self._node.destroy_subscription(self._subscription)
+        self._subscription = self._node.create_subscription(PoseType, self.config.pose_topic, self.on_pose,
+                                                            self.qos.profile(50), **self.qos.events())
 
     def _subscribe_tf_without_tf2_ros(self, node: Any) -> None:
         try:
@@ -176,47 +225,16 @@ class InputSubscriptions:
         self._on_pair, self._on_camera_info = on_pair, on_camera_info
         self.received = [0, 0]  # colour, depth messages
         self.paired = 0
-        self.switch_to_best_effort = False  # set by the incompatible-QoS event; the node resubscribes
         self._subscriptions: list[Any] = []
         self._pairing: Any = None
         self.synchronizer = "message_filters" if _message_filters() is not None else "stamp pairing"
-        self.reliability = self._initial_reliability()
+        self.qos = QosMatch(node, config.input_qos, (config.color_topic, config.depth_topic))
         self.subscribe()
-
-    # ---- QoS --------------------------------------------------------------------------------
-
-    def _initial_reliability(self) -> str:
-        if self.config.input_qos != "auto":
-            return self.config.input_qos
-        from rclpy.qos import ReliabilityPolicy
-
-        topics = (self.config.color_topic, self.config.depth_topic)
-        offered = [info.qos_profile.reliability for topic in topics
-                   for info in self.node.get_publishers_info_by_topic(self.node.resolve_topic_name(topic))]
-        return "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
-
-    def _qos(self) -> Any:
-        from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-        reliability = ReliabilityPolicy.RELIABLE if self.reliability == "reliable" else ReliabilityPolicy.BEST_EFFORT
-        return QoSProfile(depth=PAIRING_QUEUE, history=HistoryPolicy.KEEP_LAST, reliability=reliability)
-
-    def _events(self) -> Any:
-        if self.config.input_qos != "auto" or self.reliability != "reliable":
-            return None
-        try:
-            from rclpy.event_handler import SubscriptionEventCallbacks
-        except ImportError:  # Humble
-            from rclpy.qos_event import SubscriptionEventCallbacks
-        return SubscriptionEventCallbacks(incompatible_qos=self._on_incompatible_qos)
-
-    def _on_incompatible_qos(self, _event: Any) -> None:
-        self.switch_to_best_effort = True
 
     # ---- subscriptions ------------------------------------------------------------------------
 
     def subscribe(self) -> None:
-        """(Re)create the subscriptions with ``self.reliability``."""
+        """(Re)create the subscriptions with ``self.qos``."""
         from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
         for sub in self._subscriptions:
@@ -224,10 +242,7 @@ class InputSubscriptions:
         c = self.config
         color_type = CompressedImage if is_compressed(c.color_topic, c.color_compressed, "/compressed") else Image
         depth_type = CompressedImage if is_compressed(c.depth_topic, False, "/compressedDepth") else Image
-        qos, extra = self._qos(), {"callback_group": self.group}
-        events = self._events()
-        if events is not None:
-            extra["event_callbacks"] = events
+        qos, extra = self.qos.profile(PAIRING_QUEUE), {"callback_group": self.group, **self.qos.events()}
         filters = _message_filters()
         if filters is not None:
             subs = [filters.Subscriber(self.node, t, topic, qos_profile=qos, **extra)
@@ -244,11 +259,6 @@ class InputSubscriptions:
                 for side, (t, topic) in enumerate(((color_type, c.color_topic), (depth_type, c.depth_topic)))]
         self._subscriptions.append(self.node.create_subscription(CameraInfo, c.camera_info_topic,
                                                                  self._on_camera_info, qos, **extra))
-
-    def resubscribe_best_effort(self) -> None:
-        self.switch_to_best_effort = False
-        self.reliability = "best_effort"
-        self.subscribe()
 
     def _count(self, _msg: Any, side: int) -> None:
         self.received[side] += 1

@@ -122,7 +122,7 @@ class EmbodiedPerceptionNode(Node):
             self.fail(f"cannot start: model {config.model}: {type(err).__name__}: {err}")
             return
         self.ready.set()
-        inputs = (f"topics {config.color_topic} + {config.depth_topic} ({self.inputs.reliability} QoS, "
+        inputs = (f"topics {config.color_topic} + {config.depth_topic} ({self.inputs.qos.reliability} QoS, "
                   f"{self.inputs.synchronizer})" if self.inputs else "pyk4a camera")
         self.get_logger().info(f"ready: {inputs}, poses from {self.poses.mode or 'TF'}, model {perceptor.name}, "
                                f"world frame {config.world_frame}")
@@ -191,11 +191,13 @@ class EmbodiedPerceptionNode(Node):
     # ---- diagnostics -------------------------------------------------------------------------
 
     def _tick(self) -> None:
+        for what, subscriber in (("camera topics", self.inputs), ("pose topic", self.poses)):
+            if subscriber is not None and subscriber.qos is not None and subscriber.qos.switch_to_best_effort:
+                self.get_logger().warning(f"a publisher of the {what} offers best-effort QoS only: subscribing best "
+                                          "effort (messages may be lost under load)")
+                subscriber.qos.fall_back()
+                subscriber.subscribe()
         if self.inputs is not None:
-            if self.inputs.switch_to_best_effort:
-                self.get_logger().warning("a publisher of the camera topics offers best-effort QoS only: "
-                                          "subscribing best effort (frames may go unpaired under load)")
-                self.inputs.resubscribe_best_effort()
             self._warn_unpaired()
         self._publish_diagnostics()
 
@@ -208,8 +210,8 @@ class EmbodiedPerceptionNode(Node):
         self._unpaired_warned = unpaired
         self.get_logger().warning(
             f"{unpaired} of {received} colour/depth messages went unpaired (no partner with the same stamp): "
-            f"{self.inputs.reliability} QoS; check that both topics come from one driver at the same rate"
-            + (", or set input_qos to reliable" if self.inputs.reliability != "reliable" else ""))
+            f"{self.inputs.qos.reliability} QoS; check that both topics come from one driver at the same rate"
+            + (", or set input_qos to reliable" if self.inputs.qos.reliability != "reliable" else ""))
 
     def _publish_diagnostics(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
@@ -224,7 +226,7 @@ class EmbodiedPerceptionNode(Node):
         extra: dict[str, Any] = {"state": state, "objects": len(self.state.memory),
                                  "grounding": self.grounder.error or "ready"}
         if self.inputs is not None:
-            extra.update(input_qos=self.inputs.reliability, images_received=self.inputs.received[0],
+            extra.update(input_qos=self.inputs.qos.reliability, images_received=self.inputs.received[0],
                          pairs=self.inputs.paired, unpaired_messages=self.inputs.unpaired)
         status = diagnostic_status(f"{self.get_name()}: perception", stats, self._rates[0].rate(stats.received),
                                    self._rates[1].rate(stats.keyframes), extra, problems[:5])
