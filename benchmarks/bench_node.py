@@ -109,7 +109,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "keyframe_ms_median": float(np.median(latency_ms)) if latency_ms else None,
         "markers_latency_ms_median": float(np.median(latencies) * 1000) if latencies else None,
         "markers_latency_ms_p90": float(np.percentile(latencies, 90) * 1000) if latencies else None,
-        "markers_received": len(latencies),
+        "markers_received": len(latencies), "problems": dict(node.problems),
         "stages_ms_median": {k: float(np.median([1000 * s[k] for s in stages if k in s])) for k in (stages[-1] if stages
                                                                                                   else {})},
     }
@@ -197,7 +197,8 @@ def main() -> int:
         print(f"{label:38s}" + "".join(f"{_fmt(r[key], digits):>24s}" for _, r in runs))
     for name, r in runs:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages_ms_median"].items())
-        print(f"{name} ({r['code']}): stages ms (median) {stages}")
+        print(f"{name} ({r['code']}): stages ms (median) {stages}; frames submitted {r['frames_submitted']}; "
+              f"skipped frames {r['problems'] or 'none'}")
     return 0
 
 

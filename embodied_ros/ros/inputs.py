@@ -13,13 +13,15 @@ appears later (then the subscriptions are made again, with a warning). Best effo
   the image stamp waiting up to ``tf_timeout``; without tf2_ros, /tf and /tf_static are read
   into the core's TransformBuffer (needs tf2_msgs; no waiting).
 - a PoseStamped or Odometry topic: the optical camera's pose in the message's header frame,
-  interpolated at the image stamp (TransformBuffer), used up to ``pose_tolerance`` outside its span.
+  interpolated at the image stamp (TransformBuffer), used up to ``pose_tolerance`` outside its span;
+  a lookup waits up to ``tf_timeout`` for the sample of its stamp, as a TF lookup does.
 
 Every problem with one frame raises FrameError with one line; the node logs it and goes on.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -166,10 +168,14 @@ class PoseLookup:
             return self._lookup_tf2(world, source, stamp_ns)
         if self.mode == "none":
             raise FrameError("no pose source: neither tf2_ros nor a pose_topic is available")
-        try:
-            return self._buffer.lookup(world, source, stamp_ns)
-        except LookupError as err:
-            raise FrameError(f"no camera pose yet ({self.mode}): {err}") from None
+        deadline = time.monotonic() + self.config.tf_timeout
+        while True:  # the pose of this stamp may still be on its way (another subscription, another thread)
+            try:
+                return self._buffer.lookup(world, source, stamp_ns)
+            except LookupError as err:
+                if time.monotonic() >= deadline:
+                    raise FrameError(f"no camera pose yet ({self.mode}): {err}") from None
+            time.sleep(0.005)
 
     def _lookup_tf2(self, world: str, camera: str, stamp_ns: int) -> np.ndarray:
         import tf2_ros
