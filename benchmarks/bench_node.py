@@ -3,8 +3,10 @@
     .venv/bin/python benchmarks/bench_node.py [--baseline main] [--rate 3] [--frames 100] [--qos default]
 
 Replays redkitchen frames (../shared/data or $EMBODIED_ROS_DATA) as Image + CameraInfo + PoseStamped
-at ``--rate`` Hz (stamped when published, every frame a keyframe: keyframe_max_interval 0) into a
-node with the default detector, in-process on this Python's ROS 2 (the venv's wheels: Fast DDS; a
+at ``--rate`` Hz (stamped when published, every frame a keyframe: keyframe_max_interval 0) from a
+player process (this checkout's, for both versions: across the middleware, as a driver publishes;
+``--publisher inline``: from the node's own process) into a node with the default detector, run
+in-process with a subscriber of its markers, on this Python's ROS 2 (the venv's wheels: Fast DDS; a
 sourced ROS 2 such as ../shared/ros2: Cyclone DDS). Prints per code version: frames published,
 received and paired, keyframes processed and dropped, the node's ``stage_publish_ms`` and keyframe
 latency (median over keyframes), and image stamp -> markers received (median, p90). The baseline is
@@ -91,17 +93,30 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     stages.clear()
     received0, processed0, dropped0 = node.worker.stats.received, node.worker.stats.processed, node.worker.stats.dropped
     pairs0 = _pairs(node)
-    start = time.perf_counter()
-    for i, frame in enumerate(frames[1:]):
-        publisher.publish(frame)
-        time.sleep(max(0.0, start + (i + 1) / args.rate - time.perf_counter()))
+    published = len(frames) - 1
+    if args.publisher == "process":  # as a driver: another process (this checkout's player), across the middleware
+        player = subprocess.run(
+            [sys.executable, "-c", "import sys; from embodied_ros.ros.player import main; sys.exit(main(sys.argv[1:]))",
+             str(DATA / "redkitchen"), "--stride", str(args.stride), "--max-frames", str(args.frames + 1),
+             "--rate", str(args.rate), "--pose-topic", "camera_pose", "--no-tf", "--wait-subscribers", "30",
+             "--world-frame", "world"],
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if "published " not in player.stdout:
+            raise RuntimeError(f"the player failed: {player.stdout[-2000:]}")
+        published = int(player.stdout.split("published ")[1].split()[0])
+    else:  # in this process
+        start = time.perf_counter()
+        for i, frame in enumerate(frames[1:]):
+            publisher.publish(frame)
+            time.sleep(max(0.0, start + (i + 1) / args.rate - time.perf_counter()))
     node.worker.wait_idle(120)
     time.sleep(1.0)
     stats = node.worker.stats
     publish_ms = [1000 * s["publish"] for s in stages if "publish" in s]
     latency_ms = [1000 * sum(s.values()) for s in stages]  # processing time of each keyframe
     result = {
-        "code": str(Path(embodied_ros.__file__).parents[1]), "published": len(frames) - 1,
+        "code": str(Path(embodied_ros.__file__).parents[1]), "published": published,
         "paired": _pairs(node) - pairs0, "frames_submitted": stats.received - received0,
         "processed": stats.processed - processed0, "dropped": stats.dropped - dropped0,
         "publish_ms_median": float(np.median(publish_ms)) if publish_ms else None,
@@ -126,7 +141,8 @@ def _baseline_tree(ref: str, into: Path) -> Path:
     """``git archive REF`` of this repository's package sources into ``into`` (no git state changes)."""
     archive = into / "baseline.tar"
     with open(archive, "wb") as out:
-        subprocess.run(["git", "-C", str(REPO), "archive", ref, "embodied_ros", "msg", "srv"], stdout=out, check=True)
+        subprocess.run(["git", "-C", str(REPO), "archive", ref, "embodied_ros", "msg", "srv", "CMakeLists.txt",
+                        "package.xml"], stdout=out, check=True)
     with tarfile.open(archive) as tar:
         tar.extractall(into / "code", filter="tar") if sys.version_info >= (3, 12) else tar.extractall(into / "code")
     return into / "code"
@@ -135,7 +151,8 @@ def _baseline_tree(ref: str, into: Path) -> Path:
 def _run_child(code: Path, args: argparse.Namespace, install: Path) -> dict[str, object]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--install", str(install), "--rate",
-           str(args.rate), "--frames", str(args.frames), "--stride", str(args.stride), "--qos", args.qos]
+           str(args.rate), "--frames", str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
+           "--publisher", args.publisher]
     done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
@@ -155,6 +172,8 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=3.0, help="frames per second published")
     parser.add_argument("--stride", type=int, default=1, help="use every k-th redkitchen frame")
     parser.add_argument("--qos", default="default", choices=["default", "reliable", "best_effort"])
+    parser.add_argument("--publisher", default="process", choices=["process", "inline"],
+                        help="frames from a player process (default; as a driver) or from the node's process")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--install", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -178,13 +197,17 @@ def main() -> int:
     install = BUILD_DIR / flavour() / "install"
     rmw = os.environ.get("RMW_IMPLEMENTATION") or ("rmw_fastrtps_cpp (wheels)" if flavour() == "wheels"
                                                    else "rmw_cyclonedds_cpp (sourced)")
-    print(f"bench_node: {args.frames} redkitchen frames at {args.rate:g} Hz, every frame a keyframe, "
-          f"default detector, input QoS {args.qos}; rclpy {Path(rclpy.__file__).parent}, {rmw}; {os.cpu_count()} cores")
+    print(f"bench_node: {args.frames} redkitchen frames at {args.rate:g} Hz from {args.publisher} publisher, every "
+          f"frame a keyframe, default detector, input QoS {args.qos}; rclpy {Path(rclpy.__file__).parent}, "
+          f"{rmw}; {os.cpu_count()} cores")
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
-            runs.append((f"baseline ({args.baseline})", _run_child(_baseline_tree(args.baseline, Path(tmp)), args,
-                                                                  install)))
+            from embodied_ros.ros.interfaces_build import build_interfaces
+
+            code = _baseline_tree(args.baseline, Path(tmp))  # its own msg/ and srv/, built like ours
+            runs.append((f"baseline ({args.baseline})",
+                         _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
         runs.append(("this code", _run_child(REPO, args, install)))
     keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
                                                                                    0),

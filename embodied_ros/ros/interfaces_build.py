@@ -77,10 +77,10 @@ def fix_wheel_cmake_paths(prefix: Path | None = None) -> int:
     return changed
 
 
-def _inputs_hash() -> str:
+def _inputs_hash(source: Path) -> str:
     h = hashlib.sha256((sys.version + os.environ.get("AMENT_PREFIX_PATH", "")).encode())
     for name in _SOURCES:
-        p = REPO / name
+        p = source / name
         for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
             if f.is_file():
                 h.update(f.name.encode() + f.read_bytes())
@@ -95,12 +95,13 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
         raise InputError(f"{' '.join(cmd[:2])} failed (log {log}): {tail}")
 
 
-def build_interfaces(build_dir: Path, jobs: int = 2) -> Path:
+def build_interfaces(build_dir: Path, jobs: int = 2, source: Path = REPO) -> Path:
     """Generate, compile and install the interfaces into ``build_dir/install`` (cached by input hash).
 
     Args:
         build_dir: folder for sources, build tree, install tree and ``build.log``.
         jobs: parallel compile jobs.
+        source: the package folder (CMakeLists.txt, package.xml, msg/, srv/); another checkout for benchmarks.
 
     Returns:
         the install prefix (holding ``lib/`` and ``lib/pythonX.Y/site-packages/embodied_ros``).
@@ -114,7 +115,7 @@ def build_interfaces(build_dir: Path, jobs: int = 2) -> Path:
     build_dir = Path(build_dir)
     install = build_dir / "install"
     stamp = build_dir / "stamp"
-    want = _inputs_hash()
+    want = _inputs_hash(source)
     if stamp.is_file() and stamp.read_text() == want and (install / "lib").is_dir():
         return install
     shutil.rmtree(build_dir, ignore_errors=True)
@@ -122,7 +123,7 @@ def build_interfaces(build_dir: Path, jobs: int = 2) -> Path:
     src.mkdir(parents=True)
     build.mkdir()
     for name in _SOURCES:
-        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, src / name)
+        (shutil.copytree if (source / name).is_dir() else shutil.copy)(source / name, src / name)
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if ros_from_wheels():
         fix_wheel_cmake_paths()
