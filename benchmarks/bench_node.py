@@ -101,7 +101,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
              "--rate", str(args.rate), "--pose-topic", "camera_pose", "--no-tf", "--wait-subscribers", "30",
              "--world-frame", "world"],
             env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if "published " not in player.stdout:
             raise RuntimeError(f"the player failed: {player.stdout[-2000:]}")
         published = int(player.stdout.split("published ")[1].split()[0])
