@@ -47,7 +47,8 @@ setup(
         "threadpoolctl>=3",
     ],
     extras_require={
-        "dev": ["pytest>=7", "ruff>=0.5"],
+        # ncnn: the reference runtime the ncnn reader (network/ncnn.py) is tested against.
+        "dev": ["pytest>=7", "ruff>=0.5", "ncnn>=1.0.20261020"],
         "k4a": ["pyk4a>=1.5"],
         # Beside a ROS 2 install (a venv made with --system-site-packages): ROS's cv_bridge is built
         # for numpy 1, and OpenCV 4.12+ wheels need numpy 2.

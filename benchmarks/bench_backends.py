@@ -79,9 +79,10 @@ def _perceptron(work: Path):
     import torch
 
     from embodied_ros.network import perceptron as p
+    from embodied_ros.training.config import synthetic_model
 
     torch.manual_seed(0)
-    config = p.PerceptronConfig()
+    config = synthetic_model()
     examples = p.example_inputs(config)
     net = _Wrapped(p.EmbodiedPerceptron(config), p.INPUT_NAMES, p.OUTPUT_NAMES, examples)
     rng = np.random.default_rng(0)

@@ -1,9 +1,10 @@
-"""`embodied-ros`: the command line (run over a recording, demo)."""
+"""`embodied-ros`: the command line (run over a recording, inspect one, ground, demo, ...)."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import shutil
 import sys
@@ -11,6 +12,10 @@ from pathlib import Path
 
 from .errors import EmbodiedError, InputError, ModelError
 from .memory.config import MemoryConfig
+from .sources.base import FrameSource
+from .sources.pose_check import PoseConvention, PoseUnits
+from .sources.preflight import RecordingOptions
+from .sources.registration import Registration
 
 log = logging.getLogger("embodied_ros")
 
@@ -25,9 +30,12 @@ def default_data_dir() -> Path:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder (scene.mcap, objects.json, pictures)")
-    p.add_argument("--model", default="yolo-fastest-1.1-xl", help="perceptor (default: %(default)s)")
+    p.add_argument("--model", default="yolo-fastest-1.1-xl",
+                   help="perceptor: yolo-fastest-1.1-xl, yolo-fastest-1.1, yolox-nano, nanodet-plus-m-416 (2D "
+                        "detectors lifted to 3D), darknet, embodied-perceptron (default: %(default)s)")
     p.add_argument("--weights", type=Path, default=None,
-                   help="weights file or folder (Darknet .weights with .cfg and coco.names beside it)")
+                   help="weights file or folder holding the model's files and its coco.names (Darknet .cfg/.weights, "
+                        "yolox_nano.onnx, nanodet-plus-m_416.param/.bin)")
     p.add_argument("--download-weights", action="store_true",
                    help="download the model's weights from its upstream URL (sha256-checked) if not found")
     p.add_argument("--backend", default="auto", choices=["auto", "tensorrt", "onnxruntime", "torch"],
@@ -52,22 +60,77 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "(c: principal point; default: %(default)s)")
     p.add_argument("--depth-offset", type=float, nargs=2, metavar=("DX", "DY"), default=(0.0, 0.0),
                    help="pixel offset of that mapping (default: 0 0)")
-    p.add_argument("--poses", type=Path, default=None, help="poses file for a .mkv recording")
+    _add_recording_options(p)
+    p.add_argument("--no-inputs", action="store_true", help="do not copy colour/depth/camera_info/tf into the bag")
+    p.add_argument("--overwrite", action="store_true", help="replace outputs already in --out")
+
+
+def _gravity(text: str) -> tuple[float, float, float] | str:
+    """--gravity: auto, off, or X,Y,Z (gravity's direction in the recording's world)."""
+    if text in ("auto", "off"):
+        return text
+    try:
+        vector = tuple(float(v) for v in text.replace(" ", ",").split(",") if v)
+    except ValueError:
+        vector = ()
+    if len(vector) != 3 or not all(map(math.isfinite, vector)) or not any(vector):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected auto, off or X,Y,Z (e.g. 0,0,-1)")
+    return vector  # type: ignore[return-value]
+
+
+def _add_recording_options(p: argparse.ArgumentParser) -> None:
+    """What a recording's files may not say (sources.preflight.RecordingOptions), and rosbag2 topics."""
+    rec = p.add_argument_group("recording")
+    rec.add_argument("--registration", default="auto", choices=[r.value for r in Registration],
+                     help="colour/depth registration: auto = the recording's own (7-Scenes: 7scenes-affine, "
+                          "ScanNet: calibrated, others: none) (default: %(default)s)")
+    rec.add_argument("--intrinsics", type=float, nargs=4, metavar=("FX", "FY", "CX", "CY"), default=None,
+                     help="camera intrinsics in pixels (TUM RGB-D, image folders)")
+    rec.add_argument("--depth-factor", type=float, default=None,
+                     help="depth image value of one metre (default: 5000 for TUM RGB-D, else 1000)")
+    rec.add_argument("--poses", type=Path, default=None,
+                     help="trajectory file (image folders, TUM RGB-D, Azure Kinect .mkv)")
+    rec.add_argument("--pose-convention", default="camera-to-world", choices=[c.value for c in PoseConvention],
+                     help="what the recorded poses map (default: %(default)s)")
+    rec.add_argument("--pose-units", default="m", choices=[u.value for u in PoseUnits],
+                     help="unit of the recorded translations (default: %(default)s)")
+    rec.add_argument("--pose-check", default="on", choices=["on", "off"],
+                     help="stop when the depth of the first frames does not land on itself under the poses, "
+                          "naming the option that fixes it (default: %(default)s)")
+    rec.add_argument("--gravity", type=_gravity, default="auto", metavar="auto|off|X,Y,Z",
+                     help="the world's down: auto estimates it when the recording gives none, off leaves the "
+                          "world as recorded, X,Y,Z gives it in the recording's world (default: auto)")
     bag = p.add_argument_group("rosbag2 input (defaults: the Azure Kinect ROS driver's topics)")
     bag.add_argument("--color-topic", default="rgb/image_raw", help="(default: %(default)s; /compressed found too)")
-    bag.add_argument("--depth-topic", default="depth_to_rgb/image_raw", help="(default: %(default)s)")
+    bag.add_argument("--depth-topic", default="depth_to_rgb/image_raw",
+                     help="(default: %(default)s; /compressedDepth found too)")
     bag.add_argument("--info-topic", default="rgb/camera_info", help="(default: %(default)s)")
     bag.add_argument("--pose-topic", default=None, help="PoseStamped/Odometry topic (default: use /tf)")
     bag.add_argument("--world-frame", default="map", help="TF frame poses are expressed in (default: %(default)s)")
-    p.add_argument("--no-inputs", action="store_true", help="do not copy colour/depth/camera_info/tf into the bag")
-    p.add_argument("--overwrite", action="store_true", help="replace outputs already in --out")
+
+
+def _open_recording(args: argparse.Namespace) -> tuple[FrameSource, RecordingOptions]:
+    """The source named on the command line, and its recording options."""
+    from .sources import open_source
+
+    options = RecordingOptions(
+        registration=Registration(args.registration),
+        intrinsics=tuple(args.intrinsics) if args.intrinsics else None,
+        depth_factor=args.depth_factor, poses=args.poses,
+        pose_convention=PoseConvention(args.pose_convention), pose_units=PoseUnits(args.pose_units),
+        pose_check=args.pose_check == "on",
+        gravity=args.gravity if isinstance(args.gravity, tuple) else None,
+        estimate_gravity=args.gravity != "off")
+    bag_options = dict(color_topic=args.color_topic, depth_topic=args.depth_topic, info_topic=args.info_topic,
+                       pose_topic=args.pose_topic, world_frame=args.world_frame)
+    return open_source(args.source, options, **bag_options), options
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
     if (out / "scene.mcap").exists():
         if not overwrite:
             raise InputError(f"{out} already holds a run (scene.mcap); pass --overwrite or choose another --out")
-        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json"):
+        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json", "camera_poses.json"):
             (out / name).unlink(missing_ok=True)
         for png in out.glob("*.png"):
             png.unlink()
@@ -82,12 +145,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .network.lifting import LiftingParams
     from .network.registry import build_perceptor
     from .pipeline import run
-    from .sources import open_source
+    from .sources.preflight import prepare_or_stop
 
     _prepare_out(args.out, args.overwrite)
-    bag_options = dict(color_topic=args.color_topic, depth_topic=args.depth_topic, info_topic=args.info_topic,
-                       pose_topic=args.pose_topic, world_frame=args.world_frame)
-    source = open_source(args.source, poses=args.poses, **bag_options)
+    recording, options = _open_recording(args)
+    try:
+        source = prepare_or_stop(recording, options)
+    except BaseException:
+        recording.close()
+        raise
     lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
     perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
                                 backend=args.backend, allow_fallback=args.allow_fallback, fp16=args.fp16,
@@ -110,6 +176,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     print("objects: " + ", ".join(f"{k} x{v}" for k, v in summary.class_counts().items()))
     print("mean ms per frame: " + ", ".join(f"{k} {v:.1f}" for k, v in summary.stage_ms.items()))
     print(f"outputs in {args.out}: " + ", ".join(p.name for p in summary.outputs))
+    return 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from .inspection import inspect_recording
+
+    source, options = _open_recording(args)
+    with source:
+        total = len(source)
+        n = (total + args.stride - 1) // args.stride if total else None
+        if n is not None and args.max_frames is not None:
+            n = min(n, args.max_frames)
+        report = inspect_recording(source, options, stride=args.stride, max_frames=args.max_frames,
+                                   progress=lambda it: tqdm(it, total=n, unit="frame", desc="reading", leave=False))
+    print(report.text())
     return 0
 
 
@@ -205,7 +288,22 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_ground(args: argparse.Namespace) -> int:
     from .grounding.cli import ground_command
 
-    return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture)
+    return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture,
+                          from_frame=args.from_frame)
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from .grounding.cli import describe_command
+
+    return describe_command(args.run_dir, args.id, json_out=args.json, dense_captions=args.dense_captions,
+                            scene_id=args.scene_id, from_frame=args.from_frame)
+
+
+def cmd_scene_graph(args: argparse.Namespace) -> int:
+    from .grounding.cli import scene_graph_command
+
+    return scene_graph_command(args.run_dir, args.out, from_frame=args.from_frame,
+                               with_descriptions=args.descriptions)
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -221,17 +319,46 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p_run = sub.add_parser("run", help="run the pipeline over a recording and write a bag, objects.json and pictures")
-    p_run.add_argument("source", help="posed RGB-D folder (EmbodiedScan demo or 7-Scenes), Azure Kinect .mkv, "
-                                      "or rosbag2 folder/file")
+    p_run.add_argument("source", help="posed RGB-D folder (7-Scenes/3DMatch, TUM RGB-D, ScanNet export, EmbodiedScan "
+                                      "demo, images + trajectory), Azure Kinect .mkv, or rosbag2 folder/file")
     _add_run_options(p_run)
     p_run.set_defaults(func=cmd_run)
+
+    p_inspect = sub.add_parser("inspect", help="what `run` would see in a recording: layout, frames, intrinsics, "
+                                              "depth, registration, gravity, pose sanity, bad frames")
+    p_inspect.add_argument("source", help="a recording, as for `run`")
+    p_inspect.add_argument("--max-frames", type=int, default=None, help="read at most N frames (default: all)")
+    p_inspect.add_argument("--stride", type=int, default=1, help="read every K-th frame (default: 1)")
+    _add_recording_options(p_inspect)
+    p_inspect.set_defaults(func=cmd_inspect)
 
     p_ground = sub.add_parser("ground", help="answer a phrase with the 3D box of an object of a finished run")
     p_ground.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
     p_ground.add_argument("phrase", help='e.g. "the cup on the table next to the monitor"')
     p_ground.add_argument("--json", action="store_true", help="print the answer as JSON")
     p_ground.add_argument("--picture", type=Path, default=None, help="also draw the answer into this PNG")
+    frame_help = "frame index whose camera 'left', 'nearest', 'behind me' refer to (default: the run's last frame)"
+    p_ground.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
     p_ground.set_defaults(func=cmd_ground)
+
+    p_desc = sub.add_parser("describe", help="a referring expression for each object of a finished run "
+                                             "(checked by grounding it)")
+    p_desc.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_desc.add_argument("--id", type=int, default=None, help="describe only this object")
+    p_desc.add_argument("--json", action="store_true", help="print the descriptions as JSON")
+    p_desc.add_argument("--dense-captions", type=Path, default=None, metavar="FILE",
+                        help="also write them in Scan2Cap's dense-captioning submission form (caption, box as "
+                             "8x3 corners, sem_prob, obj_prob)")
+    p_desc.add_argument("--scene-id", default="", help="scene id in that file (default: the run folder's name)")
+    p_desc.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    p_desc.set_defaults(func=cmd_describe)
+
+    p_graph = sub.add_parser("scene-graph", help="a finished run's objects and their relations as JSON")
+    p_graph.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_graph.add_argument("--out", type=Path, default=None, help="write the JSON here (default: print it)")
+    p_graph.add_argument("--descriptions", action="store_true", help="add each object's referring expression")
+    p_graph.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    p_graph.set_defaults(func=cmd_scene_graph)
 
     from .ros.player import add_play_arguments
 

@@ -28,9 +28,12 @@ class Detections3D:
         boxes_2d: (N, 4) float64 colour-image pixel corners (x0, y0, x1, y1) of the image region
             each box was lifted from, NaN where there is none; None when the perceptor has no
             image regions (the scene memory compares it with objects' projections).
+        points: per detection, (V_i, 3) float64 world points of the object's depth (voxel
+            centroids, bounded); None when the perceptor has none: the scene memory builds each
+            object's geometry from them.
         pixels: per detection, (M_i, 2) int32 colour-image pixels (u, v) of the depth points that
             make up the object (bounded, subsampled); None when the perceptor has none (object
-            geometry and colour come from them).
+            colour comes from them).
     """
 
     boxes: np.ndarray
@@ -39,6 +42,7 @@ class Detections3D:
     class_names: tuple[str, ...]
     frame_id: str
     boxes_2d: np.ndarray | None = None
+    points: tuple[np.ndarray, ...] | None = None
     pixels: tuple[np.ndarray, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -54,8 +58,10 @@ class Detections3D:
             raise ValueError("a label is outside class_names")
         if self.boxes_2d is not None:
             object.__setattr__(self, "boxes_2d", np.asarray(self.boxes_2d, dtype=np.float64).reshape(n, 4))
-        if self.pixels is not None and len(self.pixels) != n:
-            raise ValueError(f"pixels has {len(self.pixels)} entries for {n} detections")
+        for name in ("points", "pixels"):
+            per = getattr(self, name)
+            if per is not None and len(per) != n:
+                raise ValueError(f"{name} has {len(per)} entries for {n} detections")
 
     def __len__(self) -> int:
         return len(self.boxes)
@@ -74,6 +80,7 @@ class Detections3D:
         idx = np.arange(len(self))[keep]
         return Detections3D(self.boxes[idx], self.labels[idx], self.scores[idx], self.class_names, self.frame_id,
                             None if self.boxes_2d is None else self.boxes_2d[idx],
+                            None if self.points is None else tuple(self.points[i] for i in idx),
                             None if self.pixels is None else tuple(self.pixels[i] for i in idx))
 
 

@@ -18,6 +18,8 @@ from .memory.occupancy import OccupancyMap
 from .memory.scene_memory import SceneMemory, SceneObject
 from .network.perceptor import Perceptor
 from .outputs.bag_writer import SceneBagWriter
+from .outputs.camera_poses import CAMERA_POSES_FILE, CameraPose, write_camera_poses
+from .outputs.contact_sheet import ObjectViews, save_contact_sheet
 from .outputs.objects_json import write_objects_json
 from .outputs.pictures import draw_boxes_on_frame, save_rgb, save_top_down_map
 from .sources.base import FrameSource
@@ -124,10 +126,11 @@ def run(
     keep_for_pictures = _picture_indices(n_expected, n_pictures)
     kept: list[Frame] = []
     skipped: list[str] = []
-    camera_positions: list[np.ndarray] = []
+    camera_poses: list[CameraPose] = []
     frames_read = processed = 0
     last_frame_id = "world"
 
+    views = ObjectViews()
     writer = SceneBagWriter(out_dir, write_inputs=write_inputs)
     try:
         frames = source.frames(stride=stride, max_frames=max_frames)
@@ -148,7 +151,10 @@ def run(
             for stage in ("network", "lifting"):
                 timer.add(stage, perception.timings_s.get(stage, 0.0))
             with timer.stage("memory"):
-                memory.update(perception)
+                result = memory.update(perception)
+            views.merged(result.merged)
+            touched = (memory.get(i) for i in (*result.created, *result.updated))
+            views.observe(frame, ((o.id, o.box) for o in touched if o is not None))
             with timer.stage("occupancy"):
                 occupancy.integrate_frame(frame, perception)
             with timer.stage("writing"):
@@ -157,7 +163,8 @@ def run(
                                    occupancy.occupied_voxels())
             if processed in keep_for_pictures:
                 kept.append(frame)
-            camera_positions.append(frame.T_world_camera[:3, 3].copy())
+            camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
+                                           frame.width, frame.height))
             processed += 1
             t_decode = time.perf_counter()
     finally:
@@ -173,13 +180,18 @@ def run(
     write_objects_json(outputs[2], objects, last_frame_id,
                        extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)})
     memory.save(outputs[3])
+    outputs.append(out_dir / CAMERA_POSES_FILE)  # where viewer-centred words ("on the left") look from
+    write_camera_poses(outputs[-1], last_frame_id, camera_poses)
     for frame in kept:
         path = out_dir / f"boxes_frame_{frame.index:06d}.png"
         save_rgb(path, draw_boxes_on_frame(frame, objects))
         outputs.append(path)
     top = out_dir / "top_down.png"
-    save_top_down_map(top, objects, voxels, np.array(camera_positions),
+    save_top_down_map(top, objects, voxels, np.array([p.T_world_camera[:3, 3] for p in camera_poses]),
                       title=f"{source.name}: {len(objects)} objects, {processed} frames")
-    outputs.append(top)
+    sheet = out_dir / "objects.png"
+    save_contact_sheet(sheet, objects, views, title=f"{source.name}: the {len(objects)} published objects, "
+                                                   "each on a frame where it was seen")
+    outputs += [top, sheet]
     return RunSummary(frames_read, processed, tuple(skipped), objects, tuple(memory.objects()),
                       timer.mean_ms(), tuple(outputs))

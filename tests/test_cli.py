@@ -133,3 +133,22 @@ def test_missing_weights_say_how_to_get_them(tmp_path: Path, capsys: pytest.Capt
     assert "--download-weights" in line and "--weights" in line
     assert main(["run", str(folder), "--out", str(tmp_path / "out2"), "--model", "nope"]) == 2
     assert "unknown model" in _error_line(capsys)
+
+
+@needs_data
+def test_run_writes_camera_poses_and_colours(kitchen_run: Path) -> None:
+    """camera_poses.json holds every processed frame's pose (what "on the left" is seen from later);
+    objects.json says each object's colour (its pixels across the views)."""
+    import numpy as np
+
+    from embodied_ros.outputs.camera_poses import read_camera_poses
+    from embodied_ros.sources import open_source
+
+    poses = read_camera_poses(kitchen_run / "camera_poses.json")
+    assert [p.index for p in poses] == list(range(0, 100, 4))
+    with open_source(KITCHEN) as source:
+        first = next(f for f in source.frames() if not isinstance(f, Exception))
+    np.testing.assert_allclose(poses[0].T_world_camera, first.T_world_camera, atol=1e-5)
+    assert (poses[0].width, poses[0].height) == (first.width, first.height)
+    colours = [o["colour"] for o in json.loads((kitchen_run / "objects.json").read_text())["objects"]]
+    assert sum(c is not None for c in colours) >= 0.8 * len(colours), colours

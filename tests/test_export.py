@@ -52,6 +52,24 @@ def test_export_writes_the_documented_graph(tmp_path: Path) -> None:
     assert [o.name for o in session.get_outputs()] == ["head_0", "head_1"]
 
 
+@pytest.mark.parametrize(("model", "folder", "shapes"), [
+    ("yolox-nano", "yolox_nano", ("images: float32 (1, 3, 416, 416)", "output: float32 (1, 3549, 85)")),
+    ("nanodet-plus-m-416", "nanodet_plus", ("data: float32 (1, 3, 416, 416)", "output: float32 (1, 3598, 112)")),
+])
+def test_export_of_the_stronger_detectors(model: str, folder: str, shapes: tuple[str, str], tmp_path: Path) -> None:
+    if not (DATA / folder).is_dir():
+        pytest.skip(f"{model}'s files not found in {DATA / folder}")
+    out = io.StringIO()
+    path = tmp_path / f"{model}.onnx"
+    assert export_command(model, onnx_path=path, weights=DATA / folder, out=out) == 0
+    text = out.getvalue()
+    assert f"wrote {path} (ONNX IR 10, opset 17)" in text and all(s in text for s in shapes)
+    assert "TensorRT compatibility check: no problems found" in text
+    diff = float(re.search(r"ONNX Runtime vs PyTorch on a random input: max abs diff (\S+),", text).group(1))
+    assert diff < 1e-3
+    ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+
+
 @needs_data
 @pytest.mark.skipif(tensorrt_status() is None, reason="TensorRT is usable here")
 def test_engine_without_tensorrt_is_one_clear_error(tmp_path: Path) -> None:

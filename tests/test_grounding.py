@@ -183,7 +183,8 @@ def test_parser_grammar() -> None:
     assert [a.text for a in p.clauses[2].anchors] == ["lamp", "bed"]
     assert {c.relation.type for c in p.clauses} == {RelationType.HORIZONTAL, RelationType.ALLOCENTRIC,
                                                     RelationType.BETWEEN}
-    assert parse_phrase("the closest chair").clauses == () and parse_phrase("the closest chair").notes
+    closest = parse_phrase("the closest chair")  # no anchor: closest to the viewer
+    assert closest.clauses == () and [(a.kind, a.sign) for a in closest.target.attributes] == [("distance", -2)]
 
 
 def test_relation_scores_are_bounded_and_exclude_self() -> None:
@@ -205,6 +206,34 @@ def test_support_needs_contact() -> None:
     assert on[0, 0] > 0.9 and on[1, 0] < 0.05
     above = pair_scores(Relation.ABOVE, g, np.array([8]), np.array([0]))
     assert above[0, 0] > 0.9
+
+
+@pytest.mark.parametrize("yaw", [np.pi / 4, -np.pi / 3, 2.0])
+def test_support_uses_the_rotated_anchors_own_footprint(yaw: float) -> None:
+    """A table turned by ``yaw``: a cup beside it lies inside the table's axis-aligned footprint but
+    outside its own (local) one, so it is not on the table; a cup over the table top is."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    rot = np.array([[c, -s], [s, c]])
+    beside, over = rot @ [0.0, 0.72], rot @ [0.5, 0.1]  # table-local (x, y): 0.32 m off its long side; on it
+    g = SceneGeometry.from_boxes(snapshot([
+        ("table", [0, 0, 0.375, 1.6, 0.8, 0.75, yaw]),
+        ("cup", [*beside, 0.8, 0.08, 0.08, 0.1, 0.0]),
+        ("cup", [*over, 0.8, 0.08, 0.08, 0.1, 0.0]),
+    ]).boxes)
+    assert np.all(np.abs(beside) < g.half_xy[0])  # inside the world-axis footprint: only the local one tells
+    on = pair_scores(Relation.ON, g, np.array([1, 2]), np.array([0]))[:, 0]
+    assert on[0] < 0.1 and on[1] > 0.9, on
+    under = pair_scores(Relation.UNDER, g, np.array([0]), np.array([1, 2]))[0]  # the table under each cup
+    assert under[0] < 0.1 and under[1] > 0.9, under
+
+
+def test_support_needs_a_supporter_not_much_smaller() -> None:
+    """Lifted boxes of a table top and a remote on it are equally thin at one height: the remote is
+    on the table, the table is not on the remote."""
+    g = SceneGeometry.from_boxes(snapshot([("table", [0, 0, 0.74, 1.2, 0.8, 0.04]),
+                                           ("remote", [0.05, 0.0, 0.75, 0.18, 0.05, 0.03])]).boxes)
+    on = pair_scores(Relation.ON, g, np.array([0, 1]), np.array([0, 1]))
+    assert on[1, 0] > 0.9 and on[0, 1] < 0.1, on
 
 
 def test_grounding_reads_a_snapshot_while_memory_changes() -> None:

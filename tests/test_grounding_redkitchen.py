@@ -1,61 +1,79 @@
 """Grounding on real data: the team's phrases about redkitchen (tests/data/redkitchen_phrases.json)
-against a memory built here from every 4th frame."""
+against a memory built here from every 4th frame (scored by tests/redkitchen_phrases.py)."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import KITCHEN
+from redkitchen_phrases import PHRASES, evaluate, ground_truth_boxes
 
 from embodied_ros.grounding import Grounder
-from embodied_ros.memory import MemorySnapshot, SceneMemory
-from embodied_ros.metrics import GroundingQuery, evaluate_grounding
+from embodied_ros.grounding.viewpoint import Viewpoint
+from embodied_ros.memory import SceneMemory
 
-PHRASES = Path(__file__).parent / "data" / "redkitchen_phrases.json"
 # Measured 2026-11: every 4th frame, 27 of 28 phrases right (the full 100-frame run: 28 of 28). The floor
 # leaves room for small changes of the detector or the memory without hiding a broken grounder.
 MIN_ACCURACY = 0.75
-
-
-def evaluate(snapshot: MemorySnapshot, grounder: Grounder) -> tuple[list[bool], list[str], list[GroundingQuery]]:
-    """Per phrase: correct or not, a line saying what happened, and a metrics query (expected phrases only)."""
-    doc = json.loads(PHRASES.read_text())
-    tol = float(doc["tolerance_m"])
-    correct, lines, queries = [], [], []
-    for item in doc["phrases"]:
-        r = grounder.ground(item["phrase"], snapshot)
-        if item["expected_center"] is None:
-            ok = not r.success
-        else:
-            ok = r.success and float(np.linalg.norm(r.best.object.box[:3] - item["expected_center"])) <= tol
-            types = tuple(dict.fromkeys(c.relation.type.value for c in r.parsed.clauses))
-            unique = sum(n == item["expected_class"] for n in snapshot.class_names) == 1
-            box = r.best.object.box if r.success else None
-            queries.append(GroundingQuery(box, item["expected_box"], unique, types))
-        correct.append(ok)
-        lines.append(f"{'ok  ' if ok else 'MISS'} {item['phrase']!r} -> {r.message}")
-    return correct, lines, queries
-
-
-@pytest.fixture(scope="module")
-def kitchen_memory(kitchen_run: Path) -> MemorySnapshot:
-    """The memory of the shared redkitchen run (conftest.kitchen_run: every 4th frame)."""
-    return SceneMemory.load(kitchen_run / "memory.json").snapshot()
+# The newer phrases (viewer-centred, colour, material, negation, absent objects; answers are ground-truth
+# objects): every 4th frame 22 of 38, the full run 24 of 38 (the misses: objects the COCO detector does
+# not see or mislabels, and false objects the memory still holds). The floor guards against a broken
+# grounder; better maps should raise it.
+MIN_NEW_ACCURACY = 0.5
 
 
 def test_phrase_file_is_well_formed() -> None:
     doc = json.loads(PHRASES.read_text())
     assert "written by the embodied_ros team" in doc["note"]
-    expected = [p for p in doc["phrases"] if p["expected_id"] is not None]
+    old = [p for p in doc["phrases"] if "expected_gt" not in p]
+    expected = [p for p in old if p["expected_id"] is not None]
     assert len(expected) >= 20 and all(len(p["expected_center"]) == 3 and len(p["expected_box"]) == 9 for p in expected)
+    new = [p for p in doc["phrases"] if "expected_gt" in p]
+    assert {p["kind"] for p in new} == {"viewer", "colour", "material", "negation", "absent"}
+    if KITCHEN.is_dir():
+        gt = ground_truth_boxes(KITCHEN)
+        assert all(set(p["expected_gt"]) <= set(gt) for p in new)
+        assert all((KITCHEN / f"frame-{p['viewpoint_frame']:06d}.pose.txt").is_file()
+                   for p in new if p.get("viewpoint_frame") is not None)
 
 
-def test_team_phrases_on_redkitchen(kitchen_memory: MemorySnapshot) -> None:
-    correct, lines, queries = evaluate(kitchen_memory, Grounder())
-    report = evaluate_grounding(queries)
-    print("\n".join(lines))
-    print(report.table())
-    accuracy = float(np.mean(correct))
-    assert accuracy >= MIN_ACCURACY, "\n".join(lines)
+def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
+    memory = SceneMemory.load(kitchen_run / "memory.json")
+    snapshot = memory.snapshot()
+    grounder = Grounder(min_observations=memory.config.min_observations)
+
+    def ground(phrase: str, viewpoint: Viewpoint | None):
+        return grounder.ground(phrase, snapshot, viewpoint=viewpoint, vocabulary=memory.vocabulary)
+
+    def viewpoint(T: np.ndarray, K: np.ndarray, width: int, number: int) -> Viewpoint:
+        return Viewpoint(T, f"the camera of frame-{number:06d}", math.atan2(0.5 * width, float(K[0, 0])))
+
+    outcomes = evaluate(ground, KITCHEN, viewpoint)
+    print("\n".join(o.line for o in outcomes))
+    old = [o.ok for o in outcomes if o.kind == "old"]
+    new = [o.ok for o in outcomes if o.kind != "old"]
+    print(f"old phrases {sum(old)}/{len(old)}, new phrases {sum(new)}/{len(new)}")
+    assert np.mean(old) >= MIN_ACCURACY
+    assert np.mean(new) >= MIN_NEW_ACCURACY
+    # Things that are not in the kitchen: no answer, unless the map holds a (false) object of exactly that
+    # class (this run's map has a "bed"); never one read into another class by word similarity.
+    absent = [o for o in outcomes if o.kind == "absent"]
+    answered = [o.line for o in absent if o.success]
+    assert len(answered) <= 2 and not any("read '" in line for line in answered), answered
+
+
+@pytest.mark.parametrize("phrase", ["the monitor on the left", "the nearest chair", "the white mug"])
+def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str) -> None:
+    """With the run's last camera as the viewpoint and its colours, these phrases are parsed and evaluated
+    (whether the answer is right depends on the map; the engine must not ignore the words)."""
+    memory = SceneMemory.load(kitchen_run / "memory.json")
+    from embodied_ros.outputs.camera_poses import read_camera_poses
+
+    last = read_camera_poses(kitchen_run / "camera_poses.json")[-1]
+    r = Grounder().ground(phrase, memory.snapshot(), viewpoint=Viewpoint.from_camera_pose(last),
+                          vocabulary=memory.vocabulary)
+    assert r.success and "note" not in r.message, r.message

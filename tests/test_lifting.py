@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from rendered_scenes import K_SYN, H, W, look_at, project_box, render_frame
 
 from embodied_ros.detections import Detections2D, FramePerception
 from embodied_ros.errors import ConfigError
 from embodied_ros.frame import Frame
-from embodied_ros.geometry.boxes import box_corners, box_rotations
 from embodied_ros.geometry.transforms import gravity_alignment, make_transform, transform_points
 from embodied_ros.network.lifted_perceptor import Detector2D, LiftedPerceptor
 from embodied_ros.network.lifting import (
@@ -25,75 +25,10 @@ from embodied_ros.network.lifting import (
 from embodied_ros.network.perceptor import Perceptor
 from embodied_ros.sources.folders import SEVEN_SCENES_DEPTH_OFFSET_PX, SEVEN_SCENES_DEPTH_SCALE
 
-W, H = 640, 480
-K_SYN = np.array([[585.0, 0.0, 320.0], [0.0, 585.0, 240.0], [0.0, 0.0, 1.0]])
 NAMES = ("box", "cup", "chair", "diningtable", "tvmonitor")
 
 # The rendered object: 0.8 x 0.5 x 0.6 m, yaw 30 deg, standing on the floor z = 0.
 TRUE_BOX = np.array([0.2, -0.1, 0.3, 0.8, 0.5, 0.6, math.radians(30.0), 0.0, 0.0])
-
-
-# ----------------------------------------------------------------------------- rendering helpers
-
-
-def _look_at(eye: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """(4, 4) camera-to-world pose of an OpenCV camera at ``eye`` looking at ``target`` (world z up)."""
-    z = target - eye
-    z /= np.linalg.norm(z)
-    x = np.cross(z, [0.0, 0.0, 1.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    return make_transform(np.stack([x, y, z], axis=1), eye)
-
-
-def _rays(T_world_camera: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ray origin (3,) and (H*W, 3) world directions scaled so that t along a ray is camera depth."""
-    u, v = np.meshgrid(np.arange(W) + 0.0, np.arange(H) + 0.0)
-    d_cam = np.stack([(u - K_SYN[0, 2]) / K_SYN[0, 0], (v - K_SYN[1, 2]) / K_SYN[1, 1], np.ones_like(u)], axis=-1)
-    return T_world_camera[:3, 3], d_cam.reshape(-1, 3) @ T_world_camera[:3, :3].T
-
-
-def _hit_box(origin: np.ndarray, dirs: np.ndarray, box: np.ndarray) -> np.ndarray:
-    """(N,) ray parameter of the first hit of an oriented box (slab test), inf where missed."""
-    R = box_rotations(box)[0]
-    o = R.T @ (origin - box[:3])
-    d = dirs @ R  # rows R^T d
-    half = 0.5 * box[3:6]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t1, t2 = (-half - o) / d, (half - o) / d
-    t_near = np.nanmax(np.minimum(t1, t2), axis=1)
-    t_far = np.nanmin(np.maximum(t1, t2), axis=1)
-    hit = (t_near <= t_far) & (t_near > 0)
-    return np.where(hit, t_near, np.inf)
-
-
-def _hit_plane(origin: np.ndarray, dirs: np.ndarray, point: np.ndarray, normal: np.ndarray) -> np.ndarray:
-    """(N,) ray parameter of the hit of a plane, inf where missed or behind."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = ((point - origin) @ normal) / (dirs @ normal)
-    return np.where(t > 0, t, np.inf)
-
-
-def _render_frame(T_world_camera: np.ndarray, boxes: list[np.ndarray], wall_y: float | None = None) -> Frame:
-    """Depth of boxes on the floor z = 0 (and optionally a wall at y = wall_y facing +y)."""
-    origin, dirs = _rays(T_world_camera)
-    t = _hit_plane(origin, dirs, np.zeros(3), np.array([0.0, 0.0, 1.0]))
-    if wall_y is not None:
-        t = np.minimum(t, _hit_plane(origin, dirs, np.array([0.0, wall_y, 0.0]), np.array([0.0, 1.0, 0.0])))
-    for box in boxes:
-        t = np.minimum(t, _hit_box(origin, dirs, box))
-    depth = np.where(np.isfinite(t) & (t < 8.0), t, 0.0).reshape(H, W).astype(np.float32)
-    color = np.full((H, W, 3), 128, dtype=np.uint8)
-    return Frame(color, depth, K_SYN.copy(), T_world_camera, stamp_ns=0, index=0, source_name="rendered")
-
-
-def _project_box(T_world_camera: np.ndarray, box: np.ndarray, margin: float = 3.0) -> np.ndarray:
-    """(4,) pixel box (x0, y0, x1, y1) around the projection of a 3D box, like a detector's."""
-    corners = transform_points(np.linalg.inv(T_world_camera), box_corners(box)[0])
-    uv = corners[:, :2] / corners[:, 2:3] * [K_SYN[0, 0], K_SYN[1, 1]] + K_SYN[:2, 2]
-    return np.array(
-        [uv[:, 0].min() - margin, uv[:, 1].min() - margin, uv[:, 0].max() + margin, uv[:, 1].max() + margin]
-    )
 
 
 def _dets(boxes_xyxy: list, labels: list, names: tuple[str, ...] = NAMES, scores: list | None = None) -> Detections2D:
@@ -116,7 +51,7 @@ def _yaw_error_deg(a: float, b: float) -> float:
 # normals point at 30 and 120 deg), 2.5 m away, 1.6 m high.
 _AZ = math.radians(75.0)
 _EYE = np.array([TRUE_BOX[0] + 2.5 * math.cos(_AZ), TRUE_BOX[1] + 2.5 * math.sin(_AZ), 1.6])
-T_VIEW = _look_at(_EYE, TRUE_BOX[:3])
+T_VIEW = look_at(_EYE, TRUE_BOX[:3])
 
 
 # ----------------------------------------------------------------------------- synthetic known answers
@@ -132,8 +67,8 @@ def _check_against_truth(box: np.ndarray) -> None:
 
 
 def test_lift_rendered_box_on_floor_matches_truth():
-    frame = _render_frame(T_VIEW, [TRUE_BOX])
-    dets = _dets([_project_box(T_VIEW, TRUE_BOX)], [0])
+    frame = render_frame(T_VIEW, [TRUE_BOX])
+    dets = _dets([project_box(T_VIEW, TRUE_BOX)], [0])
     out = lift_detections(frame, dets, LiftingParams())
     assert len(out) == 1 and out.frame_id == "world" and out.names == ["box"]
     _check_against_truth(out.boxes[0])
@@ -142,9 +77,9 @@ def test_lift_rendered_box_on_floor_matches_truth():
 
 def test_lift_rendered_box_rejects_wall_behind_it():
     # The wall at y = -1.0 fills the top corners of the 2D box; the floor joins it to the box.
-    frame = _render_frame(T_VIEW, [TRUE_BOX], wall_y=-1.0)
-    box2d = _project_box(T_VIEW, TRUE_BOX)
-    no_wall = _render_frame(T_VIEW, [TRUE_BOX])
+    frame = render_frame(T_VIEW, [TRUE_BOX], wall_y=-1.0)
+    box2d = project_box(T_VIEW, TRUE_BOX)
+    no_wall = render_frame(T_VIEW, [TRUE_BOX])
     rows, cols = slice(int(box2d[1]), int(box2d[3])), slice(int(box2d[0]), int(box2d[2]))
     wall_share = (frame.depth[rows, cols] != no_wall.depth[rows, cols]).mean()
     assert wall_share > 0.05  # the wall really is inside the 2D box
@@ -159,8 +94,8 @@ def test_lift_rendered_box_recovers_any_yaw(yaw_deg):
     truth[6] = math.radians(yaw_deg)
     az = truth[6] + math.radians(45.0)  # between two faces, so two sides and the top are seen
     eye = np.array([truth[0] + 2.5 * math.cos(az), truth[1] + 2.5 * math.sin(az), 1.6])
-    T = _look_at(eye, truth[:3])
-    out = lift_detections(_render_frame(T, [truth]), _dets([_project_box(T, truth)], [0]), LiftingParams())
+    T = look_at(eye, truth[:3])
+    out = lift_detections(render_frame(T, [truth]), _dets([project_box(T, truth)], [0]), LiftingParams())
     assert len(out) == 1
     box = out.boxes[0]
     assert np.linalg.norm(box[:3] - truth[:3]) < 0.05
@@ -171,8 +106,8 @@ def test_lift_rendered_box_recovers_any_yaw(yaw_deg):
 def test_a_box_smaller_than_its_class_can_be_is_dropped():
     # TRUE_BOX's largest extent is about 0.8 m: a speck for a class at least 1 m big, an object
     # for one at least 0.5 m big; other classes are not checked.
-    frame = _render_frame(T_VIEW, [TRUE_BOX])
-    dets = _dets([_project_box(T_VIEW, TRUE_BOX)], [0])
+    frame = render_frame(T_VIEW, [TRUE_BOX])
+    dets = _dets([project_box(T_VIEW, TRUE_BOX)], [0])
     largest = float(TRUE_BOX[3:6].max())
     assert len(lift_detections(frame, dets, LiftingParams(min_largest_extent=(("box", largest + 0.2),)))) == 0
     kept = lift_detections(frame, dets, LiftingParams(min_largest_extent=(("Box", largest - 0.3),)))
@@ -183,8 +118,8 @@ def test_a_box_smaller_than_its_class_can_be_is_dropped():
 
 def test_support_removal_is_what_keeps_the_floor_out():
     # Without the support-layer step the floor seen at the 2D box's lower corners joins the box.
-    frame = _render_frame(T_VIEW, [TRUE_BOX])
-    dets = _dets([_project_box(T_VIEW, TRUE_BOX)], [0])
+    frame = render_frame(T_VIEW, [TRUE_BOX])
+    dets = _dets([project_box(T_VIEW, TRUE_BOX)], [0])
     off = lift_detections(frame, dets, LiftingParams(support_fraction=1.01)).boxes[0]
     assert np.linalg.norm(off[:3] - TRUE_BOX[:3]) > 0.08 or off[3] > 0.9
 
@@ -192,9 +127,9 @@ def test_support_removal_is_what_keeps_the_floor_out():
 def test_amodal_prior_grows_a_thin_box_away_from_the_camera():
     # Seen face-on, from low, a box shows one face: its observed depth extent is ~0.
     truth = np.array([0.0, 0.0, 0.3, 0.8, 0.5, 0.6, 0.0, 0.0, 0.0])
-    T = _look_at(np.array([0.0, -2.5, 0.3]), truth[:3])  # looks along +y at the -y face
-    frame = _render_frame(T, [truth])
-    dets = _dets([_project_box(T, truth)], [0])
+    T = look_at(np.array([0.0, -2.5, 0.3]), truth[:3])  # looks along +y at the -y face
+    frame = render_frame(T, [truth])
+    dets = _dets([project_box(T, truth)], [0])
     plain = lift_detections(frame, dets, LiftingParams())
     assert len(plain) == 1 and min(plain.boxes[0][3:5]) < 0.1
     prior = lift_detections(frame, dets, LiftingParams(min_horizontal_size=(("box", 0.5),)))
@@ -208,9 +143,9 @@ def test_view_prior_grows_only_the_axis_along_the_view():
     # A book-like slab seen edge-on: 0.04 m across the view, 0.2 m deep along it. One view sees
     # its near face only, so lifting finds both horizontal extents tiny.
     truth = np.array([0.0, 0.0, 0.12, 0.04, 0.2, 0.24, 0.0, 0.0, 0.0])
-    T = _look_at(np.array([0.0, -1.5, 0.12]), truth[:3])  # looks along +y at the slab's -y face
-    frame = _render_frame(T, [truth])
-    dets = _dets([_project_box(T, truth)], [0])
+    T = look_at(np.array([0.0, -1.5, 0.12]), truth[:3])  # looks along +y at the slab's -y face
+    frame = render_frame(T, [truth])
+    dets = _dets([project_box(T, truth)], [0])
     b = lift_detections(frame, dets, LiftingParams(min_extent_along_view=(("box", 0.16),))).boxes[0]
     extents = {round(float(np.hypot(*(_axis(b, k) * b[3 + k]))), 2): _axis(b, k) for k in (0, 1)}
     along = max(extents, key=lambda e: abs(extents[e][1]))  # the extent of the axis closest to +y
@@ -231,14 +166,14 @@ def test_a_region_keeps_the_neighbour_out_of_the_box():
     # right one, its region (the left one's pixels) does not.
     left = np.array([-0.3, 0.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])
     right = np.array([0.1, 0.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # touching: one cluster in depth
-    T = _look_at(np.array([-0.1, -2.5, 1.2]), np.array([-0.1, 0.0, 0.2]))
-    frame = _render_frame(T, [left, right])
-    x0, y0, x1, y1 = _project_box(T, left)
-    right_px = _project_box(T, right)
+    T = look_at(np.array([-0.1, -2.5, 1.2]), np.array([-0.1, 0.0, 0.2]))
+    frame = render_frame(T, [left, right])
+    x0, y0, x1, y1 = project_box(T, left)
+    right_px = project_box(T, right)
     mid = 0.5 * (right_px[0] + right_px[2])  # halfway into the right box
     dets = _dets([[x0, y0, mid, y1]], [0])
     regions = np.full((H, W), -1, np.int32)
-    regions[int(y0):int(y1), int(x0):int(_project_box(T, left, margin=-2.0)[2])] = 0
+    regions[int(y0):int(y1), int(x0):int(project_box(T, left, margin=-2.0)[2])] = 0
     # No widening to the 2D box here: it is wider than the region on purpose.
     params = LiftingParams(region_classes=("box",), min_lateral_coverage=0.0)
     boxed = lift_detections(frame, dets, LiftingParams(min_lateral_coverage=0.0)).boxes[0]
@@ -255,12 +190,12 @@ def test_a_floor_class_hidden_below_reaches_the_floor():
     # A 1.1 m tall object behind a 0.6 m wall-like occluder: only its upper part is seen.
     tall = np.array([0.0, 0.5, 0.55, 0.4, 0.4, 1.1, 0.0, 0.0, 0.0])
     occluder = np.array([0.0, -0.2, 0.3, 1.2, 0.02, 0.6, 0.0, 0.0, 0.0])  # a thin panel: no top face to stand on
-    T = _look_at(np.array([0.0, -2.5, 1.0]), np.array([0.0, 0.5, 0.6]))
-    frame = _render_frame(T, [tall, occluder])
+    T = look_at(np.array([0.0, -2.5, 1.0]), np.array([0.0, 0.5, 0.6]))
+    frame = render_frame(T, [tall, occluder])
     visible_top = tall.copy()
     # The part seen over the panel: the sight line over its top edge meets the object at z ~0.51.
     visible_top[2], visible_top[5] = 0.82, 0.56
-    box2d = _project_box(T, visible_top, margin=0.0)
+    box2d = project_box(T, visible_top, margin=0.0)
     dets = _dets([box2d], [0])
     params = LiftingParams(floor_classes=("box",))
     seen = lift_detections(frame, dets, params).boxes[0]  # floor unknown: the box bounds what was seen
@@ -269,14 +204,14 @@ def test_a_floor_class_hidden_below_reaches_the_floor():
     assert grown[2] - 0.5 * grown[5] == pytest.approx(0.0, abs=1e-6)
     assert grown[2] + 0.5 * grown[5] == pytest.approx(seen[2] + 0.5 * seen[5])  # top kept
     # Without the occluder the floor below the object is seen: nothing is hidden, nothing grows.
-    open_view = _render_frame(T, [visible_top])
+    open_view = render_frame(T, [visible_top])
     kept = lift_detections(open_view, dets, params, floor_z=0.0).boxes[0]
     assert kept[2] - 0.5 * kept[5] > 0.45
 
 
 def test_empty_or_outside_depth_gives_no_detection_and_no_exception():
-    frame = _render_frame(T_VIEW, [TRUE_BOX])
-    box2d = _project_box(T_VIEW, TRUE_BOX)
+    frame = render_frame(T_VIEW, [TRUE_BOX])
+    box2d = project_box(T_VIEW, TRUE_BOX)
     holed = frame.depth.copy()
     holed[int(box2d[1]) : int(box2d[3]) + 1, int(box2d[0]) : int(box2d[2]) + 1] = 0.0
     holed_frame = Frame(frame.color, holed, frame.K, frame.T_world_camera, 0, 0)

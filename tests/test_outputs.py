@@ -40,7 +40,7 @@ def _frame(index: int = 0) -> Frame:
 
 
 def _scene() -> tuple[SceneMemory, OccupancyMap, Frame]:
-    memory, occupancy = SceneMemory(min_observations=1), OccupancyMap()
+    memory, occupancy = SceneMemory(min_observations=1, publish_confidence=0.0), OccupancyMap()
     boxes = np.array([[0.0, -0.5, 0.4, 0.5, 0.5, 0.8, 0.3, 0, 0], [0.8, -0.6, 0.5, 0.1, 0.1, 0.12, 0, 0, 0]])
     frame = _frame()
     for i in range(3):
@@ -86,7 +86,9 @@ def test_bag_round_trip_with_rosbags_and_mcap_reader(tmp_path: Path) -> None:
     cloud = by_topic[topics.occupancy]
     assert cloud.width == len(occupancy.occupied_voxels()) > 0 and cloud.point_step == 20
     depth = by_topic[topics.depth]
-    assert depth.encoding == "16UC1" and np.frombuffer(depth.data.tobytes(), "<u2").reshape(480, 640)[0, 0] == 2000
+    assert depth.format == "16UC1; compressedDepth png"  # image_transport's compressedDepth: 12-byte header, PNG
+    png = cv2.imdecode(np.asarray(depth.data[12:]), cv2.IMREAD_UNCHANGED)
+    assert png.dtype == np.uint16 and png.shape == (480, 640) and png[0, 0] == 2000
     tf = by_topic[topics.tf].transforms[0]
     assert (tf.header.frame_id, tf.child_frame_id) == ("world", "rgb_camera_link")
     assert tf.transform.translation.y == pytest.approx(-2.0)

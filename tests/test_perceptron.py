@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +36,9 @@ from embodied_ros.network.perceptron_decode import (
     rotation_from_6d,
     rotation_to_6d,
 )
+from embodied_ros.training.config import synthetic_model
 
-SMALL = PerceptronConfig(image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
+SMALL = replace(synthetic_model(), image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
 FINE = dataclasses.replace(SMALL, box_stride=1, feature_stride=4, face_margin=0.4)
 PIXELS = dataclasses.replace(FINE, pixel_head=True)
 # Grid frame -> camera: a camera at the grid origin looking along grid +y (optical z = +y, optical y = -z).
@@ -59,7 +61,7 @@ def test_forward_shapes_follow_the_contract() -> None:
     assert shapes["box_cls"] == (1, n, 4, 4, 2) and shapes["box_dist"] == (1, 6, 4, 4, 2)
     assert shapes["box_rot"] == (1, 6, 4, 4, 2) and shapes["box_ctr"] == (1, 1, 4, 4, 2)
     assert float(out[3].min()) >= 0.0  # face distances are non-negative
-    assert count_parameters(EmbodiedPerceptron()) < 2_000_000  # "a few MB" of weights
+    assert count_parameters(EmbodiedPerceptron(synthetic_model())) < 2_000_000  # "a few MB" of weights
 
 
 def test_lifting_samples_only_voxels_in_view() -> None:
@@ -149,7 +151,7 @@ def test_rotation_6d_round_trip() -> None:
 
 
 def test_decode_recovers_an_encoded_box_in_the_world() -> None:
-    config = PerceptronConfig()
+    config = synthetic_model()
     coarse = config.box_voxel_centres()  # (20 * 20 * 8, 3)
     R = Rotation.from_euler("ZXY", [0.6, 0.2, -0.1]).as_matrix()
     centre, size = np.array([0.5, 1.1, 0.3]), np.array([0.8, 0.5, 0.9])
@@ -175,7 +177,7 @@ def test_decode_recovers_an_encoded_box_in_the_world() -> None:
 def test_decode_keeps_a_cup_beside_a_large_object_and_under_a_table_class() -> None:
     """Per-class top-k and multi-label candidates: a bed's many voxels and a cup voxel whose best
     class is "table" still give a cup box."""
-    config = PerceptronConfig()
+    config = synthetic_model()
     centres = config.box_voxel_centres()
     n_vox, c = len(centres), config.num_classes
     bed, table, cup = (config.classes.index(n) for n in ("bed", "table", "cup"))

@@ -12,9 +12,10 @@ import torch
 from embodied_ros.detections import FramePerception
 from embodied_ros.geometry.grid import GridSpec, aligned_grid_pose, voxels_in_view
 from embodied_ros.network.perceptor import Perceptor
-from embodied_ros.network.perceptron import EmbodiedPerceptron, PerceptronConfig
+from embodied_ros.network.perceptron import EmbodiedPerceptron
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor, graph_inputs, torch_runner
 from embodied_ros.sources.folders import SevenScenesFolder
+from embodied_ros.training.config import synthetic_model
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 KITCHEN = DATA / "redkitchen"
@@ -59,7 +60,7 @@ def test_voxels_in_view_are_the_frustum_ahead_of_the_camera() -> None:
 @needs_kitchen
 def test_graph_inputs_of_a_real_frame_see_the_scene() -> None:
     frame = SevenScenesFolder(KITCHEN).read(0)
-    config = PerceptronConfig()
+    config = synthetic_model()
     inputs = graph_inputs(frame, config)
     assert inputs.images.shape == (1, 3, 240, 240) and inputs.images.dtype == np.float32
     assert 0.0 <= inputs.images.min() and inputs.images.max() <= 1.0
@@ -79,7 +80,7 @@ def test_graph_inputs_of_a_real_frame_see_the_scene() -> None:
 @needs_kitchen
 def test_perceive_returns_world_detections_and_local_occupancy() -> None:
     torch.manual_seed(0)
-    config = PerceptronConfig()
+    config = synthetic_model()
     perceptor = PerceptronPerceptor(torch_runner(EmbodiedPerceptron(config).eval()), config)
     assert isinstance(perceptor, Perceptor)
     frame = SevenScenesFolder(KITCHEN).read(3)

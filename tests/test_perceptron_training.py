@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
 from embodied_ros.geometry.boxes import box_rotations
-from embodied_ros.network.perceptron import EmbodiedPerceptron, PerceptronConfig
+from embodied_ros.network.perceptron import EmbodiedPerceptron
 from embodied_ros.network.perceptron_decode import faces_to_box
 from embodied_ros.network.perceptron_loss import (
     LossWeights,
@@ -18,8 +20,9 @@ from embodied_ros.network.perceptron_loss import (
     perceptron_loss,
 )
 from embodied_ros.network.perceptron_targets import box_targets
+from embodied_ros.training.config import synthetic_model
 
-SMALL = PerceptronConfig(image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
+SMALL = replace(synthetic_model(), image_size=64, grid_shape=(8, 8, 4), voxel_size=0.4, grid_origin=(-1.6, -1.6, -0.8))
 TABLE = np.array([0.2, 0.4, -0.2, 1.6, 0.9, 0.8, 0.3, 0.0, 0.0])
 CUP = np.array([-1.1, -1.0, 0.35, 0.1, 0.1, 0.12, 0.0, 0.0, 0.0])  # between coarse voxel centres
 

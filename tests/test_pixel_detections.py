@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from embodied_ros.errors import ConfigError
 from embodied_ros.geometry.iou import box_iou_3d
-from embodied_ros.network.perceptron import PerceptronConfig
 from embodied_ros.network.perceptron_perceptor import PerceptronPerceptor
 from embodied_ros.network.pixel_detections import PIXEL_LIFTING, PixelDecodeParams, pixel_decode
 from embodied_ros.synthetic.classes import class_index
 from embodied_ros.synthetic.scene import generate_scene
+from embodied_ros.training.config import synthetic_model
 
 NAMES = ("chair", "cup", "book")
 
@@ -83,7 +84,7 @@ def test_low_probability_pixels_are_not_regions_and_bad_settings_are_errors() ->
 def test_perceptor_lifts_pixel_classes_through_depth_to_the_true_cup(from_region: bool) -> None:
     """Pixel logits made from a real render's class map (an ideal pixel head) give world cup boxes on the
     cups, lifted from the regions' boxes or from the regions' own pixels."""
-    config = PerceptronConfig(image_size=240, box_stride=1, feature_stride=4, pixel_head=True)
+    config = replace(synthetic_model(), image_size=240, box_stride=1, feature_stride=4, pixel_head=True)
     scene = generate_scene(3)
     cups = np.flatnonzero(scene.labels == config.classes.index("cup"))
     assert len(cups)

@@ -210,6 +210,34 @@ def test_yolo_on_tensorrt_matches_onnxruntime_on_real_frames(tmp_path: Path, fp1
         assert set(d_ort.labels[strong]) <= set(d_trt.labels)
 
 
+@needs_trt
+@pytest.mark.parametrize(("name", "folder"), [("yolox-nano", "yolox_nano"), ("nanodet-plus-m-416", "nanodet_plus")])
+@pytest.mark.parametrize(("fp16", "tolerance"), [(False, FP32_REL), (True, FP16_REL)])
+def test_stronger_detectors_on_tensorrt_match_onnxruntime(tmp_path: Path, name: str, folder: str, fp16: bool,
+                                                          tolerance: float) -> None:
+    from PIL import Image
+
+    from embodied_ros.network.registry import build_detector
+    from embodied_ros.network.weights import resolve_known_model
+
+    if not ((DATA / folder).is_dir() and KITCHEN.is_dir()):
+        pytest.skip(f"{name}'s files or redkitchen not in {DATA}")
+    files = resolve_known_model(name, search_dirs=[DATA / folder])
+    trt = build_detector(files, backend="tensorrt", fp16=fp16, cache=tmp_path)
+    ort = build_detector(files, backend="onnxruntime", cache=tmp_path, providers=["CPUExecutionProvider"])
+    assert trt.backend.value == "tensorrt" and ort.onnx_path == trt.onnx_path
+    image = np.asarray(Image.open(KITCHEN / "frame-000300.color.jpg").convert("RGB"))
+    batch, _ = trt.preprocess(image)
+    got = dict(zip(trt.output_names, trt.infer(batch), strict=True))
+    ref = dict(zip(ort.output_names, ort.infer(batch), strict=True))
+    abs_diff, rel_diff = max_differences(got, ref)
+    print(f"{name} TensorRT {'fp16' if fp16 else 'fp32'}: abs {abs_diff:.2e}, rel {rel_diff:.2e}")
+    assert rel_diff <= tolerance
+    d_trt, d_ort = trt.detect(image), ort.detect(image)
+    strong = d_ort.scores > 0.5
+    assert set(d_ort.labels[strong]) <= set(d_trt.labels)
+
+
 def test_engine_sidecar_is_plain_json(tmp_path: Path) -> None:
     path = tmp_path / "x.engine"
     write_engine(path, b"e", KEY)

@@ -165,7 +165,7 @@ def test_merge_keeps_older_id_and_ids_are_never_reused():
 
 
 def test_published_objects_cap_per_class():
-    memory = SceneMemory(min_observations=1)
+    memory = SceneMemory(min_observations=1, publish_confidence=0.0)  # every object counts here
     scores = np.linspace(0.2, 0.9, 15)
     chairs = [_box(3.0 * i, 0) for i in range(15)]
     memory.update(_frame(0, chairs + [_box(0, 5)], list(scores) + [0.1], ["chair"] * 15 + ["cup"]))
@@ -175,6 +175,9 @@ def test_published_objects_cap_per_class():
     assert [o.score for o in published if o.class_name == "chair"] == pytest.approx(sorted(scores)[::-1][:10])
     assert published[-1].class_name == "cup"  # best score first overall
     assert len(SceneMemory(max_per_class=3).published_objects()) == 0
+    confident = SceneMemory(min_observations=1)  # by default one sighting is not yet confidence
+    confident.update(_frame(0, chairs, list(scores), ["chair"] * 15))
+    assert confident.published_objects() == []
 
 
 def test_containment_joins_a_thin_fragment_of_the_same_class_only():
@@ -197,7 +200,7 @@ def test_containment_joins_a_thin_fragment_of_the_same_class_only():
 
 
 def test_published_objects_need_min_observations():
-    memory = SceneMemory()  # default: confirmed by a second sighting
+    memory = SceneMemory(publish_confidence=0.0)  # confirmed by a second sighting (confidence aside)
     assert memory.config.min_observations == 2
     cup, blip = _box(0, 0), _box(5, 0)
     memory.update(_frame(0, [cup, blip], [0.5, 0.9], ["cup", "chair"]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 from pathlib import Path
@@ -47,7 +46,7 @@ def _rigid(T: np.ndarray) -> np.ndarray:
 
 @needs_kitchen
 def test_seven_scenes_reads_real_frames_gravity_aligned():
-    src = SevenScenesFolder(KITCHEN, register_color=False)
+    src = SevenScenesFolder(KITCHEN, registration="none")
     assert len(src) == 100 and src.gravity_aligned
     g = np.loadtxt(KITCHEN / "gravity-direction.txt")
     assert np.allclose(src.T_align[:3, :3] @ g, [0, 0, -1], atol=1e-9)
@@ -79,7 +78,7 @@ def _colour_gradient_under_depth_edges(frame: Frame) -> float:
 
 @needs_kitchen
 def test_seven_scenes_registers_colour_to_depth_by_default():
-    raw, registered = SevenScenesFolder(KITCHEN, register_color=False), SevenScenesFolder(KITCHEN)
+    raw, registered = SevenScenesFolder(KITCHEN, registration="none"), SevenScenesFolder(KITCHEN)
     indices = range(0, 100, 14)
     before = [_colour_gradient_under_depth_edges(raw.read(i)) for i in indices]
     after = [_colour_gradient_under_depth_edges(registered.read(i)) for i in indices]
@@ -104,12 +103,11 @@ def test_seven_scenes_stride_and_max_frames():
 
 
 @needs_kitchen
-def test_seven_scenes_without_gravity_file_warns_and_is_not_aligned(tmp_path, caplog):
+def test_seven_scenes_without_gravity_file_says_so_and_is_not_aligned(tmp_path):
     folder = _copy_frames(tmp_path / "seq", [0, 10], gravity=False)
-    with caplog.at_level(logging.WARNING):
-        src = SevenScenesFolder(folder)
+    src = SevenScenesFolder(folder)
     assert not src.gravity_aligned
-    assert "gravity-direction.txt" in caplog.text
+    assert "gravity-direction.txt" in src.gravity_note  # the run's preflight estimates it and says so
     np.testing.assert_array_equal(src.read(1).T_world_camera, np.loadtxt(folder / "frame-000010.pose.txt"))
     assert not SevenScenesFolder(_copy_frames(tmp_path / "seq2", [0]), gravity_align=False).gravity_aligned
 
@@ -225,11 +223,10 @@ def test_demo_folder_round_trips_real_poses(tmp_path):
 
 
 @needs_kitchen
-def test_demo_folder_without_axis_align_warns(tmp_path, caplog):
+def test_demo_folder_without_axis_align_says_so(tmp_path):
     truth = _write_demo(tmp_path / "demo", None)
-    with caplog.at_level(logging.WARNING):
-        src = EmbodiedScanDemoFolder(tmp_path / "demo")
-    assert not src.gravity_aligned and "axis_align_matrix.txt" in caplog.text
+    src = EmbodiedScanDemoFolder(tmp_path / "demo")
+    assert not src.gravity_aligned and "axis_align_matrix.txt" in src.gravity_note
     np.testing.assert_allclose(src.read(2).T_world_camera, truth[STAMPS[2]], atol=1e-6)
 
 

@@ -14,6 +14,7 @@ from embodied_ros.errors import FrameError
 from embodied_ros.sources.images import (
     decode_compressed_depth,
     decode_compressed_rgb,
+    depth_to_compressed,
     depth_to_metres,
     depth_to_ros,
     image_to_rgb,
@@ -154,3 +155,41 @@ def test_read_real_files(tmp_path):
     assert read_depth_file(sentinel, invalid_values=(65535,)).tolist() == [[0.0, pytest.approx(1.2)]]
     with pytest.raises(FrameError, match="cannot read image file"):
         read_color_file(tmp_path / "missing.jpg")
+
+
+def test_compressed_depth_encoder_is_image_transports_and_lossless():
+    depth = np.array([[0.5, 1.2344, 0.0], [np.nan, -1.0, 3.999]])
+    fmt, data = depth_to_compressed(depth)
+    assert fmt == "16UC1; compressedDepth png" and data.dtype == np.uint8
+    assert struct.unpack("<iff", data[:12].tobytes()) == (0, 0.0, 0.0)  # ConfigHeader: INV_DEPTH, unused params
+    png = cv2.imdecode(data[12:], cv2.IMREAD_UNCHANGED)  # an independent PNG reader sees millimetres
+    assert png.dtype == np.uint16 and png.tolist() == [[500, 1234, 0], [0, 0, 3999]]
+    np.testing.assert_allclose(decode_compressed_depth(fmt, data), [[0.5, 1.234, 0], [0, 0, 3.999]], atol=1e-6)
+
+
+@pytest.mark.skipif(not KITCHEN.is_dir(), reason=f"real data folder {KITCHEN} is absent")
+def test_real_depth_compresses_five_times_losslessly():
+    depth = read_depth_file(KITCHEN / "frame-000500.depth.png")
+    fmt, data = depth_to_compressed(depth)
+    raw = depth_to_ros(depth, "16UC1").data
+    assert raw.size / data.size > 5  # measured: 614400 / ~88000 bytes
+    np.testing.assert_array_equal(decode_compressed_depth(fmt, data), depth)
+
+
+@pytest.mark.skipif(not KITCHEN.is_dir(), reason=f"real data folder {KITCHEN} is absent")
+def test_truncated_or_corrupt_files_are_frame_errors_naming_them_without_decoder_noise(tmp_path, capfd):
+    jpeg = (KITCHEN / "frame-000000.color.jpg").read_bytes()
+    png = (KITCHEN / "frame-000000.depth.png").read_bytes()
+    cut_jpeg, corrupt_jpeg, cut_png = tmp_path / "cut.color.jpg", tmp_path / "corrupt.color.jpg", tmp_path / "cut.png"
+    cut_jpeg.write_bytes(jpeg[: len(jpeg) // 3])  # OpenCV gives back a picture two thirds grey for this
+    damaged = bytearray(jpeg)
+    for i in range(20000, 20400, 7):  # bit errors in the middle of the entropy-coded data
+        damaged[i] = (damaged[i] * 31 + 7) % 256
+    corrupt_jpeg.write_bytes(bytes(damaged))
+    cut_png.write_bytes(png[: len(png) // 2])
+    for path, reader, why in [(cut_jpeg, read_color_file, "truncated"), (corrupt_jpeg, read_color_file, "broken"),
+                              (cut_png, read_depth_file, "truncated")]:
+        with pytest.raises(FrameError, match=why) as err:
+            reader(path)
+        assert str(path) in str(err.value) and "\n" not in str(err.value)
+    assert capfd.readouterr().err == ""  # no "Premature end of JPEG file" / "libpng error" without a name

@@ -93,3 +93,14 @@ def test_boxes_are_clipped_to_the_image_and_wrong_shapes_refused() -> None:
         decode_yolo([head[:, :8]], [SPEC], NET, IMAGE, NAMES)
     empty = decode_yolo([_head(10)], [SPEC], NET, IMAGE, NAMES)
     assert len(empty) == 0 and empty.boxes_xyxy.shape == (0, 4)
+
+
+def test_a_box_at_the_right_edge_of_a_wide_image_keeps_its_x() -> None:
+    # Column 9 of 10: net x 288..320, image x 576..640 of a 640x480 image: x > the height is no error.
+    head = _head(10)
+    _put(head, anchor=0, row=3, col=9, cls=0, txywh=(0, 0, 0, 0))
+    (box,) = decode_yolo([head], [SPEC], NET, IMAGE, NAMES).boxes_xyxy
+    np.testing.assert_allclose(box, [576.0, 120.0, 640.0, 216.0], atol=1e-4)
+    _put(head, anchor=0, row=3, col=9, cls=0, txywh=(0, 0, np.log(2.0), 0))  # wider: runs past the edge
+    (box,) = decode_yolo([head], [SPEC], NET, IMAGE, NAMES).boxes_xyxy
+    np.testing.assert_allclose(box, [544.0, 120.0, 640.0, 216.0], atol=1e-4)

@@ -24,7 +24,6 @@ Corner order (box frame, unit cube scaled by the extents; z up)::
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 BOX_DIM = 9
 EULER_ORDER = "ZXY"  # scipy: upper case = intrinsic, R = Rz @ Rx @ Ry
@@ -88,6 +87,8 @@ def euler_to_matrix(angles: np.ndarray) -> np.ndarray:
         R = np.zeros((len(angles), 3, 3))
         R[:, 0, 0], R[:, 0, 1], R[:, 1, 0], R[:, 1, 1], R[:, 2, 2] = c, -s, s, c, 1.0
         return R
+    from scipy.spatial.transform import Rotation  # late: scipy.spatial takes 0.3 s to import
+
     return Rotation.from_euler(EULER_ORDER, angles).as_matrix()
 
 
@@ -101,6 +102,8 @@ def matrix_to_euler(R: np.ndarray) -> np.ndarray:
     if len(R) == 0:
         return np.zeros((0, 3))
     import warnings
+
+    from scipy.spatial.transform import Rotation
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # gimbal-lock notice

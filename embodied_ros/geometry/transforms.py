@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 BODY_TO_OPTICAL = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
 """EmbodiedScan's body frame (x forward, y left, z up) -> OpenCV optical axes (x right, y down,
@@ -48,5 +47,7 @@ def gravity_alignment(gravity: np.ndarray) -> np.ndarray:
     norm = np.linalg.norm(g)
     if not np.isfinite(norm) or norm < 1e-9:
         raise ValueError("gravity vector must be finite and non-zero")
+    from scipy.spatial.transform import Rotation  # late: scipy.spatial takes 0.3 s to import
+
     R, _ = Rotation.align_vectors([[0.0, 0.0, -1.0]], [g / norm])
     return make_transform(R.as_matrix(), np.zeros(3))

@@ -1,12 +1,17 @@
-"""Grounding: referring phrases ("the cup on the table next to the monitor") to objects in the scene memory."""
+"""Grounding: referring phrases ("the cup on the table next to the monitor") to objects in the scene memory,
+and back: referring expressions of objects, and the scene graph."""
 
+from .describe import Description, describe_objects
 from .engine import Grounder, GrounderConfig
 from .phrases import Attribute, NounPhrase, ParsedPhrase, Relation, RelationClause, RelationType, parse_phrase
 from .results import GroundedObject, GroundingResult
-from .text_encoder import TextEncoder
+from .scene_graph import scene_graph
+from .text_encoder import CachedTextEncoder, TextEncoder
+from .viewpoint import Viewpoint
 from .vocabulary import LabelMatcher
 
 __all__ = [
-    "Attribute", "GroundedObject", "Grounder", "GrounderConfig", "GroundingResult", "LabelMatcher", "NounPhrase",
-    "ParsedPhrase", "Relation", "RelationClause", "RelationType", "TextEncoder", "parse_phrase",
+    "Attribute", "CachedTextEncoder", "Description", "GroundedObject", "Grounder", "GrounderConfig",
+    "GroundingResult", "LabelMatcher", "NounPhrase", "ParsedPhrase", "Relation", "RelationClause", "RelationType",
+    "TextEncoder", "Viewpoint", "describe_objects", "parse_phrase", "scene_graph",
 ]

@@ -1,17 +1,69 @@
-"""`embodied-ros ground RUN_DIR "phrase"`: answer a phrase from a finished run's saved memory."""
+"""`embodied-ros ground|describe|scene-graph RUN_DIR`: phrases, descriptions and the scene graph of a finished run.
+
+Each call is a new process, so it imports only what grounding needs and embeds text through
+:class:`CachedTextEncoder` (the model loads only for words it has never seen).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EmbodiedError
+from ..errors import EmbodiedError, InputError, ModelError
 from ..memory.scene_memory import SceneMemory
+from ..memory.scene_object import MemorySnapshot
 from .engine import Grounder
 from .results import GroundingResult
+from .text_encoder import CachedTextEncoder
+from .viewpoint import Viewpoint
 
-__all__ = ["ground_command"]
+__all__ = ["describe_command", "ground_command", "scene_graph_command"]
+
+CAMERA_POSES_FILE = "camera_poses.json"  # outputs.camera_poses.CAMERA_POSES_FILE (not imported: outputs/ is slow)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A finished run, loaded for language."""
+
+    path: Path  # its memory.json
+    memory: SceneMemory
+    snapshot: MemorySnapshot
+    viewpoint: Viewpoint | None
+    grounder: Grounder
+    encoder: CachedTextEncoder | None
+
+
+def _load_run(run_dir: Path, from_frame: int | None) -> _Run:
+    """Memory, viewpoint (the chosen frame's camera, else the last one's) and a grounder.
+
+    Raises:
+        InputError: no memory there, or ``from_frame`` is not a processed frame of the run.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / "memory.json" if run_dir.is_dir() else run_dir
+    memory = SceneMemory.load(path)
+    viewpoint = None
+    poses_file = path.parent / CAMERA_POSES_FILE
+    if poses_file.is_file():
+        from ..outputs.camera_poses import read_camera_poses
+
+        poses = read_camera_poses(poses_file)
+        chosen = [p for p in poses if from_frame is None or p.index == from_frame]
+        if not chosen and from_frame is not None:
+            span = f"frames {poses[0].index}..{poses[-1].index}" if poses else "no frames"
+            raise InputError(f"--from-frame {from_frame}: not a processed frame of {run_dir} ({span})")
+        viewpoint = Viewpoint.from_camera_pose(chosen[-1]) if chosen else None
+    elif from_frame is not None:
+        raise InputError(f"--from-frame {from_frame}: {run_dir} has no {CAMERA_POSES_FILE} (a run before viewpoints)")
+    try:
+        encoder = CachedTextEncoder()
+    except ModelError:
+        encoder = None  # the Grounder tries the plain encoder and says why it cannot
+    grounder = Grounder(encoder, min_observations=memory.config.min_observations)
+    return _Run(path, memory, memory.snapshot(), viewpoint, grounder, encoder)
 
 
 def _box_text(box) -> str:
@@ -25,13 +77,15 @@ def _print_text(result: GroundingResult) -> None:
     if result.best is None:
         return
     o = result.best.object
+    colour = f", {o.colour_name}" if o.colour_name else ""
     print(f"  answer: {o.class_name} #{o.id} (grounding score {result.best.score:.2f}, detection score "
-          f"{o.score:.2f}): {_box_text(o.box)}")
+          f"{o.score:.2f}, confidence {o.confidence:.2f}{colour}): {_box_text(o.box)}")
     for alt in result.alternatives:
         print(f"  alternative: {alt.explanation} (score {alt.score:.2f})")
 
 
-def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: Path | None = None) -> int:
+def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: Path | None = None,
+                   from_frame: int | None = None) -> int:
     """Ground ``phrase`` in ``run_dir/memory.json`` and print the answer.
 
     Args:
@@ -41,20 +95,22 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         picture: PNG to write: a top-down map with the answer emphasised; when the run's bag holds
             its input frames, also ``<picture stem>_frame.png``: the answer drawn on the frame where
             it was last seen.
+        from_frame: the frame whose camera viewer-centred words ("on the left") refer to; None:
+            the run's last frame.
 
     Returns:
         0 when an object was found, 1 when the phrase has no answer, 2 for an unusable run folder.
     """
-    run_dir = Path(run_dir)
-    path = run_dir / "memory.json" if run_dir.is_dir() else run_dir
     try:
-        memory = SceneMemory.load(path)
+        run = _load_run(run_dir, from_frame)
     except (EmbodiedError, OSError) as exc:
         print(f"embodied-ros: error: {exc}", file=sys.stderr)
         return 2
-    snapshot = memory.snapshot()
+    snapshot, memory = run.snapshot, run.memory
     # Ground among the objects the run published (seen often enough), as RViz showed them.
-    result = Grounder(min_observations=memory.config.min_observations).ground(phrase, snapshot)
+    result = run.grounder.ground(phrase, snapshot, viewpoint=run.viewpoint, vocabulary=memory.vocabulary)
+    if run.encoder is not None:
+        run.encoder.save()
     written: list[str] = []
     if picture is not None:
         from ..outputs.pictures import save_rgb
@@ -65,7 +121,7 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
             picture.parent.mkdir(parents=True, exist_ok=True)
             save_grounding_map(picture, snapshot, result, memory.config.min_observations)
             written.append(str(picture))
-            image = answer_on_recorded_frame(path.parent / "scene.mcap", snapshot, result)
+            image = answer_on_recorded_frame(run.path.parent / "scene.mcap", snapshot, result)
             if image is not None:
                 frame_path = picture.with_name(picture.stem + "_frame.png")
                 save_rgb(frame_path, image)
@@ -80,3 +136,93 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         if written:
             print("  pictures: " + ", ".join(written))
     return 0 if result.success else 1
+
+
+def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool = False,
+                     dense_captions: Path | None = None, scene_id: str = "", from_frame: int | None = None) -> int:
+    """Print a referring expression for every confident object of a run (or one), each checked by grounding it.
+
+    Args:
+        run_dir: output folder of ``embodied-ros run``.
+        object_id: describe only this object.
+        json_out: print JSON (id, class, text, unique, score) instead of text.
+        dense_captions: also write the descriptions in Scan2Cap's dense-captioning submission form there.
+        scene_id: the scene's id in that file (default: the run folder's name).
+        from_frame: viewpoint for "leftmost"/"nearest" (default: the run's last frame).
+
+    Returns:
+        0 when every described object got a unique description, 1 when some did not (or the id is
+        unknown), 2 for an unusable run folder.
+    """
+    from .describe import describe_objects
+
+    try:
+        run = _load_run(run_dir, from_frame)
+    except (EmbodiedError, OSError) as exc:
+        print(f"embodied-ros: error: {exc}", file=sys.stderr)
+        return 2
+    ids = None if object_id is None else [object_id]
+    if object_id is not None and object_id not in {int(i) for i in run.snapshot.ids}:
+        print(f"no object #{object_id} in {run.path}")
+        return 1
+    found = describe_objects(run.grounder, run.snapshot, ids, viewpoint=run.viewpoint,
+                             vocabulary=run.memory.vocabulary, min_observations=run.memory.config.min_observations)
+    if run.encoder is not None:
+        run.encoder.save()
+    by_id = {o.id: o for o in run.snapshot.objects}
+    if dense_captions is not None:
+        from ..outputs.scanrefer import write_dense_captions
+
+        try:
+            write_dense_captions(dense_captions, scene_id or Path(run_dir).resolve().name,
+                                 [(d.text, by_id[d.object_id]) for d in found])
+        except OSError as exc:
+            print(f"embodied-ros: error: cannot write {dense_captions}: {exc}", file=sys.stderr)
+            return 2
+    if json_out:
+        print(json.dumps([{"id": d.object_id, "class_name": by_id[d.object_id].class_name, "text": d.text,
+                           "unique": d.unique, "score": round(d.score, 4)} for d in found], indent=2))
+    else:
+        for d in found:
+            print(f"{by_id[d.object_id].class_name} #{d.object_id}: {d.text}" + ("" if d.unique else "  (not unique)"))
+        print(f"{sum(d.unique for d in found)} of {len(found)} descriptions pick out their object"
+              + (f"; dense captions written to {dense_captions}" if dense_captions else ""))
+    return 0 if all(d.unique for d in found) else 1
+
+
+def scene_graph_command(run_dir: Path, out: Path | None = None, from_frame: int | None = None,
+                        with_descriptions: bool = False) -> int:
+    """Print (or write) a run's scene graph as JSON: objects and their relations (``scene_graph.py``).
+
+    Returns:
+        0, or 2 for an unusable run folder or an unwritable file.
+    """
+    from .scene_graph import scene_graph
+
+    try:
+        run = _load_run(run_dir, from_frame)
+    except (EmbodiedError, OSError) as exc:
+        print(f"embodied-ros: error: {exc}", file=sys.stderr)
+        return 2
+    descriptions = None
+    if with_descriptions:
+        from .describe import describe_objects
+
+        descriptions = {d.object_id: d.text for d in describe_objects(
+            run.grounder, run.snapshot, viewpoint=run.viewpoint, vocabulary=run.memory.vocabulary,
+            min_observations=run.memory.config.min_observations)}
+        if run.encoder is not None:
+            run.encoder.save()
+    doc = scene_graph(run.snapshot, viewpoint=run.viewpoint, min_observations=run.memory.config.min_observations,
+                      min_confidence=run.grounder.config.min_confidence, descriptions=descriptions)
+    text = json.dumps(doc, indent=1)
+    if out is None:
+        print(text)
+        return 0
+    try:
+        Path(out).write_text(text)
+    except OSError as exc:
+        print(f"embodied-ros: error: cannot write {out}: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(doc['objects'])} objects and {len(doc['relations'])} relations written to {out}")
+    return 0

@@ -42,6 +42,8 @@ class GroundingResult:
         encoder_used: whether labels were matched with text embeddings (False: synonym table only).
         seconds: time the call took, seconds.
         encoder_seconds: of which in the text encoder (0 when all embeddings were cached).
+        count: for "how many" phrases, the number of objects that fit (``best`` and ``alternatives``
+            are those objects); None otherwise.
     """
 
     success: bool
@@ -54,6 +56,7 @@ class GroundingResult:
     encoder_used: bool = False
     seconds: float = 0.0
     encoder_seconds: float = 0.0
+    count: int | None = None
 
     def to_dict(self) -> dict:
         """A JSON-ready form (for the CLI and services)."""
@@ -61,7 +64,8 @@ class GroundingResult:
         def obj(g: GroundedObject) -> dict:
             o = g.object
             return {"id": o.id, "class_name": o.class_name, "score": round(g.score, 4),
-                    "detection_score": round(o.score, 4), "box": [round(float(v), 4) for v in o.box],
+                    "detection_score": round(o.score, 4), "confidence": round(float(o.confidence), 4),
+                    "colour": o.colour_name, "box": [round(float(v), 4) for v in o.box],
                     "explanation": g.explanation, "anchor_ids": list(g.anchor_ids)}
 
         return {
@@ -71,9 +75,10 @@ class GroundingResult:
             "parsed": {"target": self.parsed.target.text,
                        "attributes": [a.word for a in self.parsed.target.attributes],
                        "relations": [{"relation": c.relation.value, "type": c.relation.type.value,
-                                      "anchors": [a.text for a in c.anchors]} for c in self.parsed.clauses],
+                                      "anchors": [a.text for a in c.anchors], "negated": c.negated}
+                                     for c in self.parsed.clauses],
                        "notes": list(self.parsed.notes)},
             "label_confidence": {k: round(v, 4) for k, v in self.label_confidence.items()},
             "encoder_used": self.encoder_used, "seconds": round(self.seconds, 6),
-            "encoder_seconds": round(self.encoder_seconds, 6),
+            "encoder_seconds": round(self.encoder_seconds, 6), "count": self.count,
         }

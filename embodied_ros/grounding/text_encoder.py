@@ -26,11 +26,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.special import erf
 
 from ..errors import ModelError
 
-__all__ = ["TextEncoder", "default_model_dir"]
+__all__ = ["CachedTextEncoder", "TextEncoder", "default_embedding_cache", "default_model_dir"]
 
 _N_HEADS = 12  # all-MiniLM-L6-v2 (config.json: num_attention_heads)
 _LN_EPS = 1e-12  # config.json: layer_norm_eps
@@ -57,6 +56,8 @@ def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf  # late: scipy.special takes 0.2 s to import, and only the encoder needs it
+
     return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)).astype(np.float32))  # exact GELU, as BERT's "gelu"
 
 
@@ -204,3 +205,100 @@ class TextEncoder:
             ff = proj(_gelu(proj(x, "intermediate.dense")), "output.dense")
             x = _layer_norm(x + ff, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
         return x, mask
+
+
+def default_embedding_cache() -> Path:
+    """``$EMBODIED_ROS_CACHE/text_embeddings.npz`` (default ``~/.cache/embodied_ros``)."""
+    import os
+
+    root = os.environ.get("EMBODIED_ROS_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "embodied_ros") / "text_embeddings.npz"
+
+
+class CachedTextEncoder:
+    """A :class:`TextEncoder` that loads its model only when a text is new, and keeps embeddings in a file.
+
+    A command that grounds one phrase and exits (``embodied-ros ground``) would spend a second or
+    two loading the model and embedding the labels' texts, for phrases whose words are mostly in
+    the synonym table. Here the embeddings of every text ever encoded are read from
+    ``cache_file`` (tied to the model file's path, size and time; a different model starts a new
+    cache), and the model is loaded on the first text that is not there. ``save()`` writes the new
+    ones back. Same ``encode`` results as the model (they are its outputs, stored as float32).
+
+    Args:
+        cache_file: the .npz file; None: :func:`default_embedding_cache`.
+        model_dir: as for :class:`TextEncoder`.
+
+    Raises:
+        ModelError: if the model package is not installed (the model itself loads on first need).
+    """
+
+    def __init__(self, cache_file: str | Path | None = None, model_dir: str | Path | None = None) -> None:
+        self.model_dir = Path(model_dir) if model_dir is not None else default_model_dir()
+        weights = self.model_dir / "model.safetensors"
+        try:
+            stat = weights.stat()
+        except OSError as exc:
+            raise ModelError(f"cannot load the text encoder from {self.model_dir}: {exc}") from exc
+        self._key = f"{weights.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+        self.cache_file = Path(cache_file) if cache_file is not None else default_embedding_cache()
+        self._vectors: dict[str, np.ndarray] = {}
+        self._new = 0
+        self._encoder: TextEncoder | None = None
+        self._lock = threading.Lock()
+        self.dim = 384
+        try:
+            with np.load(self.cache_file, allow_pickle=False) as data:
+                if str(data["key"]) == self._key:
+                    self._vectors = dict(zip((str(t) for t in data["texts"]), data["vectors"], strict=True))
+                    self.dim = int(data["vectors"].shape[1]) if len(data["vectors"]) else self.dim
+        except (OSError, KeyError, ValueError):
+            pass  # no cache yet, or another model's, or unreadable: start empty
+
+    @property
+    def seconds(self) -> float:
+        return self._encoder.seconds if self._encoder is not None else 0.0
+
+    @property
+    def n_calls(self) -> int:
+        return self._encoder.n_calls if self._encoder is not None else 0
+
+    def _model(self) -> TextEncoder:
+        if self._encoder is None:
+            self._encoder = TextEncoder(self.model_dir)
+            self.dim = self._encoder.dim
+        return self._encoder
+
+    def encode(self, texts: str | Sequence[str]) -> np.ndarray:
+        """As :meth:`TextEncoder.encode`; the model runs only on texts not in the cache."""
+        items = [texts] if isinstance(texts, str) else list(texts)
+        with self._lock:
+            missing = [t for t in dict.fromkeys(items) if t not in self._vectors]
+            if missing:
+                for text, vec in zip(missing, self._model().encode(missing), strict=True):
+                    self._vectors[text] = vec
+                self._new += len(missing)
+            out = np.zeros((len(items), self.dim), dtype=np.float32)
+            for i, text in enumerate(items):
+                out[i] = self._vectors[text]
+        return out
+
+    def encode_tokens(self, text: str) -> np.ndarray:
+        """As :meth:`TextEncoder.encode_tokens` (not cached)."""
+        return self._model().encode_tokens(text)
+
+    def save(self) -> None:
+        """Write the cache when texts were added (atomically; a failure to write is not an error)."""
+        with self._lock:
+            if not self._new:
+                return
+            texts = list(self._vectors)
+            vectors = np.stack([self._vectors[t] for t in texts]).astype(np.float32)
+            try:
+                self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+                tmp = self.cache_file.with_name(self.cache_file.stem + ".tmp.npz")
+                np.savez(tmp, key=np.array(self._key), texts=np.array(texts), vectors=vectors)
+                tmp.replace(self.cache_file)
+                self._new = 0
+            except OSError:
+                pass  # a read-only home: the next call just computes again

@@ -31,7 +31,7 @@ _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("plant", "pottedplant", "potted plant", "houseplant", "flower", "flowers"),
     ("cell phone", "phone", "cellphone", "mobile phone", "smartphone", "mobile"),
     ("refrigerator", "fridge", "freezer"),
-    ("book", "books", "notebook", "magazine", "booklet"),
+    ("book", "books", "notebook", "magazine", "booklet", "brochure", "leaflet", "pamphlet", "journal"),
     ("bottle", "water bottle", "flask"),
     ("laptop", "notebook computer", "computer"),
     ("cabinet", "cupboard", "drawer", "drawers", "wardrobe"),
@@ -126,6 +126,11 @@ class LabelMatcher:
         for label in todo:
             self._label(label)
 
+    def _names(self, variants: list[str], label: str) -> bool:
+        """Whether one of a noun's variants is one of the label's texts or in its synonym group."""
+        texts = label_texts(label)
+        return any(v in texts or _WORD_TO_GROUP.get(v, ()) == _WORD_TO_GROUP.get(texts[0], 1) for v in variants)
+
     def similarities(self, noun: str, labels: Iterable[str]) -> dict[str, float]:
         """Cosine similarity of the noun to each label (best over the label's texts); needs the encoder."""
         if self.encoder is None:
@@ -133,12 +138,15 @@ class LabelMatcher:
         query = self.encoder.encode(noun)[0]
         return {label: float((self._label(label)[1] @ query).max()) for label in dict.fromkeys(labels)}
 
-    def match(self, noun: str, labels: Iterable[str]) -> dict[str, float]:
+    def match(self, noun: str, labels: Iterable[str], known: Iterable[str] = ()) -> dict[str, float]:
         """Confidence in [0, 1] that ``noun`` names each label (only labels above the threshold).
 
         Args:
             noun: the noun phrase's words ("white mug" has had its attributes removed: "mug").
             labels: candidate class names (those present in the memory).
+            known: other class names that exist (the detector's, the project's): a noun that names
+                one of them exactly ("bed") means that class, absent here, not the closest embedding
+                among ``labels``.
 
         Returns:
             label -> confidence; empty when nothing matches. A generic noun ("object", "thing")
@@ -150,13 +158,11 @@ class LabelMatcher:
         if noun in GENERIC_WORDS or noun.split()[-1] in GENERIC_WORDS:
             return dict.fromkeys(labels, 1.0)
         variants = _head_variants(noun)
-        exact = {}
-        for label in labels:
-            texts = self._label(label)[0]
-            if any(v in texts or _WORD_TO_GROUP.get(v, ()) == _WORD_TO_GROUP.get(texts[0], 1) for v in variants):
-                exact[label] = 1.0
+        exact = {label: 1.0 for label in labels if self._names(variants, label)}
         if exact or self.encoder is None:
             return exact
+        if any(self._names(variants, label) for label in dict.fromkeys(known)):
+            return {}
         sims = self.similarities(noun, labels)
         best = max(sims.values())
         # Labels clearly behind the best one are other things, not synonyms.

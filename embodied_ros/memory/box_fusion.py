@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..geometry.boxes import BOX_DIM, FRONT_AXIS, box_rotations, canonical_yaw_box, make_boxes
 
@@ -162,6 +161,8 @@ def fuse_boxes(a: np.ndarray, weight_a: float, b: np.ndarray, weight_b: float) -
         out[6] = _wrap_half_turn(a[6] + f * (b_al[6] - a[6]))
         out[7:9] = 0.0
         return out
+    from scipy.spatial.transform import Rotation  # late: scipy.spatial takes 0.3 s to import
+
     qa, qb = Rotation.from_matrix(box_rotations(np.stack([a, b_al]))).as_quat()
     if np.dot(qa, qb) < 0.0:
         qb = -qb  # q and -q are one rotation: average on one hemisphere

@@ -63,6 +63,59 @@ class MemoryConfig:
     # views alone would give it a side for a front.
     front_from_shape: bool = True
 
+    # --- Objects keep their own geometry (memory/object_geometry.py) when detections carry points.
+    # Voxel edge (m) of an object's geometry; 0 turns geometry off (boxes are fused as boxes).
+    geometry_voxel: float = 0.03
+    # Bound on the voxels one object keeps (those covered by the fewest frames go first).
+    geometry_max_voxels: int = 6000
+    # From this many observations on, an object's box is fitted to the voxels covered in at least
+    # two frames: a stray cluster of one view (a wall behind a monitor) does not stretch it.
+    geometry_min_count_after: int = 4
+    # An object's own voxels are those its detections covered in at least this fraction of the
+    # frames that saw them while detecting it; the rest is what surrounded it in 2D boxes.
+    geometry_min_ratio: float = 0.5
+    # A detection of a class the object was seen as is that object when at least this fraction of
+    # its voxels lies within one voxel of the object's geometry (views of one object that share
+    # little box volume still share surface).
+    geometry_match: float = 0.3
+    # Two objects of one class merge when at least this fraction of the smaller one's voxels are
+    # also the other's (two views of one part).
+    geometry_merge: float = 0.2
+    # ... or when at least this fraction lies within one voxel of the other's and most views of
+    # each were cut by the image's edge (a table seen in halves; two whole books side by side stay two).
+    geometry_touch: float = 0.05
+    # A detection of a class the object was seen as is that object when its 2D box and the
+    # object's seen region in this image (its surface points that the frame's depth confirms)
+    # have at least this IoU. 1.0 turns it off.
+    image_match: float = 0.5
+    # Complete objects from the seen part with class shape priors (memory/amodal.py): furniture
+    # down to the floor, least footprints.
+    amodal: bool = True
+
+    # --- Existence as evidence both ways, in log-odds (memory/visibility.py decides what is in view).
+    # Log-odds of an object at its first detection, before that detection's own evidence.
+    existence_prior: float = -1.0
+    # Evidence of one detection: existence_hit * its score (a false detection that recurs does so
+    # with low scores; a real object's detections add up faster).
+    existence_hit: float = 1.0
+    # Evidence of a frame in which the object was in view, not hidden, and not detected.
+    existence_miss: float = -0.3
+    # Evidence of a frame whose depth saw through where the object should be.
+    existence_through: float = -1.0
+    # Lower clamp of the log-odds (an object can always come back).
+    existence_min: float = -4.0
+    # Upper clamp of the log-odds (an object that is gone can always go).
+    existence_max: float = 6.0
+    # Objects whose log-odds fall below this are forgotten (memory stays bounded).
+    forget_below: float = -2.5
+    # Only objects at least this confident (probability) are published; 0 publishes all.
+    publish_confidence: float = 0.7
+    # In view: at least this fraction of the object's sample points seen at their own depth ...
+    view_fraction: float = 0.5
+    # ... and its seen region at least this many pixels on its shorter side (smaller than that,
+    # a detector cannot be expected to find it).
+    view_min_px: float = 30.0
+
     def __post_init__(self) -> None:
         try:
             object.__setattr__(self, "score_mode", ScoreMode(self.score_mode))
@@ -78,6 +131,16 @@ class MemoryConfig:
         _check(0.0 < self.score_ema <= 1.0, "score_ema must be in (0, 1]", self.score_ema)
         _check(self.max_fusion_weight > 0.0, "max_fusion_weight must be positive", self.max_fusion_weight)
         _check(self.cell_size > 0.0, "cell_size must be positive (metres)", self.cell_size)
+        _check(self.geometry_voxel >= 0.0, "geometry_voxel must be >= 0 (metres; 0 = off)", self.geometry_voxel)
+        _check(self.geometry_max_voxels >= 8, "geometry_max_voxels must be at least 8", self.geometry_max_voxels)
+        for name in ("geometry_match", "geometry_merge", "geometry_touch", "geometry_min_ratio", "image_match",
+                     "view_fraction", "publish_confidence"):
+            _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
+        _check(self.existence_hit > 0.0, "existence_hit must be positive", self.existence_hit)
+        _check(self.existence_miss <= 0.0 and self.existence_through <= 0.0,
+               "existence_miss and existence_through must be <= 0", (self.existence_miss, self.existence_through))
+        _check(self.existence_min < self.forget_below < self.existence_max,
+               "need existence_min < forget_below < existence_max", self.forget_below)
 
 
 @dataclass(frozen=True)

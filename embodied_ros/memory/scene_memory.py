@@ -1,15 +1,29 @@
 """The scene memory: world-frame 3D detections accumulated over time into persistent objects.
 
 Per frame (see DESIGN.md, Accumulation): detections scoring below ``score_threshold`` are
-dropped; the rest, highest score first, are associated with the memory through the spatial
-index and the exact 9-DoF IoU. A detection whose IoU with an object is strictly above
-``iou_threshold`` is that object (class-agnostic by default): the best-IoU object not yet
-taken in this frame takes it. Within a frame, greedy by score, a detection is a duplicate and
-is suppressed, as non-maximum suppression would, when it overlaps a better detection of the
-same frame above the threshold or when all the objects it matches were already taken by
-better detections. Otherwise it becomes a new object. A fused object that now overlaps
-another above the threshold is merged into the older one, so duplicates of one physical
-object do not pile up.
+dropped; the rest, highest score first, are associated with the memory. A detection is an
+existing object when
+
+* their exact 9-DoF IoU is strictly above ``iou_threshold`` (class-agnostic by default, as the
+  reference demo's suppression), or the same class covers more than ``containment_threshold``
+  of the smaller box; or, for a class the object was already seen as,
+* its points lie on the object's own geometry (``geometry_match``: the voxels of all the views
+  of the object, so a view of the other half of a table still finds it), or
+* its 2D box covers the object's seen region in this image (``image_match``: the object's
+  surface points that this frame's depth confirms, so hidden parts do not count).
+
+The best-fitting object not yet taken in this frame takes it; a detection overlapping a better
+one of the same frame, or whose objects were all taken, is suppressed (NMS). Otherwise it is a
+new object. Objects of one class whose geometries overlap (``geometry_merge``) or boxes overlap
+merge into the older one.
+
+An object's box is fitted to its whole geometry (gravity-aligned, yaw from the footprint) and
+completed with class shape priors (memory/amodal.py); objects whose detections carry no points
+(a network's boxes) fuse their boxes instead. Existence is evidence both ways, in log-odds:
+each detection adds to it, each frame in which the object is in view and not hidden but not
+detected takes from it, and a frame that sees through its place takes more; objects that fall
+low enough are forgotten, and only confident ones are published, at most ``max_per_class`` per
+class among them. The class is the one with most evidence (the sum of its detections' scores).
 
 Ids: integers from 0, never reused by one memory, not after a merge (the older id survives)
 and not after ``reset()`` (the counter keeps going, so an RViz marker or a grounding answer
@@ -21,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +43,25 @@ import numpy as np
 
 from ..detections import FramePerception, class_key
 from ..errors import FrameError, InputError
+from ..frame import Frame
 from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume
-from .box_fusion import canonical_box, face_box, fuse_boxes
+from .amodal import FloorEstimate, complete_box
+from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
+from .class_shapes import shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
+from .object_colour import detection_samples
+from .object_geometry import ObjectGeometry, fraction_in, near_fraction, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
+from .track import Track
+from .visibility import Visibility, box_iou_2d, box_samples, classify_points, visibility
 
 __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
 FORMAT = "embodied_ros/scene_memory"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: geometry and existence evidence per object; version 1 files still load
+_V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 # Classes whose front lies across their depth, along the shorter horizontal extent, and those
 # whose front lies along the longer one (a bed's foot); MemoryConfig.front_from_shape. Names as
@@ -47,6 +69,10 @@ FORMAT_VERSION = 1
 SHORT_FRONT: frozenset[str] = frozenset({"sofa", "couch", "cabinet", "shelf", "bookshelf", "bookcase", "monitor",
                                          "tv", "tvmonitor", "door", "window"})
 LONG_FRONT: frozenset[str] = frozenset({"bed"})
+
+_VIEW_SAMPLES = 64  # surface points per object in the visibility test
+LARGE_OBJECT = 1.5  # metres: classes that can be longer than this may be seen in parts that only touch
+_VIEW_RADIUS = 3.0  # metres: objects within twice this of the view's middle are tested
 
 
 def _overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -67,64 +93,54 @@ def _spheres_overlap(boxes: np.ndarray) -> bool:
     return bool((gap <= 0).any())
 
 
-@dataclass
-class _Track:
-    """Mutable state of one object inside the memory."""
+@dataclass(frozen=True)
+class _Detection:
+    """One of a frame's detections, as the memory takes it in."""
 
-    id: int
     box: np.ndarray
-    weight: float
     score: float
-    evidence: dict[str, float]
-    class_name: str
-    n_obs: int
-    first_frame: int
-    last_frame: int
-    first_ns: int
-    last_ns: int
-    seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))  # sum of score x unit direction to viewpoints
-    cached: SceneObject | None = field(default=None, repr=False)
+    name: str
+    points: np.ndarray | None  # (V, 3) world points of the object, or None
+    cut: bool  # its image region touches the image's edge: the object may go on beyond it
+
+
+def _cut_by_edge(box_2d: np.ndarray, frame: Frame | None, margin_px: float = 3.0) -> bool:
+    """Whether a colour-image box touches the edge of the frame's image."""
+    if frame is None or not np.all(np.isfinite(box_2d)):
+        return False
+    return bool(box_2d[0] <= margin_px or box_2d[1] <= margin_px or box_2d[2] >= frame.width - 1 - margin_px
+                or box_2d[3] >= frame.height - 1 - margin_px)
+
+
+class _Queries:
+    """What association compares of a set of query boxes (detections or objects)."""
+
+    def __init__(self, boxes: np.ndarray, names: list[str], keys: list[np.ndarray | None] | None = None,
+                 boxes_2d: np.ndarray | None = None, exclude: list[int] | None = None,
+                 tracks: list[Track] | None = None) -> None:
+        self.boxes, self.names = boxes, names
+        self.keys = keys if keys is not None else [None] * len(boxes)
+        self.boxes_2d = boxes_2d
+        self.exclude = exclude if exclude is not None else [-1] * len(boxes)
+        self.tracks = tracks  # the queries are objects (merging), not detections
 
 
 class SceneMemory:
     """Persistent objects fused from per-frame world-frame detections; thread-safe.
 
     Args:
-        score_threshold, iou_threshold, max_per_class, containment_threshold, min_observations,
-            class_agnostic, score_mode, score_ema, max_fusion_weight, cell_size, front_from_views,
-            front_from_shape: see
-            :class:`MemoryConfig` (same names and defaults).
+        **params: the fields of :class:`MemoryConfig` (same names and defaults).
 
     Raises:
         ConfigError: if a parameter cannot work.
     """
 
-    def __init__(
-        self,
-        *,
-        score_threshold: float = 0.075,
-        iou_threshold: float = 0.15,
-        max_per_class: int = 10,
-        containment_threshold: float = 0.5,
-        min_observations: int = 2,
-        class_agnostic: bool = True,
-        score_mode: ScoreMode | str = ScoreMode.MAX,
-        score_ema: float = 0.3,
-        max_fusion_weight: float = 20.0,
-        cell_size: float = 1.0,
-        front_from_views: bool = True,
-        front_from_shape: bool = True,
-    ) -> None:
-        self.config = MemoryConfig(
-            score_threshold=score_threshold, iou_threshold=iou_threshold, max_per_class=max_per_class,
-            containment_threshold=containment_threshold, min_observations=min_observations,
-            class_agnostic=class_agnostic, score_mode=score_mode,  # type: ignore[arg-type]  # str accepted
-            score_ema=score_ema, max_fusion_weight=max_fusion_weight, cell_size=cell_size,
-            front_from_views=front_from_views, front_from_shape=front_from_shape,
-        )
+    def __init__(self, **params: Any) -> None:
+        self.config = MemoryConfig(**params)
         self._lock = threading.RLock()
-        self._tracks: dict[int, _Track] = {}
+        self._tracks: dict[int, Track] = {}
         self._index = SpatialHashGrid(self.config.cell_size)
+        self._floor = FloorEstimate()
         self._next_id = 0
         self._frame_id = ""
         self._vocabulary: tuple[str, ...] = ()
@@ -151,29 +167,39 @@ class SceneMemory:
         first seen): a phrase about a class outside it names something the detector cannot see."""
         return self._vocabulary
 
+    @property
+    def floor_z(self) -> float | None:
+        """The floor's height seen in the frames' depth (metres, z up), or None."""
+        return self._floor.z
+
     # ------------------------------------------------------------------ update
 
     def update(self, perception: FramePerception) -> UpdateResult:
         """Fuse one frame's world-frame detections into the memory.
 
-        The cost depends on the detections and their neighbourhoods, not on the number of
-        objects: candidates come from the spatial index, and the exact IoUs of a frame are
+        The cost depends on the detections and the objects near the camera, not on the number
+        of objects: candidates come from the spatial index, and the exact IoUs of a frame are
         computed in two or three batched calls.
 
         Raises:
             FrameError: if the detections are in another frame than the memory's objects.
         """
         det = perception.detections
+        frame = perception.frame
         with self._lock:
             self._n_updates += 1
             self._last_frame = (int(perception.frame_index), int(perception.stamp_ns))
             self._snapshot = None
             self._add_vocabulary(det.class_names)
-            if len(det) == 0:
-                return UpdateResult()
-            if self._frame_id and det.frame_id != self._frame_id:
+            if len(det) and self._frame_id and det.frame_id != self._frame_id:
                 raise FrameError(f"frame {perception.frame_index}: detections are in frame '{det.frame_id}', "
                                  f"the scene memory holds objects in '{self._frame_id}'")
+            if frame is not None and self.config.amodal:
+                self._floor.update(frame)
+            views = self._views(frame) if frame is not None else {}
+            if len(det) == 0:
+                missed, forgotten = self._existence(views, taken=set())
+                return UpdateResult(missed=missed, forgotten=forgotten)
             self._frame_id = det.frame_id
             valid = np.all(np.isfinite(det.boxes), axis=1) & np.all(det.boxes[:, 3:6] > 0, axis=1)
             valid &= np.isfinite(det.scores)
@@ -183,10 +209,13 @@ class SceneMemory:
             boxes = det.boxes[order]
             scores = np.clip(det.scores[order], 0.0, 1.0)
             names = [det.class_names[i] for i in det.labels[order]]
+            points = [det.points[i] for i in order] if det.points is not None else [None] * len(order)
+            keys = [self._keys(p) for p in points]
+            boxes_2d = det.boxes_2d[order] if det.boxes_2d is not None else None
 
             # Objects present at the start of the frame keep their boxes until a detection takes
             # them, so one batched IoU call serves the whole frame.
-            hits, iou_dd = self._matches_batch(boxes, names, with_queries=True)
+            hits, iou_dd = self._matches(_Queries(boxes, names, keys, boxes_2d), views, with_queries=True)
             created: list[int] = []
             updated: list[int] = []
             taken: set[int] = set()
@@ -201,15 +230,21 @@ class SceneMemory:
                 if hits[k] and not free:
                     n_suppressed += 1  # its objects were all taken by better detections of this frame
                     continue
+                cut = boxes_2d is not None and _cut_by_edge(boxes_2d[k], frame)
+                detection = _Detection(boxes[k], float(scores[k]), names[k], points[k], cut)
                 if free:
                     obj_id = free[0]
-                    self._observe(self._tracks[obj_id], boxes[k], float(scores[k]), names[k], perception)
+                    self._observe(self._tracks[obj_id], detection, perception)
                     updated.append(obj_id)
                 else:
-                    obj_id = self._create(boxes[k], float(scores[k]), names[k], perception)
+                    obj_id = self._create(detection, perception)
                     created.append(obj_id)
+                track = self._tracks[obj_id]
+                if track.colour.wants_sample(track.n_obs):  # the colour of the detection's pixels
+                    track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
+            missed, forgotten = self._existence(views, taken)
             merged = self._merge_pass(sorted(taken))
             new = set(created)
             return UpdateResult(
@@ -219,6 +254,8 @@ class SceneMemory:
                 n_low_score=int(np.count_nonzero(valid & ~keep)),
                 n_suppressed=n_suppressed,
                 n_invalid=int(np.count_nonzero(~valid)),
+                missed=missed,
+                forgotten=forgotten,
             )
 
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
@@ -228,69 +265,218 @@ class SceneMemory:
     def _same_class(self, a: str, b: str) -> bool:
         return self.config.class_agnostic or a == b
 
-    def _matches_batch(self, boxes: np.ndarray, names: list[str], exclude: list[int] | None = None,
-                       with_queries: bool = False) -> tuple[list[list[int]], np.ndarray]:
-        """Per query box, ids of objects with IoU > threshold (class rule applied), best IoU first.
+    def _compatible(self, track: Track, name: str) -> bool:
+        """Whether beyond box overlap a detection of ``name`` may be ``track`` (see Track.compatible)."""
+        return track.compatible(name) if self.config.class_agnostic else name == track.class_name
+
+    def _keys(self, points: np.ndarray | None) -> np.ndarray | None:
+        if points is None or not self.config.geometry_voxel or len(points) == 0:
+            return None
+        return np.unique(voxel_keys(points, self.config.geometry_voxel))
+
+    def _matches(self, q: _Queries, views: dict[int, Visibility],
+                 with_queries: bool = False) -> tuple[list[list[int]], np.ndarray]:
+        """Per query, ids of the objects it is (module docstring), best fit first.
 
         One IoU call serves all queries (the IoU's fixed cost per call dominates at these sizes).
 
         Args:
-            boxes: (Q, 9) query boxes, world frame.
-            names: class name of each query (used when not class-agnostic).
-            exclude: per query, an object id to leave out (the query object itself), or None.
+            q: the query boxes, classes, voxel keys, 2D boxes and per query an id to leave out.
+            views: objects seen in this frame (only for queries with 2D boxes).
             with_queries: also return the (Q, Q) IoUs of the queries among themselves.
 
         Returns:
             The per-query id lists and the (Q, Q) query IoUs (zeros unless ``with_queries``).
         """
-        n = len(boxes)
-        skip = [-1] * n if exclude is None else exclude
-        found = [[int(c) for c in self._index.query(b) if c != skip[q]] for q, b in enumerate(boxes)]
+        n = len(q.boxes)
+        found = [{int(c) for c in self._index.query(b) if c != q.exclude[i]} for i, b in enumerate(q.boxes)]
+        if q.boxes_2d is not None:  # objects seen in this image are candidates wherever their box is
+            for i in range(n):
+                found[i] |= {c for c in views if views[c].box_2d is not None and c != q.exclude[i]}
         union = np.array(sorted({c for f in found for c in f}), dtype=np.int64)
         others = [self._tracks[int(c)].box for c in union]
-        if with_queries and n > 1 and (len(union) or _spheres_overlap(boxes)):
-            iou, ios = _overlaps(boxes, np.concatenate([boxes, np.array(others).reshape(-1, BOX_DIM)]))
+        if with_queries and n > 1 and (len(union) or _spheres_overlap(q.boxes)):
+            iou, ios = _overlaps(q.boxes, np.concatenate([q.boxes, np.array(others).reshape(-1, BOX_DIM)]))
             iou_qq, iou, ios = iou[:, :n], iou[:, n:], ios[:, n:]
         elif len(union):
-            iou, ios = _overlaps(boxes, np.array(others))
+            iou, ios = _overlaps(q.boxes, np.array(others))
             iou_qq = np.zeros((n, n))
         else:
             return [[] for _ in range(n)], np.zeros((n, n))
-        other_names = [self._tracks[int(c)].class_name for c in union]
         out: list[list[int]] = []
-        for q in range(n):
-            same = np.array([name == names[q] for name in other_names], dtype=bool)
-            hit = (iou[q] > self.config.iou_threshold) | (same & (ios[q] > self.config.containment_threshold))
-            col = np.flatnonzero(hit)
-            col = col[np.lexsort((union[col], -ios[q, col], -iou[q, col]))]  # best IoU, then containment, older id
-            out.append([int(c) for c in union[col]
-                        if c != skip[q] and self._same_class(self._tracks[int(c)].class_name, names[q])])
+        for i in range(n):
+            ranked = []
+            for j in np.flatnonzero(np.isin(union, list(found[i]))):
+                track = self._tracks[int(union[j])]
+                fit = self._fit_of(q, i, track, float(iou[i, j]), float(ios[i, j]), views)
+                if fit is not None:
+                    ranked.append((-fit, -ios[i, j], track.id))
+            out.append([t for _, _, t in sorted(ranked)])
         return out, iou_qq
+
+    def _fit_of(self, q: _Queries, i: int, track: Track, iou: float, ios: float,
+                views: dict[int, Visibility]) -> float | None:
+        """How well query ``i`` fits ``track`` (the best of its IoU, geometry and image fits), or
+        None when it is not that object (module docstring).
+
+        Objects built from points (lifted detections) see only parts of things, and their parts
+        of neighbours overlap; for them, objects of different classes merge only when each was
+        also seen as the other's class, and nothing joins an object past its class's size. A
+        network's amodal boxes (no points) keep the demo's plain class-agnostic rule.
+        """
+        cfg = self.config
+        name = q.names[i]
+        same = track.class_name == name
+        lifted = track.geometry is not None or q.keys[i] is not None
+        fit = iou if self._same_class(track.class_name, name) else 0.0
+        hit = fit > cfg.iou_threshold or (same and ios > cfg.containment_threshold)
+        if lifted and q.tracks is not None and not same:
+            hit &= self._compatible(track, name) and self._compatible(q.tracks[i], track.class_name)
+        if self._compatible(track, name):
+            geo = self._geometry_fit(q.keys[i], track)
+            hit |= geo >= cfg.geometry_match > 0
+            fit = max(fit, geo)
+            view = views.get(track.id)
+            if q.boxes_2d is not None and view is not None and view.box_2d is not None and cfg.image_match < 1:
+                i2d = box_iou_2d(q.boxes_2d[i], view.box_2d)
+                hit |= i2d >= cfg.image_match
+                fit = max(fit, i2d)
+        if not hit or (lifted and not union_plausible(track.box, q.boxes[i], track.class_name)):
+            return None
+        return fit
+
+    def _geometry_fit(self, keys: np.ndarray | None, track: Track) -> float:
+        """How much of a query's voxels lie on the object's geometry (0 without either)."""
+        if keys is None or track.geometry is None or len(track.geometry) == 0:
+            return 0.0
+        return track.geometry.near_fraction(keys)
+
+    # ------------------------------------------------------------------ existence
+
+    def _views(self, frame: Frame) -> dict[int, Visibility]:
+        """How the objects near the camera fall in this frame, by id."""
+        R, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
+        middle = t + R[:, 2] * _VIEW_RADIUS
+        query = np.array([*middle, 2 * _VIEW_RADIUS, 2 * _VIEW_RADIUS, 2 * _VIEW_RADIUS, 0.0, 0.0, 0.0])
+        ids = [int(i) for i in self._index.query(query)]
+        if not ids:
+            return {}
+        samples, tolerances = [], []
+        for i in ids:
+            track = self._tracks[i]
+            if track.geometry is not None and len(track.geometry) >= 4:
+                samples.append(track.geometry.sample(_VIEW_SAMPLES))
+                tolerances.append(0.0)
+            else:  # box samples: the box's own front surface hides its inside
+                samples.append(box_samples(track.box))
+                tolerances.append(0.5 * float(track.box[3:6].max()))
+        return dict(zip(ids, visibility(samples, np.array(tolerances), frame), strict=True))
+
+    def _existence(self, views: dict[int, Visibility], taken: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Evidence against the objects in view but not detected; forget those that fall too low.
+
+        Returns:
+            (ids that lost evidence, ids forgotten).
+        """
+        cfg = self.config
+        missed, forgotten = [], []
+        for obj_id, view in views.items():
+            track = self._tracks.get(obj_id)
+            if track is None or obj_id in taken:
+                continue
+            change = 0.0
+            if view.through_fraction >= 0.5:
+                change += cfg.existence_through
+            elif view.seen_fraction >= cfg.view_fraction and view.min_side_px() >= cfg.view_min_px:
+                change += cfg.existence_miss
+                track.n_missed += 1
+            if change == 0.0:
+                continue
+            missed.append(obj_id)
+            track.log_odds = float(np.clip(track.log_odds + change, cfg.existence_min, cfg.existence_max))
+            track.cached = None
+            if track.log_odds < cfg.forget_below:
+                del self._tracks[obj_id]
+                self._index.remove(obj_id)
+                forgotten.append(obj_id)
+        return tuple(sorted(missed)), tuple(sorted(forgotten))
+
+    def _hit(self, track: Track, score: float) -> None:
+        cfg = self.config
+        track.log_odds = float(np.clip(track.log_odds + cfg.existence_hit * score, cfg.existence_min,
+                                       cfg.existence_max))
+
+    # ------------------------------------------------------------------ tracks
 
     def _merge_pass(self, ids: list[int]) -> list[tuple[int, int]]:
         """Merge duplicates of the objects touched by a frame; (removed, survivor) pairs."""
-        tracks = [self._tracks[i] for i in ids]
-        hits, _ = self._matches_batch(np.array([t.box for t in tracks]).reshape(-1, BOX_DIM),
-                                      [t.class_name for t in tracks], ids)
+        ids = [i for i in ids if i in self._tracks]
+        if not ids:
+            return []
         merges: list[tuple[int, int]] = []
-        for obj_id, row in zip(ids, hits, strict=True):
-            # The batched IoUs hold until the first merge changes a box; from then on, recompute.
-            if obj_id in self._tracks and (row or merges):
+        for obj_id in ids:
+            if obj_id in self._tracks:
                 merges += self._merge_duplicates(obj_id)
         return merges
 
-    def _create(self, box: np.ndarray, score: float, name: str, perception: FramePerception) -> int:
+    def _duplicates_of(self, obj_id: int) -> list[int]:
+        """Objects that are ``obj_id`` too: box overlap (as a detection's), or, for one class, shared
+        geometry, or touching geometry of two parts that views cut at the image's edge."""
+        track = self._tracks[obj_id]
+        keys = [track.geometry.keys] if track.geometry is not None else None
+        hits = self._matches(_Queries(track.box[None], [track.class_name], keys, exclude=[obj_id], tracks=[track]),
+                             {})[0][0]
+        if track.geometry is not None and self.config.geometry_merge > 0:
+            for c in (int(c) for c in self._index.query(track.box)):
+                other = self._tracks[c]
+                if c == obj_id or c in hits or other.class_name != track.class_name or other.geometry is None:
+                    continue
+                if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name):
+                    hits.append(c)
+        return hits
+
+    def _parts_of_one(self, a: Track, b: Track) -> bool:
+        """Whether two objects of one class are parts of one: they share voxels, or, for a class
+        that can be larger than a close view holds (furniture), they touch and most views of each
+        cut it at the image's edge (two whole books side by side stay two)."""
+        smaller, larger = sorted((a.geometry, b.geometry), key=len)
+        if fraction_in(smaller.keys, larger.keys) >= self.config.geometry_merge:
+            return True
+        prior = shape_prior(a.class_name)
+        if prior is not None and prior.max_long < LARGE_OBJECT:
+            return False
+        cut = all(t.n_cut >= 0.5 * t.n_obs for t in (a, b))
+        return cut and near_fraction(smaller.keys, larger.keys) >= self.config.geometry_touch
+
+    def _merge_duplicates(self, obj_id: int) -> list[tuple[int, int]]:
+        """Merge every duplicate of ``obj_id`` into the older one, repeatedly."""
+        merges: list[tuple[int, int]] = []
+        while True:
+            hits = self._duplicates_of(obj_id)
+            if not hits:
+                return merges
+            older, younger = sorted((obj_id, hits[0]))
+            self._absorb(self._tracks[older], self._tracks.pop(younger))
+            self._index.remove(younger)
+            merges.append((younger, older))
+            obj_id = older
+
+    def _create(self, det: _Detection, perception: FramePerception) -> int:
         obj_id = self._next_id
         self._next_id += 1
         frame, stamp = int(perception.frame_index), int(perception.stamp_ns)
-        track = _Track(obj_id, canonical_box(box), score, score, {name: score}, name, 1, frame, frame, stamp, stamp)
-        self._seen_from(track, score, perception)
+        track = Track(obj_id, canonical_box(det.box), det.score, det.score, {det.name: det.score}, det.name, 1, frame,
+                      frame, stamp, stamp, log_odds=self.config.existence_prior, n_cut=int(det.cut))
+        self._hit(track, det.score)
+        self._add_points(track, det.points, perception.frame)
+        self._seen_from(track, det.score, perception)
         self._tracks[obj_id] = track
         self._index.insert(obj_id, track.box)
         return obj_id
 
-    def _observe(self, track: _Track, box: np.ndarray, score: float, name: str, perception: FramePerception) -> None:
-        track.box = fuse_boxes(track.box, track.weight, box, score)
+    def _observe(self, track: Track, det: _Detection, perception: FramePerception) -> None:
+        score, name = det.score, det.name
+        track.box = fuse_boxes(track.box, track.weight, det.box, score)
         track.weight = min(track.weight + score, self.config.max_fusion_weight)
         if self.config.score_mode is ScoreMode.MAX:
             track.score = max(track.score, score)
@@ -300,12 +486,42 @@ class SceneMemory:
         if track.evidence[name] > track.evidence[track.class_name]:
             track.class_name = name
         track.n_obs += 1
+        track.n_cut += int(det.cut)
         track.last_frame, track.last_ns = int(perception.frame_index), int(perception.stamp_ns)
+        self._hit(track, score)
+        self._add_points(track, det.points, perception.frame)
         self._seen_from(track, score, perception)
         track.cached = None
         self._index.update(track.id, track.box)
 
-    def _seen_from(self, track: _Track, score: float, perception: FramePerception) -> None:
+    def _add_points(self, track: Track, points: np.ndarray | None, frame: Frame | None) -> None:
+        """Grow the track's geometry with a detection's points, count which of its voxels the frame
+        saw, and refit its box to the object's own voxels."""
+        if points is None or not self.config.geometry_voxel or len(points) == 0:
+            return
+        if track.geometry is None:
+            track.geometry = ObjectGeometry(self.config.geometry_voxel, self.config.geometry_max_voxels)
+        geometry = track.geometry
+        geometry.add(points)
+        if frame is not None:
+            seen = classify_points(geometry.centroids(), 0.0, frame).seen
+            geometry.mark_seen(seen, np.unique(voxel_keys(points, geometry.voxel_size)))
+        self._fit(track)
+
+    def _fit(self, track: Track) -> None:
+        """The track's box from its geometry, completed with its class's shape prior, facing its views."""
+        if track.geometry is None or not is_yaw_only(track.box):
+            return
+        min_count = 2 if track.n_obs >= self.config.geometry_min_count_after else 1
+        box = track.geometry.fit_box(min_count, self.config.geometry_min_ratio)
+        if box is None:
+            return
+        if self.config.amodal:
+            box = complete_box(box, track.class_name, self._floor.z)
+        track.box = box
+        self._turn_front(track)
+
+    def _seen_from(self, track: Track, score: float, perception: FramePerception) -> None:
         """Add a sighting's direction to the track's evidence and turn its front that way."""
         if not self.config.front_from_views or perception.viewpoint is None:
             return
@@ -315,7 +531,7 @@ class SceneMemory:
             track.seen_from = track.seen_from + score * ray / length
             self._turn_front(track)
 
-    def _turn_front(self, track: _Track) -> None:
+    def _turn_front(self, track: Track) -> None:
         """Write the track's box with its front towards the directions it was seen from."""
         if self.config.front_from_views and np.any(track.seen_from):
             track.box = face_box(track.box, track.seen_from, self._front_along(track.class_name))
@@ -327,24 +543,7 @@ class SceneMemory:
         key = class_key(class_name)
         return "short" if key in SHORT_FRONT else "long" if key in LONG_FRONT else None
 
-    def _matches(self, box: np.ndarray, name: str, exclude: int = -1) -> list[int]:
-        return self._matches_batch(box[None], [name], [exclude])[0][0]
-
-    def _merge_duplicates(self, obj_id: int) -> list[tuple[int, int]]:
-        """Merge every object overlapping ``obj_id`` above the threshold into the older one, repeatedly."""
-        merges: list[tuple[int, int]] = []
-        while True:
-            track = self._tracks[obj_id]
-            hits = self._matches(track.box, track.class_name, exclude=obj_id)
-            if not hits:
-                return merges
-            older, younger = sorted((obj_id, hits[0]))
-            self._absorb(self._tracks[older], self._tracks.pop(younger))
-            self._index.remove(younger)
-            merges.append((younger, older))
-            obj_id = older
-
-    def _absorb(self, keep: _Track, gone: _Track) -> None:
+    def _absorb(self, keep: Track, gone: Track) -> None:
         keep.box = fuse_boxes(keep.box, keep.weight, gone.box, gone.weight)
         if self.config.score_mode is ScoreMode.MAX:
             keep.score = max(keep.score, gone.score)
@@ -355,7 +554,17 @@ class SceneMemory:
             keep.evidence[name] = keep.evidence.get(name, 0.0) + ev
         keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
         keep.n_obs += gone.n_obs
+        keep.n_cut += gone.n_cut
+        keep.log_odds = max(keep.log_odds, gone.log_odds)  # two fragments saw mostly the same frames
+        keep.n_missed = min(keep.n_missed, gone.n_missed)
         keep.seen_from = keep.seen_from + gone.seen_from
+        keep.colour.merge(gone.colour)
+        if gone.geometry is not None:
+            if keep.geometry is None:
+                keep.geometry = gone.geometry
+            else:
+                keep.geometry.merge(gone.geometry)
+        self._fit(keep)
         self._turn_front(keep)
         if gone.first_frame < keep.first_frame:
             keep.first_frame, keep.first_ns = gone.first_frame, gone.first_ns
@@ -371,21 +580,30 @@ class SceneMemory:
         return list(self.snapshot().objects)
 
     def published_objects(self) -> list[SceneObject]:
-        """Objects seen at least ``min_observations`` times, at most ``max_per_class`` per class
-        (highest score first), best score first overall."""
-        return self.snapshot().published(self.config.max_per_class, self.config.min_observations)
+        """Confident objects seen at least ``min_observations`` times, at most ``max_per_class``
+        per class (highest score first), best score first overall."""
+        return self.snapshot().published(self.config.max_per_class, self.config.min_observations,
+                                         self.config.publish_confidence)
 
     def get(self, obj_id: int) -> SceneObject | None:
-        """The object with id ``obj_id``, or None if there is none (never was, or merged away)."""
+        """The object with id ``obj_id``, or None if there is none (never was, merged away or forgotten)."""
         with self._lock:
             track = self._tracks.get(int(obj_id))
-            return None if track is None else self._object(track)
+            return None if track is None else track.to_object()
+
+    def geometry_points(self, obj_id: int) -> np.ndarray:
+        """(K, 3) world points of an object's own geometry (empty when it has none)."""
+        with self._lock:
+            track = self._tracks.get(int(obj_id))
+            if track is None or track.geometry is None:
+                return np.zeros((0, 3))
+            return track.geometry.points()
 
     def snapshot(self) -> MemorySnapshot:
         """An immutable copy of the current state (cached until the next change)."""
         with self._lock:
             if self._snapshot is None:
-                objs = tuple(self._object(self._tracks[i]) for i in sorted(self._tracks))
+                objs = tuple(self._tracks[i].to_object() for i in sorted(self._tracks))
                 ids = np.array([o.id for o in objs], dtype=np.int64)
                 boxes = np.array([o.box for o in objs], dtype=np.float64).reshape(-1, BOX_DIM)
                 scores = np.array([o.score for o in objs], dtype=np.float64)
@@ -402,20 +620,11 @@ class SceneMemory:
         with self._lock:
             self._tracks.clear()
             self._index.clear()
+            self._floor.reset()
             self._frame_id = ""
             self._last_frame = (-1, 0)
             self._n_updates = 0
             self._snapshot = None
-
-    @staticmethod
-    def _object(track: _Track) -> SceneObject:
-        if track.cached is None:
-            evidence = tuple(sorted(((n, float(v)) for n, v in track.evidence.items()), key=lambda p: (-p[1], p[0])))
-            track.cached = SceneObject(
-                track.id, track.class_name, float(track.score), track.box.copy(), evidence, track.n_obs,
-                track.first_frame, track.last_frame, track.first_ns, track.last_ns,
-            )
-        return track.cached
 
     # ------------------------------------------------------------------ persistence
 
@@ -430,18 +639,9 @@ class SceneMemory:
                 "config": config,
                 "frame_id": self._frame_id,
                 "vocabulary": list(self._vocabulary),
+                "floor_z": self._floor.z,
                 "next_id": self._next_id,
-                "objects": [
-                    {
-                        "id": t.id, "class_name": t.class_name, "score": t.score,
-                        "box": [float(v) for v in t.box], "class_scores": dict(t.evidence),
-                        "n_observations": t.n_obs, "first_seen_frame": t.first_frame,
-                        "last_seen_frame": t.last_frame, "first_seen_ns": t.first_ns,
-                        "last_seen_ns": t.last_ns, "fusion_weight": t.weight,
-                        "seen_from": [float(v) for v in t.seen_from],
-                    }
-                    for t in (self._tracks[i] for i in sorted(self._tracks))
-                ],
+                "objects": [self._tracks[i].to_dict() for i in sorted(self._tracks)],
             }
 
     @classmethod
@@ -453,8 +653,9 @@ class SceneMemory:
         """
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError(f"not a scene memory document (expected format '{FORMAT}')")
-        if data.get("format_version") != FORMAT_VERSION:
-            raise InputError(f"scene memory document version {data.get('format_version')!r} is not {FORMAT_VERSION}")
+        version = data.get("format_version")
+        if version not in (1, FORMAT_VERSION):
+            raise InputError(f"scene memory document version {version!r} is not 1 or {FORMAT_VERSION}")
         try:
             config = MemoryConfig(**data["config"])
         except (KeyError, TypeError) as err:
@@ -463,14 +664,10 @@ class SceneMemory:
         try:
             memory._frame_id = str(data["frame_id"])
             memory._vocabulary = tuple(str(n) for n in data.get("vocabulary", ()))
+            if data.get("floor_z") is not None:
+                memory._floor.assume(float(data["floor_z"]))
             for o in data["objects"]:
-                track = _Track(
-                    int(o["id"]), np.array(o["box"], dtype=np.float64).reshape(BOX_DIM), float(o["fusion_weight"]),
-                    float(o["score"]), {str(k): float(v) for k, v in o["class_scores"].items()},
-                    str(o["class_name"]), int(o["n_observations"]), int(o["first_seen_frame"]),
-                    int(o["last_seen_frame"]), int(o["first_seen_ns"]), int(o["last_seen_ns"]),
-                    np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
-                )
+                track = Track.from_dict(o, _V1_LOG_ODDS)
                 memory._tracks[track.id] = track
                 memory._index.insert(track.id, track.box)
             memory._next_id = max(int(data["next_id"]), max(memory._tracks, default=-1) + 1)
@@ -482,7 +679,7 @@ class SceneMemory:
         """Write ``to_dict()`` as JSON to ``path`` (atomically: a reader never sees half a file)."""
         path = Path(path)
         tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1))
+        tmp.write_text(json.dumps(self.to_dict()))
         os.replace(tmp, path)
 
     @classmethod

@@ -81,6 +81,9 @@ class UpdateResult:
         n_low_score: detections dropped for a score below the threshold.
         n_suppressed: detections dropped as duplicates of a detection already used this frame.
         n_invalid: detections dropped for non-finite values or non-positive extents.
+        missed: ids of objects that lost existence evidence (in view and not detected, or their
+            place seen through).
+        forgotten: ids of objects removed because their evidence fell too low.
     """
 
     created: tuple[int, ...] = ()
@@ -89,6 +92,8 @@ class UpdateResult:
     n_low_score: int = 0
     n_suppressed: int = 0
     n_invalid: int = 0
+    missed: tuple[int, ...] = ()
+    forgotten: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,10 +125,13 @@ class MemorySnapshot:
     def __len__(self) -> int:
         return len(self.objects)
 
-    def published(self, max_per_class: int, min_observations: int = 1) -> list[SceneObject]:
+    def published(self, max_per_class: int, min_observations: int = 1,
+                  min_confidence: float = 0.0) -> list[SceneObject]:
         """At most ``max_per_class`` objects per class, each class's highest scores, best first,
-        among those seen at least ``min_observations`` times."""
-        confirmed = np.array([o.n_observations >= min_observations for o in self.objects], dtype=bool)
+        among those seen at least ``min_observations`` times and at least ``min_confidence``
+        confident (unconfirmed objects never take a place in a class's limit)."""
+        confirmed = np.array([o.n_observations >= min_observations and o.confidence >= min_confidence
+                              for o in self.objects], dtype=bool)
         if not confirmed.any():
             return []
         _, codes = np.unique(np.array(self.class_names), return_inverse=True)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
@@ -15,6 +14,7 @@ from ..detections import Detections2D, Detections3D, class_key
 from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, canonical_yaw_box
+from ..geometry.fitting import fit_upright_box
 from ..geometry.transforms import transform_points
 
 
@@ -166,34 +166,48 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
         (x, y, z, dx, dy, dz, yaw, 0, 0) canonicalised (dx >= dy, yaw in [-pi/2, pi/2)).
     """
     names = tuple(dets2d.class_names)
-    boxes, labels, scores = [], [], []
+    boxes, labels, scores, regions_2d, points, pixels = [], [], [], [], [], []
     if regions is not None and regions.ndim != 2:
         raise ValueError(f"lifting: regions must be an (h, w) image, got shape {regions.shape}")
     for i in range(len(dets2d)):
         label = int(dets2d.labels[i])
         own = (regions, i) if regions is not None and _listed(names[label], params.region_classes) else None
-        result = _lift_one(frame, dets2d.boxes_xyxy[i], names[label], params, own, floor_z)
-        if result is None:
+        lifted = _lift_one(frame, dets2d.boxes_xyxy[i], names[label], params, own, floor_z)
+        if lifted is None:
             continue
-        box, support = result
         w = params.support_score_weight
-        boxes.append(box)
+        boxes.append(lifted.box)
         labels.append(label)
-        scores.append(float(dets2d.scores[i]) * ((1.0 - w) + w * support))
+        scores.append(float(dets2d.scores[i]) * ((1.0 - w) + w * lifted.support))
+        regions_2d.append(dets2d.boxes_xyxy[i])
+        points.append(lifted.points)
+        pixels.append(lifted.pixels)
     if not boxes:
         return Detections3D.empty(names, frame.world_frame)
-    return Detections3D(np.stack(boxes), np.array(labels), np.array(scores), names, frame.world_frame)
+    return Detections3D(np.stack(boxes), np.array(labels), np.array(scores), names, frame.world_frame,
+                        boxes_2d=np.array(regions_2d, dtype=np.float64), points=tuple(points), pixels=tuple(pixels))
+
+
+@dataclass(frozen=True)
+class _Lifted:
+    """One lifted detection: its box, the fraction of its sampled pixels on the object, the
+    object's voxel centroids (V, 3) in the world and the colour pixels (P, 2) int32 of its points."""
+
+    box: np.ndarray
+    support: float
+    points: np.ndarray
+    pixels: np.ndarray
 
 
 def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingParams,
               region: tuple[np.ndarray, int] | None = None,
-              floor_z: float | None = None) -> tuple[np.ndarray, float] | None:
-    """One detection -> ((9,) world box, support fraction in [0, 1]) or None."""
+              floor_z: float | None = None) -> _Lifted | None:
+    """One detection -> its world box, support fraction in [0, 1] and object points, or None."""
     sample = _sample_box_points(frame, box_xyxy, params, region)
     if sample is None:
         return None
-    pts_world, in_core, n_sampled, spacing = sample
-    vox, vox_core, vox_count = _voxelize(pts_world, in_core, params.voxel_size)
+    pts_world, in_core, n_sampled, spacing, px_depth = sample
+    vox, vox_core, vox_count, point_voxel = _voxelize(pts_world, in_core, params.voxel_size)
     if vox_count.sum() < params.min_points or len(vox) < 4:
         return None
     radius = max(params.cluster_radius, 1.5 * params.voxel_size, 3.0 * spacing)
@@ -213,7 +227,8 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
         members = rest[sub]
     if vox_count[members].sum() < params.min_points:
         return None
-    box = _fit_upright_box(vox[members], params)
+    # Voxel centroids sit half a voxel inside the surface: the pad adds it back.
+    box = fit_upright_box(vox[members], params.trim_percentiles, pad=params.voxel_size)
     smallest = _class_value(params.min_largest_extent, name)
     if smallest is not None and box[3:6].max() < smallest:
         return None
@@ -227,18 +242,21 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     if ext.max() > params.max_extent or ext.max() < params.min_extent:
         return None
     support = float(vox_count[members].sum()) / max(n_sampled, 1)
-    return box, min(support, 1.0)
+    on_object = np.isin(point_voxel, members)
+    pixels = np.rint(depth_to_colour_px(px_depth[on_object], frame.K, params)).astype(np.int32)
+    return _Lifted(box, min(support, 1.0), vox[members], pixels)
 
 
 def _sample_box_points(
     frame: Frame, box_xyxy: np.ndarray, params: LiftingParams, region: tuple[np.ndarray, int] | None = None
-) -> tuple[np.ndarray, np.ndarray, int, float] | None:
+) -> tuple[np.ndarray, np.ndarray, int, float, np.ndarray] | None:
     """Valid depth pixels of one box (and of its region, if given: (region image, index)) as world points.
 
     Returns:
         (P, 3) world points, (P,) bool True for pixels in the box's core, number of sampled
-        pixels (valid or not), and the metric spacing (m) of neighbouring samples at the
-        median depth; None when fewer than min_points pixels have valid depth.
+        pixels (valid or not), the metric spacing (m) of neighbouring samples at the median
+        depth, and the (P, 2) depth pixels (u, v) of the points; None when fewer than
+        min_points pixels have valid depth.
     """
     H, W = frame.depth.shape
     K = frame.K
@@ -268,7 +286,7 @@ def _sample_box_points(
     pts_cam = np.stack([(u - K[0, 2]) * zc / K[0, 0], (v - K[1, 2]) * zc / K[1, 1], zc], axis=1)
     in_core = core_u[uu] & core_v[vv]
     spacing = float(np.median(zc)) * stride / K[0, 0]
-    return transform_points(frame.T_world_camera, pts_cam), in_core, n_sampled, spacing
+    return transform_points(frame.T_world_camera, pts_cam), in_core, n_sampled, spacing, np.stack([u, v], axis=1)
 
 
 def _in_region(us: np.ndarray, vs: np.ndarray, region: tuple[np.ndarray, int], frame: Frame,
@@ -283,8 +301,10 @@ def _in_region(us: np.ndarray, vs: np.ndarray, region: tuple[np.ndarray, int], f
     return image[rows, cols] == index
 
 
-def _voxelize(points: np.ndarray, in_core: np.ndarray, size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Voxel downsample: (V, 3) centroids, (V,) number of core points, (V,) number of points."""
+def _voxelize(points: np.ndarray, in_core: np.ndarray,
+              size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Voxel downsample: (V, 3) centroids, (V,) number of core points, (V,) number of points,
+    and (P,) the voxel of each point."""
     idx = np.floor(points / size).astype(np.int64)
     idx -= idx.min(axis=0)
     dims = idx.max(axis=0) + 1
@@ -294,7 +314,7 @@ def _voxelize(points: np.ndarray, in_core: np.ndarray, size: float) -> tuple[np.
     sums = np.zeros((len(count), 3))
     np.add.at(sums, inverse, points)
     core = np.bincount(inverse, weights=in_core.astype(np.float64), minlength=len(count))
-    return sums / count[:, None], core, count
+    return sums / count[:, None], core, count, inverse
 
 
 def _remove_support(vox: np.ndarray, name: str, params: LiftingParams) -> np.ndarray:
@@ -396,26 +416,6 @@ def _core_cluster(vox: np.ndarray, core: np.ndarray, radius: float) -> np.ndarra
     if weight.max() <= 0:
         return None
     return np.nonzero(comp == int(np.argmax(weight)))[0]
-
-
-def _fit_upright_box(points: np.ndarray, params: LiftingParams) -> np.ndarray:
-    """(P, 3) world points -> (9,) z-up box: yaw from the floor-plane minimum-area rectangle."""
-    lo, hi = params.trim_percentiles
-    xy = points[:, :2]
-    # Trim the radial outliers before the rectangle: one stray voxel would turn it.
-    r = np.linalg.norm(xy - np.median(xy, axis=0), axis=1)
-    core_xy = xy[r <= np.percentile(r, hi)] if len(xy) > 10 else xy
-    (_, _), (_, _), angle_deg = cv2.minAreaRect(core_xy.astype(np.float32))
-    yaw = math.radians(angle_deg)
-    c, s = math.cos(yaw), math.sin(yaw)
-    local = xy @ np.array([[c, -s], [s, c]])  # (P, 2) coordinates along the box axes
-    q = np.percentile(np.column_stack([local, points[:, 2]]), [lo, hi], axis=0)  # (2, 3)
-    # Voxel centroids sit half a voxel inside the surface: add it back.
-    ext = q[1] - q[0] + params.voxel_size
-    mid = 0.5 * (q[0] + q[1])
-    centre_xy = np.array([c * mid[0] - s * mid[1], s * mid[0] + c * mid[1]])
-    box = np.array([centre_xy[0], centre_xy[1], mid[2], ext[0], ext[1], ext[2], yaw, 0.0, 0.0])
-    return canonical_yaw_box(box)
 
 
 def _widen_to_image_box(box: np.ndarray, box_px: np.ndarray, frame: Frame, params: LiftingParams) -> np.ndarray:

@@ -62,6 +62,8 @@ def export_onnx(
         with torch.no_grad(), warnings.catch_warnings():
             # The TorchScript exporter is deprecated in favour of dynamo; it still works and is what we want here.
             warnings.simplefilter("ignore", DeprecationWarning)
+            # Graph readers (ncnn, onnx_module) check shapes in Python; every graph here has fixed shapes.
+            warnings.simplefilter("ignore", torch.jit.TracerWarning)
             torch.onnx.export(
                 module,
                 tuple(example_inputs),

@@ -33,17 +33,17 @@ from torch import nn
 from ..errors import ConfigError
 from ..geometry.grid import GridSpec
 from ..runtime.contract import IOContract, TensorSpec
-from ..synthetic.classes import OBJECT_CLASSES, OCCUPANCY_CLASSES
 
 
 @dataclass(frozen=True)
 class PerceptronConfig:
     """Shapes and widths of the network (one config = one exported graph)."""
 
-    # Detection classes (the synthetic world's vocabulary, synthetic/classes.py).
-    classes: tuple[str, ...] = OBJECT_CLASSES
+    # Detection classes: the model's own vocabulary, saved with its weights (the config inside the
+    # weights file) and read back from there; a training run takes its data's (training/config.py).
+    classes: tuple[str, ...] = ()
     # Occupancy classes; the occupancy head adds one "empty" class after these.
-    occupancy_classes: tuple[str, ...] = OCCUPANCY_CLASSES
+    occupancy_classes: tuple[str, ...] = ()
     # Square network input in pixels (frames are resized to it).
     image_size: int = 240
     # Views per keyframe window (fixed in the exported graph).
@@ -241,8 +241,10 @@ class VolumeFPN(nn.Module):
 class EmbodiedPerceptron(nn.Module):
     """Images + projections + depth volume -> occupancy logits and dense 9-DoF box predictions."""
 
-    def __init__(self, config: PerceptronConfig = PerceptronConfig()) -> None:
+    def __init__(self, config: PerceptronConfig) -> None:
         super().__init__()
+        if not config.classes or not config.occupancy_classes:
+            raise ConfigError("the network's class vocabularies (model.classes, model.occupancy_classes) are not set")
         self.config = config
         n, c = config.num_classes, config.box_channels
         self.image_encoder = ImageEncoder(config.image_channels, config.feature_stride)

@@ -10,6 +10,7 @@ import cv2
 import numpy as np
 
 from ..detections import Detections3D, FramePerception, LocalOccupancy
+from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.grid import aligned_grid_pose
 from ..geometry.transforms import invert_transform, transform_points
@@ -98,7 +99,7 @@ class PerceptronPerceptor:
             pixel_detections.PIXEL_LIFTING.
     """
 
-    def __init__(self, run_graph: RunGraph, config: PerceptronConfig | None = None,
+    def __init__(self, run_graph: RunGraph, config: PerceptronConfig,
                  decode: DecodeParams | None = None, name: str = "embodied-perceptron",
                  floor_z: float | None = None, sizes: SizeCalibration | None = None,
                  pixels: PixelDecodeParams | None = None, lifting: LiftingParams | None = None) -> None:
@@ -108,7 +109,9 @@ class PerceptronPerceptor:
         self.lifting = lifting or PIXEL_LIFTING
         self.network: object | None = None  # the exportable network, when built from weights (registry)
         self.run_graph = run_graph
-        self.config = config = config or PerceptronConfig()
+        if not config.classes:
+            raise ConfigError("the graph's class vocabulary (config.classes) is not set")
+        self.config = config
         self.decode = decode or DecodeParams()
         self.name = name
         self.class_names = tuple(config.classes)

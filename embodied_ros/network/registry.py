@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 from ..errors import ModelError
+from .detector2d import NetworkDetector2D
 from .lifted_perceptor import LiftedPerceptor
 from .lifting import LiftingParams
 from .perceptor import Perceptor
 from .weights import DEFAULT_MODEL, KNOWN_MODELS, ModelFiles, resolve_known_model
-from .yolo_detector import YoloDetector2D
 
 MODELS_ENV = "EMBODIED_ROS_MODELS"
 _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -18,13 +18,16 @@ _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
 # The 2D detector keeps candidates well below Darknet's display threshold (0.25): the scene
 # memory applies the project's 0.075 score rule, and repeated weak sightings accumulate.
 DETECTOR_SCORE_THRESHOLD = 0.1
+# Detector ensembles by name: the member models (weights.KNOWN_MODELS), their boxes fused (network/ensemble.py).
+ENSEMBLES = {"ensemble-yolox-nanodet": ("yolox-nano", "nanodet-plus-m-416")}
 
 
 def _search_dirs(weights: Path | None) -> list[Path]:
     """Where a known model's files are looked for, in order."""
     dirs: list[Path] = []
     if weights is not None:
-        dirs.append(weights if weights.is_dir() else weights.parent)
+        folder = weights if weights.is_dir() else weights.parent
+        dirs += [folder, *sorted(d for d in folder.iterdir() if d.is_dir())]  # or a folder of model folders
     if os.environ.get(MODELS_ENV):
         dirs.append(Path(os.environ[MODELS_ENV]))
     dirs.append(_REPO_MODELS)
@@ -37,7 +40,7 @@ def _custom_darknet_files(weights: Path) -> ModelFiles:
     names = sorted(weights.parent.glob("*.names"))
     if not cfg.is_file() or not names:
         raise ModelError(f"{weights}: a Darknet model needs {cfg.name} and a .names file in the same folder")
-    return ModelFiles(cfg, weights, names[0])
+    return ModelFiles(cfg, weights, names[0], "darknet")
 
 
 PERCEPTRON = "embodied-perceptron"
@@ -96,6 +99,33 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     return perceptor
 
 
+def build_detector(files: ModelFiles, *, backend: str = "auto", allow_fallback: bool = False, fp16: bool = False,
+                   score_threshold: float = DETECTOR_SCORE_THRESHOLD, **runtime) -> NetworkDetector2D:
+    """The 2D detector that reads ``files`` (by their family: Darknet, YOLOX ONNX or NanoDet ncnn).
+
+    Args:
+        files: verified model files (``weights.resolve_known_model``).
+        backend, allow_fallback, fp16: as for ``build_perceptor``.
+        score_threshold: candidates below this score are dropped before NMS.
+        runtime: more detector arguments (``cache``, ``intra_op_threads``, ``iou_threshold``, ...).
+
+    Raises:
+        ModelError: unusable files or backend.
+    """
+    kwargs = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16, score_threshold=score_threshold, **runtime)
+    if files.family == "yolox":
+        from .yolox_detector import YoloxDetector2D
+
+        return YoloxDetector2D(files.weights, files.names, **kwargs)
+    if files.family == "nanodet":
+        from .nanodet_detector import NanoDetDetector2D
+
+        return NanoDetDetector2D(files.graph, files.weights, files.names, **kwargs)
+    from .yolo_detector import YoloDetector2D
+
+    return YoloDetector2D(files.graph, files.weights, files.names, **kwargs)
+
+
 def build_perceptor(
     name: str = DEFAULT_MODEL,
     *,
@@ -105,22 +135,24 @@ def build_perceptor(
     allow_fallback: bool = False,
     fp16: bool = False,
     lifting: LiftingParams | None = None,
-    detector_score_threshold: float = DETECTOR_SCORE_THRESHOLD,
+    detector_score_threshold: float | None = None,
 ) -> Perceptor:
     """Build the perceptor called ``name``.
 
     Args:
         name: "embodied-perceptron" (the project's network; weights from ``embodied-ros train``),
-            a known 2D detector (``weights.KNOWN_MODELS``, lifted to 3D) or "darknet" for a
+            a known 2D detector (``weights.KNOWN_MODELS``: Yolo-Fastest, YOLOX-Nano, NanoDet-Plus;
+            lifted to 3D), a detector ensemble (``ENSEMBLES``: the members' boxes fused) or "darknet" for a
             user's own Darknet files given by ``weights``.
-        weights: a weights file or the folder holding the model's files.
+        weights: a weights file, the folder holding the model's files, or a folder of such folders.
         download: fetch missing files from their upstream URL (sha256-checked).
         backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
             "tensorrt", "onnxruntime" or "torch" (runtime/select.py).
         allow_fallback: "tensorrt" asked for but unusable here -> ONNX Runtime with a warning.
         fp16: half-precision TensorRT engine.
         lifting: 2D -> 3D lifting settings.
-        detector_score_threshold: 2D detections below this are dropped before lifting.
+        detector_score_threshold: 2D detections below this are dropped before lifting (None: the
+            model's own, ``KnownModel.score_threshold``; ``DETECTOR_SCORE_THRESHOLD`` for others).
 
     Raises:
         ModelError: unknown model, files missing (with how to get them) or unusable.
@@ -129,18 +161,37 @@ def build_perceptor(
         raise ModelError(f"--weights {weights}: no such file or folder")
     if name == PERCEPTRON:
         return build_perceptron(weights, backend, allow_fallback, fp16)
+    runtime = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16)
+
+    def threshold(model: str) -> float:
+        if detector_score_threshold is not None:
+            return detector_score_threshold
+        return KNOWN_MODELS[model].score_threshold if model in KNOWN_MODELS else DETECTOR_SCORE_THRESHOLD
+
+    if name in ENSEMBLES:
+        from .ensemble import EnsembleDetector2D
+
+        members = [build_detector(_known_files(m, weights, download), score_threshold=threshold(m), **runtime)
+                   for m in ENSEMBLES[name]]
+        ensemble = EnsembleDetector2D(members, score_threshold=detector_score_threshold or DETECTOR_SCORE_THRESHOLD)
+        return LiftedPerceptor(ensemble, lifting or LiftingParams(), name=f"{name}+lifting")
     if name in KNOWN_MODELS:
-        try:
-            files = resolve_known_model(name, search_dirs=_search_dirs(weights), download=download)
-        except ModelError as err:
-            raise ModelError(f"{err} (or pass --weights DIR holding {name}'s .cfg, .weights and coco.names)") from err
+        files = _known_files(name, weights, download)
     elif name == "darknet":
         if weights is None or not weights.is_file():
             raise ModelError("--model darknet needs --weights PATH.weights")
         files = _custom_darknet_files(weights)
     else:
-        known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), "darknet"])
+        known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), *sorted(ENSEMBLES), "darknet"])
         raise ModelError(f"unknown model {name!r}; known: {known}")
-    detector = YoloDetector2D(files.cfg, files.weights, files.names, backend=backend, allow_fallback=allow_fallback,
-                              fp16=fp16, score_threshold=detector_score_threshold)
+    detector = build_detector(files, score_threshold=threshold(name), **runtime)
     return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")
+
+
+def _known_files(name: str, weights: Path | None, download: bool) -> ModelFiles:
+    """A registered model's verified files, or a ModelError that says which files to provide."""
+    try:
+        return resolve_known_model(name, search_dirs=_search_dirs(weights), download=download)
+    except ModelError as err:
+        wanted = ", ".join(f.filename for f in KNOWN_MODELS[name].files)
+        raise ModelError(f"{err} (or pass --weights DIR holding {wanted})") from err

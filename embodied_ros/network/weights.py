@@ -21,6 +21,12 @@ _YOLO_FASTEST_URL = (
     "https://github.com/dog-qiuqiu/Yolo-Fastest/raw/96a2900d163196c396e73f3fdab04ca4dd9a2f70/"
     "ModelZoo/yolo-fastest-1.1_coco/"
 )
+_YOLOX_URL = (
+    "https://github.com/Kazuhito00/YOLOX-ONNX-TFLite-Sample/raw/3d4f1119d0694200671c08069ecb847aa0d8495a/model/"
+)
+_NANODET_URL = (
+    "https://github.com/Qengineering/NanoDetPlus-ncnn-Raspberry-Pi-4/raw/25654004a310a7bdc3217e071005fa45b3367627/"
+)
 
 
 @dataclass(frozen=True)
@@ -34,25 +40,40 @@ class KnownFile:
 
 @dataclass(frozen=True)
 class KnownModel:
-    """A Darknet YOLO checkpoint: cfg, weights and class-name files, all checksummed."""
+    """A published detector: its network files and its class-name file, all checksummed.
+
+    Attributes:
+        name: the ``--model`` name.
+        family: which reader runs it: "darknet" (cfg + weights), "yolox" (an ONNX file as it is) or
+            "nanodet" (ncnn .param + .bin).
+        weights: the file holding the weights (for "yolox" the whole ONNX graph).
+        names: the model's class vocabulary, one name a line, in output order.
+        graph: the file describing the layers ("darknet": .cfg, "nanodet": .param), or None.
+        score_threshold: the model's own 2D score below which its boxes are not lifted: scores are
+            not comparable between models (NanoDet-Plus gives ~73 boxes a frame above 0.1 on
+            redkitchen, YOLOX-Nano ~10), and the scene memory weighs what is lifted by score.
+    """
 
     name: str
-    cfg: KnownFile
+    family: str
     weights: KnownFile
     names: KnownFile
+    graph: KnownFile | None = None
+    score_threshold: float = 0.1
 
     @property
-    def files(self) -> tuple[KnownFile, KnownFile, KnownFile]:
-        return self.cfg, self.weights, self.names
+    def files(self) -> tuple[KnownFile, ...]:
+        return tuple(f for f in (self.graph, self.weights, self.names) if f is not None)
 
 
 @dataclass(frozen=True)
 class ModelFiles:
-    """Local, verified paths of one model's files."""
+    """Local, verified paths of one model's files (``graph`` None for a model that is a single ONNX file)."""
 
-    cfg: Path
+    graph: Path | None
     weights: Path
     names: Path
+    family: str = "darknet"
 
 
 def _yolo_fastest_file(filename: str, sha256: str) -> KnownFile:
@@ -61,25 +82,48 @@ def _yolo_fastest_file(filename: str, sha256: str) -> KnownFile:
 
 _COCO_NAMES = _yolo_fastest_file("coco.names", "634a1132eb33f8091d60f2c346ababe8b905ae08387037aed883953b7329af84")
 
-# Yolo-Fastest 1.1 (dog-qiuqiu/Yolo-Fastest, commit 96a2900), COCO, 320x320 input.
 KNOWN_MODELS: dict[str, KnownModel] = {
+    # Yolo-Fastest 1.1 (dog-qiuqiu/Yolo-Fastest, commit 96a2900), COCO, 320x320 input, Darknet files.
     "yolo-fastest-1.1-xl": KnownModel(
         "yolo-fastest-1.1-xl",
-        _yolo_fastest_file(
-            "yolo-fastest-1.1-xl.cfg", "c458427acc4fbeabceff4528ef7b65b066c0308ce599460f8ba299eba63abad3"
-        ),
+        "darknet",
         _yolo_fastest_file(
             "yolo-fastest-1.1-xl.weights", "fac5fb41786c1f38f04972a658443b189f48720d7d117f9a044100e98a35b0c5"
         ),
         _COCO_NAMES,
+        _yolo_fastest_file(
+            "yolo-fastest-1.1-xl.cfg", "c458427acc4fbeabceff4528ef7b65b066c0308ce599460f8ba299eba63abad3"
+        ),
     ),
     "yolo-fastest-1.1": KnownModel(
         "yolo-fastest-1.1",
-        _yolo_fastest_file("yolo-fastest-1.1.cfg", "f6df5775c1e862998cf69046eba9265be3ae84dfe8b2caab7529823f0795bf70"),
+        "darknet",
         _yolo_fastest_file(
             "yolo-fastest-1.1.weights", "1c445c42bbd6df63edea2cc69f99667b5650d663ca11e34b116240740cd42890"
         ),
         _COCO_NAMES,
+        _yolo_fastest_file("yolo-fastest-1.1.cfg", "f6df5775c1e862998cf69046eba9265be3ae84dfe8b2caab7529823f0795bf70"),
+    ),
+    # YOLOX-Nano (Megvii's weights, Apache-2.0) exported to ONNX by Kazuhito00/YOLOX-ONNX-TFLite-Sample
+    # (commit 3d4f111), 416x416; run as it is. Its class names are the same 80 COCO names.
+    "yolox-nano": KnownModel(
+        "yolox-nano",
+        "yolox",
+        KnownFile("yolox_nano.onnx", _YOLOX_URL + "yolox_nano.onnx",
+                  "695e750a5d5754bb5a8d5325643b59282191a7e7a564e435a415fd3c578eab14"),
+        _COCO_NAMES,
+    ),
+    # NanoDet-Plus-m 416 (RangiLyu/nanodet, Apache-2.0) in ncnn form from
+    # Qengineering/NanoDetPlus-ncnn-Raspberry-Pi-4 (commit 2565400); read into PyTorch by ncnn.py.
+    "nanodet-plus-m-416": KnownModel(
+        "nanodet-plus-m-416",
+        "nanodet",
+        KnownFile("nanodet-plus-m_416.bin", _NANODET_URL + "nanodet-plus-m_416.bin",
+                  "f7555ca6cb9650ee41e2f0a53fdf46b6e187a2a09792208d8c3eec033b6ac615"),
+        _COCO_NAMES,
+        KnownFile("nanodet-plus-m_416.param", _NANODET_URL + "nanodet-plus-m_416.param",
+                  "d79e18ecd8595081bb29fdf0c790a47fcea96fbf58598350569a92e71e915b72"),
+        score_threshold=0.3,
     ),
 }
 DEFAULT_MODEL = "yolo-fastest-1.1-xl"
@@ -183,14 +227,17 @@ def resolve_known_model(
     """
     if name not in KNOWN_MODELS:
         raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(KNOWN_MODELS))}")
-    found: list[Path] = []
-    for known in KNOWN_MODELS[name].files:
-        local = next((Path(d) / known.filename for d in search_dirs if (Path(d) / known.filename).is_file()), None)
+    model = KNOWN_MODELS[name]
+    dirs = [Path(d) for d in search_dirs]
+
+    def resolve(known: KnownFile) -> Path:
+        local = next((d / known.filename for d in dirs if (d / known.filename).is_file()), None)
         if local is not None:
-            found.append(resolve_file(local, sha256=known.sha256))
-        else:
-            found.append(resolve_file(known.url, sha256=known.sha256, download=download, cache=cache))
-    return ModelFiles(*found)
+            return resolve_file(local, sha256=known.sha256)
+        return resolve_file(known.url, sha256=known.sha256, download=download, cache=cache)
+
+    graph = resolve(model.graph) if model.graph is not None else None
+    return ModelFiles(graph, resolve(model.weights), resolve(model.names), model.family)
 
 
 def _download(url: str, target: Path, sha256: str, timeout_s: float) -> None:

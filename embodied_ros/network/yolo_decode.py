@@ -1,4 +1,4 @@
-"""Decode of Darknet YOLO heads (v3/v4 style) into image boxes, with per-class NMS, in numpy.
+"""Decode of Darknet YOLO heads (v3/v4 style) into boxes; geometry and NMS are image_decode's, shared.
 
 The exported graph ends at the raw head convolutions; this one decode serves every backend
 (PyTorch, ONNX Runtime, TensorRT), so their detections can only differ by the heads' numbers.
@@ -9,14 +9,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 from scipy.special import expit
 
 from ..detections import Detections2D
+from .image_decode import DEFAULT_IOU_THRESHOLD, finish_detections, letterbox_size, nms_per_class, stretch
+from .image_decode import letterbox as letterbox_geometry
+
+__all__ = ["DEFAULT_IOU_THRESHOLD", "DEFAULT_SCORE_THRESHOLD", "YoloHeadSpec", "decode_yolo", "decode_yolo_heads",
+           "letterbox_size", "nms_per_class"]
 
 DEFAULT_SCORE_THRESHOLD = 0.25  # Darknet's `-thresh` default
-DEFAULT_IOU_THRESHOLD = 0.45  # Darknet's NMS default in `test_detector`
 
 
 @dataclass(frozen=True)
@@ -43,19 +46,6 @@ class YoloHeadSpec:
     def channels(self) -> int:
         """Channels the head tensor must have: A * (5 + C)."""
         return len(self.anchors) * (5 + self.num_classes)
-
-
-def letterbox_size(image_wh: tuple[int, int], net_wh: tuple[int, int]) -> tuple[int, int]:
-    """Size (w, h) of the image inside a letterboxed network input, with Darknet's integer maths.
-
-    Args:
-        image_wh: original image (width, height) in pixels.
-        net_wh: network input (width, height) in pixels.
-    """
-    (w, h), (net_w, net_h) = image_wh, net_wh
-    if net_w / w < net_h / h:
-        return net_w, (h * net_w) // w
-    return (w * net_h) // h, net_h
 
 
 def decode_yolo(
@@ -89,21 +79,23 @@ def decode_yolo(
     Returns:
         Detections2D with (N, 4) xyxy boxes in pixels, clipped to the image, sorted by score.
     """
+    geometry = letterbox_geometry(image_wh, net_wh) if letterbox else stretch(image_wh, net_wh)
+    boxes, scores, labels = decode_yolo_heads(heads, specs, net_wh, score_threshold)
+    return finish_detections(boxes, scores, labels, geometry, class_names, iou_threshold)
+
+
+def decode_yolo_heads(
+    heads: Sequence[np.ndarray], specs: Sequence[YoloHeadSpec], net_wh: tuple[int, int], score_threshold: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Raw heads -> candidates before NMS: (K, 4) xyxy in network-input pixels, (K,) scores, (K,) labels."""
     if len(heads) != len(specs):
         raise ValueError(f"{len(heads)} head tensors for {len(specs)} YOLO layers")
-    boxes, scores, labels = [], [], []
-    for head, spec in zip(heads, specs, strict=True):
-        b, s, lab = _decode_head(np.asarray(head, dtype=np.float32), spec, net_wh, score_threshold)
-        boxes.append(b)
-        scores.append(s)
-        labels.append(lab)
-    boxes_cxcywh = np.concatenate(boxes)
-    score = np.concatenate(scores)
-    label = np.concatenate(labels)
-    boxes_xyxy = _to_image_xyxy(boxes_cxcywh, net_wh, image_wh, letterbox)
-    keep = nms_per_class(boxes_xyxy, score, label, iou_threshold)
-    keep = keep[np.argsort(-score[keep], kind="stable")]
-    return Detections2D(boxes_xyxy[keep], label[keep], score[keep].astype(np.float64), tuple(class_names))
+    parts = [_decode_head(np.asarray(h, dtype=np.float32), spec, net_wh, score_threshold)
+             for h, spec in zip(heads, specs, strict=True)]
+    cxcywh = np.concatenate([b for b, _, _ in parts])  # relative to the input
+    net = np.array([net_wh[0], net_wh[1]], np.float64)
+    xyxy = np.concatenate([(cxcywh[:, :2] - cxcywh[:, 2:] / 2) * net, (cxcywh[:, :2] + cxcywh[:, 2:] / 2) * net], 1)
+    return xyxy, np.concatenate([s for _, s, _ in parts]), np.concatenate([lab for _, _, lab in parts])
 
 
 def _decode_head(
@@ -129,43 +121,3 @@ def _decode_head(
     k_idx, cls = np.nonzero(probs > threshold)
     boxes = np.stack([cx, cy, bw, bh], axis=1)[k_idx]
     return boxes, probs[k_idx, cls], cls.astype(np.int64)
-
-
-def _to_image_xyxy(
-    boxes: np.ndarray, net_wh: tuple[int, int], image_wh: tuple[int, int], letterbox: bool
-) -> np.ndarray:
-    """(K, 4) cx, cy, w, h relative to the net input -> (K, 4) x0, y0, x1, y1 image pixels, clipped."""
-    net_w, net_h = net_wh
-    new_w, new_h = letterbox_size(image_wh, net_wh) if letterbox else net_wh
-    # Darknet's correct_yolo_boxes: undo the letterbox's offset and scale (identity for a plain resize).
-    rx, ry = new_w / net_w, new_h / net_h
-    cx = (boxes[:, 0] - (net_w - new_w) / 2.0 / net_w) / rx
-    cy = (boxes[:, 1] - (net_h - new_h) / 2.0 / net_h) / ry
-    w, h = boxes[:, 2] / rx, boxes[:, 3] / ry
-    img_w, img_h = image_wh
-    xyxy = np.stack([(cx - w / 2) * img_w, (cy - h / 2) * img_h, (cx + w / 2) * img_w, (cy + h / 2) * img_h], axis=1)
-    np.clip(xyxy[:, 0::2], 0.0, img_w, out=xyxy[:, 0::2])
-    np.clip(xyxy[:, 1::2], 0.0, img_h, out=xyxy[:, 1::2])
-    return xyxy.reshape(-1, 4)
-
-
-def nms_per_class(boxes_xyxy: np.ndarray, scores: np.ndarray, labels: np.ndarray, iou_threshold: float) -> np.ndarray:
-    """Greedy non-maximum suppression within each class (OpenCV's batched NMS).
-
-    Args:
-        boxes_xyxy: (N, 4) boxes, any consistent unit.
-        scores: (N,) confidences.
-        labels: (N,) int class indices; boxes of different classes never suppress each other.
-        iou_threshold: a box is dropped when its IoU with a kept, higher-scored box exceeds this.
-
-    Returns:
-        (K,) int64 indices of the kept boxes.
-    """
-    if len(boxes_xyxy) == 0:
-        return np.zeros(0, np.int64)
-    xywh = np.concatenate([boxes_xyxy[:, :2], boxes_xyxy[:, 2:] - boxes_xyxy[:, :2]], axis=1).astype(np.float64)
-    # Score threshold -inf: thresholding already happened, NMS must not drop anything by score.
-    keep = cv2.dnn.NMSBoxesBatched(
-        xywh, np.asarray(scores, np.float32), np.asarray(labels, np.int32), float("-inf"), float(iou_threshold)
-    )
-    return np.asarray(keep, dtype=np.int64).reshape(-1)

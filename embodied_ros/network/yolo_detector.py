@@ -2,42 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ..detections import Detections2D
-from ..errors import InputError, ModelError
-from ..runtime.config import RuntimeConfig
-from ..runtime.contract import Backend, InferenceBackend, IOContract, TensorSpec
-from ..runtime.select import create_backend
+from ..errors import ModelError
+from ..runtime.contract import Backend, IOContract, TensorSpec
 from .darknet import Darknet, load_darknet_weights, parse_cfg
-from .onnx_export import export_onnx
+from .detector2d import NetworkDetector2D, check_rgb, read_class_names, runtime_config
+from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, letterbox, letterbox_size, stretch
 from .weights import DEFAULT_MODEL, cache_dir, resolve_known_model, sha256_file
-from .yolo_decode import (
-    DEFAULT_IOU_THRESHOLD,
-    DEFAULT_SCORE_THRESHOLD,
-    YoloHeadSpec,
-    decode_yolo,
-    letterbox_size,
-)
+from .yolo_decode import DEFAULT_SCORE_THRESHOLD, YoloHeadSpec, decode_yolo_heads
 
 INPUT_NAME = "image"
 _EXPORT_VERSION = 1  # bump when the export changes, so stale cached graphs are not reused
 _UNIT_LUT = (np.arange(256, dtype=np.float64) / 255.0).astype(np.float32)  # Darknet: pixel / 255.
 
 __all__ = ["Backend", "YoloDetector2D", "darknet_resize", "preprocess", "read_class_names", "yolo_contract"]
-
-
-def read_class_names(path: str | Path) -> tuple[str, ...]:
-    """Class names, one per non-empty line (Darknet's .names format)."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ModelError(f"cannot read class names {path}: {exc.strerror or exc}") from exc
-    return tuple(s.strip() for s in lines if s.strip())
 
 
 def darknet_resize(image: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -100,8 +83,7 @@ def preprocess(image: np.ndarray, net_wh: tuple[int, int], letterbox: bool = Fal
     Raises:
         InputError: not an (H, W, 3) uint8 image.
     """
-    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or min(image.shape[:2]) < 2:
-        raise InputError(f"expected an (H, W, 3) uint8 RGB image, got {image.dtype} {image.shape}")
+    check_rgb(image)
     net_w, net_h = net_wh
     if not letterbox:
         resized = darknet_resize(image, net_w, net_h)
@@ -131,7 +113,7 @@ def yolo_contract(net: Darknet) -> IOContract:
     return IOContract((image,), outputs)
 
 
-class YoloDetector2D:
+class YoloDetector2D(NetworkDetector2D):
     """COCO 2D detector from a Darknet cfg/weights pair, on ONNX Runtime (default), TensorRT or PyTorch.
 
     The ONNX graph (``yolo_contract``: input ``image`` (1, 3, H, W) float32, outputs ``head_i`` raw
@@ -186,14 +168,6 @@ class YoloDetector2D:
             ModelError: files unreadable or inconsistent, export or backend creation failed, or
                 tensorrt asked for without a GPU and without ``allow_fallback``.
         """
-        try:
-            requested = Backend(backend)
-        except ValueError:
-            known = ", ".join(b.value for b in Backend)
-            raise ModelError(f"backend {backend!r} unknown; choose one of {known}") from None
-        if not 0.0 <= score_threshold <= 1.0 or not 0.0 <= iou_threshold <= 1.0:
-            raise ModelError(f"thresholds must lie in [0, 1], got score {score_threshold}, IoU {iou_threshold}")
-        self.score_threshold, self.iou_threshold = score_threshold, iou_threshold
         self.name = Path(weights_path).stem
         self._net = Darknet(parse_cfg(cfg_path), source=str(cfg_path))
         self._net.eval().requires_grad_(False)
@@ -206,29 +180,22 @@ class YoloDetector2D:
         self.input_size = self._net.input_size
         self.letterbox = self._net.letterbox if letterbox is None else letterbox
         self.contract = yolo_contract(self._net)
-        self.output_names = self.contract.output_names
         self._weights_path = Path(weights_path)
         self._weights_loaded = False
-        self.onnx_path: Path | None = None
         cache_root = Path(cache) if cache is not None else cache_dir()
-        config = RuntimeConfig(
-            backend=requested, allow_fallback=allow_fallback, providers=tuple(providers) if providers else None,
-            intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads, fp16=fp16,
-            engine_cache=cache_root / "engines", engine_path=Path(engine_path) if engine_path else None,
-        )
+        config = runtime_config(backend, cache=cache_root, providers=providers, intra_op_threads=intra_op_threads,
+                                inter_op_threads=inter_op_threads, allow_fallback=allow_fallback, fp16=fp16,
+                                engine_path=engine_path)
 
         def onnx_file() -> Path:
             if onnx_path is not None:
-                self.onnx_path = Path(onnx_path)
-            else:
-                self.onnx_path = self._cached_onnx_path(cfg_path, weights_path, cache_root)
-                if not self.onnx_path.is_file():
-                    self.export(self.onnx_path)
-            return self.onnx_path
+                return Path(onnx_path)
+            path = self._cached_onnx_path(cfg_path, weights_path, cache_root)
+            if not path.is_file():
+                self.export(path)
+            return path
 
-        self.runtime: InferenceBackend = create_backend(config, self.contract, onnx_path=onnx_file,
-                                                        torch_module=self.torch_module)
-        self.backend = self.runtime.kind
+        self._start(config, onnx_file, score_threshold, iou_threshold)
 
     @classmethod
     def from_known(
@@ -246,7 +213,9 @@ class YoloDetector2D:
             ModelError: unknown name, files not found and ``download`` not given, or a checksum mismatch.
         """
         files = resolve_known_model(name, search_dirs=search_dirs, download=download, cache=cache)
-        return cls(files.cfg, files.weights, files.names, cache=cache, **kwargs)
+        if files.family != "darknet" or files.graph is None:
+            raise ModelError(f"{name} is not a Darknet model; use registry.build_detector")
+        return cls(files.graph, files.weights, files.names, cache=cache, **kwargs)
 
     @property
     def heads(self) -> list[YoloHeadSpec]:
@@ -260,49 +229,16 @@ class YoloDetector2D:
             self._weights_loaded = True
         return self._net
 
-    def example_inputs(self) -> tuple[torch.Tensor, ...]:
-        """Zero inputs of the graph's shapes, in contract order (for export)."""
-        return tuple(torch.zeros(shape) for shape in self.contract.example_shapes().values())
+    def preprocess(self, image: np.ndarray) -> tuple[np.ndarray, ResizeGeometry]:
+        """Darknet's resize of the RGB image (stretched, or letterboxed when the cfg says so)."""
+        image_wh = (image.shape[1], image.shape[0])
+        geometry = letterbox(image_wh, self.input_size) if self.letterbox else stretch(image_wh, self.input_size)
+        return preprocess(image, self.input_size, self.letterbox), geometry
 
-    def export(self, path: str | Path) -> Path:
-        """Export the network (weights loaded) to ONNX at ``path`` with the contract's names; returns ``path``.
-
-        Raises:
-            ModelError: the export fails.
-        """
-        export_onnx(self.torch_module(), self.example_inputs(), path, input_names=self.contract.input_names,
-                    output_names=self.contract.output_names, dynamic_axes=self.contract.onnx_dynamic_axes())
-        return Path(path)
-
-    def infer(self, batch: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Raw head tensors for a preprocessed (1, 3, H, W) float32 input: (1, A*(5+C), Hg, Wg) each."""
-        out = self.runtime.run({INPUT_NAME: batch})
-        return tuple(out[n] for n in self.output_names)
-
-    def detect(self, image: np.ndarray) -> Detections2D:
-        """Detect objects in one colour image.
-
-        Args:
-            image: (H, W, 3) uint8 RGB (``Frame.color``).
-
-        Returns:
-            Detections2D: boxes (N, 4) xyxy in the image's pixels, COCO labels, scores, best first.
-
-        Raises:
-            InputError: the image is not (H, W, 3) uint8.
-            ModelError: the runtime failed.
-        """
-        heads = self.infer(preprocess(image, self.input_size, self.letterbox))
-        return decode_yolo(
-            heads,
-            self._net.heads,
-            self.input_size,
-            (image.shape[1], image.shape[0]),
-            self.class_names,
-            score_threshold=self.score_threshold,
-            iou_threshold=self.iou_threshold,
-            letterbox=self.letterbox,
-        )
+    def decode(self, outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Darknet's YOLO decode of the heads (every class above the threshold is a candidate)."""
+        return decode_yolo_heads([outputs[n] for n in self.output_names], self._net.heads, self.input_size,
+                                 self.score_threshold)
 
     def _cached_onnx_path(self, cfg_path: str | Path, weights_path: str | Path, cache: Path) -> Path:
         w_sha, c_sha = sha256_file(weights_path), sha256_file(cfg_path)

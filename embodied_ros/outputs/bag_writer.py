@@ -1,4 +1,10 @@
-"""The offline runner's rosbag2 (MCAP, bag format 8 for Humble): inputs and scene outputs on ROS topics."""
+"""The offline runner's rosbag2 (MCAP, bag format 8 for Humble): inputs and scene outputs on ROS topics.
+
+Small on disk: the inputs go in compressed as image_transport would publish them (colour JPEG on
+``.../compressed``, depth lossless PNG on ``.../compressedDepth``), and MCAP chunks are zstd
+compressed (what ``ros2 bag record --storage-preset-profile zstd_fast`` writes; every MCAP
+reader, rosbag2's included, decompresses them).
+"""
 
 from __future__ import annotations
 
@@ -8,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
 from ..frame import Frame
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
 from ..messages.types import msg_class, typestore
-from ..sources.images import depth_to_ros, rgb_to_compressed
+from ..sources.images import depth_to_compressed, rgb_to_compressed
 from .scene_messages import (
     ObjectLike,
     detection3d_array,
@@ -36,7 +42,7 @@ class OutputTopics:
     objects: str = "/embodied/objects"  # embodied_ros/SceneObjectArray
     occupancy: str = "/embodied/occupancy"  # sensor_msgs/PointCloud2
     color: str = "/rgb/image_raw/compressed"  # sensor_msgs/CompressedImage (JPEG)
-    depth: str = "/depth_to_rgb/image_raw"  # sensor_msgs/Image 16UC1 (mm)
+    depth: str = "/depth_to_rgb/image_raw/compressedDepth"  # sensor_msgs/CompressedImage, 16UC1 mm in PNG
     camera_info: str = "/rgb/camera_info"  # sensor_msgs/CameraInfo
     tf: str = "/tf"  # tf2_msgs/TFMessage: world -> camera at every frame
 
@@ -47,7 +53,7 @@ _TYPES = {
     "objects": "embodied_ros/msg/SceneObjectArray",
     "occupancy": "sensor_msgs/msg/PointCloud2",
     "color": "sensor_msgs/msg/CompressedImage",
-    "depth": "sensor_msgs/msg/Image",
+    "depth": "sensor_msgs/msg/CompressedImage",
     "camera_info": "sensor_msgs/msg/CameraInfo",
     "tf": "tf2_msgs/msg/TFMessage",
 }
@@ -71,6 +77,7 @@ class SceneBagWriter:
         if self._tmp.exists():
             shutil.rmtree(self._tmp)
         self._writer = Writer(self._tmp, version=BAG_VERSION, storage_plugin=StoragePlugin.MCAP)
+        self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)  # MCAP chunk compression
         self._writer.open()
         self._conns: dict[str, Any] = {
             key: self._writer.add_connection(getattr(topics, key), msgtype, typestore=self._store)
@@ -92,9 +99,8 @@ class SceneBagWriter:
         fmt, jpeg = rgb_to_compressed(frame.color, "jpeg", self.jpeg_quality)
         CompressedImage = msg_class("sensor_msgs/msg/CompressedImage")
         self._write("color", stamp, CompressedImage(header=header_msg(cam, stamp), format=fmt, data=jpeg))
-        Image = msg_class("sensor_msgs/msg/Image")
-        depth = depth_to_ros(frame.depth, "16UC1")
-        self._write("depth", stamp, Image(header=header_msg(cam, stamp), **depth._asdict()))
+        fmt, png = depth_to_compressed(frame.depth)
+        self._write("depth", stamp, CompressedImage(header=header_msg(cam, stamp), format=fmt, data=png))
         self._write("camera_info", stamp, camera_info_msg(frame.K, frame.width, frame.height, cam, stamp))
         tf = transform_stamped_msg(frame.T_world_camera, frame.world_frame, cam, stamp)
         self._write("tf", stamp, msg_class("tf2_msgs/msg/TFMessage")(transforms=[tf]))

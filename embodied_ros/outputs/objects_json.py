@@ -15,8 +15,8 @@ FORMAT_VERSION = 1
 def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """The JSON document for a list of scene objects (memory.SceneObject).
 
-    Each object: id, class, score, box (9-DoF), class_scores, first/last seen frame and
-    stamp, number of observations.
+    Each object: id, class, score, confidence (that it exists), box (9-DoF), class_scores,
+    first/last seen frame and stamp, number of observations, colour word (None when never sampled).
     """
     return {
         "format_version": FORMAT_VERSION,
@@ -28,6 +28,7 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
                 "id": int(o.id),
                 "class": o.class_name,
                 "score": round(float(o.score), 4),
+                "confidence": round(float(getattr(o, "confidence", 1.0)), 4),
                 "box": [round(float(v), 5) for v in o.box],
                 "class_scores": {k: round(float(v), 4) for k, v in dict(o.class_scores).items()},
                 "first_seen_frame": int(o.first_seen_frame),
@@ -35,6 +36,7 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
                 "first_seen_ns": int(o.first_seen_ns),
                 "last_seen_ns": int(o.last_seen_ns),
                 "n_observations": int(o.n_observations),
+                "colour": o.colour_name,
             }
             for o in objects
         ],

@@ -1,4 +1,5 @@
-"""Grounding predictions in the ScanRefer benchmark's submission form (``pred.json``).
+"""Grounding predictions in the ScanRefer benchmark's submission form (``pred.json``), and dense captions
+in the Scan2Cap benchmark's (``benchmark_<split>.json``).
 
 The file is a JSON list with one record per (scene, object, annotation):
 ``{"scene_id": "scene0011_00", "object_id": "7", "ann_id": "0", "bbox": [[x, y, z] x 8]}``,
@@ -8,6 +9,12 @@ scene's (axis-aligned ScanNet) frame. ScanRefer's own ``predict.py`` also writes
 "others"); they are written here when known. Corners follow this project's order (see
 ``geometry.boxes``); ScanRefer's evaluator reduces the corners to their axis-aligned extent, so
 the order does not change its result.
+
+Scan2Cap (dense captioning on ScanRefer) takes one JSON object per file: scene id -> list of
+``{"caption": "sos the white cup on the table eos", "box": [[x, y, z] x 8], "sem_prob": [18 floats],
+"obj_prob": [p(not an object), p(object)]}``, captions wrapped in its "sos"/"eos" tokens, ``sem_prob``
+over ScanNet's 18 benchmark classes (``SCANNET18``; this project's classes mapped onto them, the rest
+"others").
 """
 
 from __future__ import annotations
@@ -24,7 +31,21 @@ import numpy as np
 from ..errors import InputError
 from ..geometry.boxes import BOX_DIM, box_corners
 
-__all__ = ["ScanReferPrediction", "scanrefer_record", "write_scanrefer_predictions", "read_scanrefer_predictions"]
+__all__ = [
+    "SCANNET18", "ScanReferPrediction", "dense_caption_record", "read_scanrefer_predictions", "scanrefer_record",
+    "write_dense_captions", "write_scanrefer_predictions",
+]
+
+SCANNET18 = ("cabinet", "bed", "chair", "sofa", "table", "door", "window", "bookshelf", "picture", "counter", "desk",
+             "curtain", "refrigerator", "shower curtain", "toilet", "sink", "bathtub", "others")
+"""Scan2Cap's semantic classes (ScanNet's 18 benchmark classes, in its order)."""
+_TO_SCANNET18 = {
+    "cabinet": "cabinet", "cupboard": "cabinet", "bed": "bed", "chair": "chair", "sofa": "sofa", "couch": "sofa",
+    "table": "table", "diningtable": "table", "dining table": "table", "door": "door", "window": "window",
+    "shelf": "bookshelf", "bookshelf": "bookshelf", "bookcase": "bookshelf", "picture": "picture",
+    "counter": "counter", "desk": "desk", "curtain": "curtain", "refrigerator": "refrigerator", "toilet": "toilet",
+    "sink": "sink", "bathtub": "bathtub",
+}
 
 
 @dataclass(frozen=True)
@@ -105,3 +126,26 @@ def read_scanrefer_predictions(path: str | os.PathLike[str]) -> list[dict[str, A
         if bbox is None or bbox.shape != (8, 3) or not np.isfinite(bbox).all():
             raise InputError(f"{path}: record {i} bbox is not 8x3 finite corners")
     return data
+
+
+def dense_caption_record(caption: str, obj: Any) -> dict[str, Any]:
+    """One Scan2Cap prediction: a caption and a scene object (``memory.SceneObject``).
+
+    ``sem_prob`` spreads the object's class evidence over ``SCANNET18``; ``obj_prob`` is
+    (1 - p, p) with p = the object's existence confidence times its detection score.
+    """
+    sem = np.zeros(len(SCANNET18))
+    for name, evidence in obj.class_scores:
+        sem[SCANNET18.index(_TO_SCANNET18.get(str(name).lower(), "others"))] += max(float(evidence), 0.0)
+    sem = sem / sem.sum() if sem.sum() > 0 else np.eye(len(SCANNET18))[-1]
+    p = float(np.clip(obj.confidence * obj.score, 0.0, 1.0))
+    words = " ".join(str(caption).lower().split())
+    return {"caption": f"sos {words} eos", "box": [[float(v) for v in corner] for corner in box_corners(obj.box)[0]],
+            "sem_prob": [float(v) for v in sem], "obj_prob": [1.0 - p, p]}
+
+
+def write_dense_captions(path: str | os.PathLike[str], scene_id: str, captions: Iterable[tuple[str, Any]]) -> int:
+    """Write (caption, scene object) pairs of one scene as a Scan2Cap submission file; returns their number."""
+    records = [dense_caption_record(text, obj) for text, obj in captions]
+    Path(path).write_text(json.dumps({str(scene_id): records}))
+    return len(records)

@@ -23,6 +23,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
+from std_msgs.msg import String
 
 from ..errors import EmbodiedError, FrameError
 from ..frame import Frame
@@ -76,6 +77,8 @@ class EmbodiedPerceptionNode(Node):
             self.get_logger().info("vision_msgs not installed: ~/detections (Detection3DArray) is off; "
                                    "~/objects carries the same objects")
         self.scene = ScenePublisher(self, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE), detections)
+        self.pub_scene_graph = self.create_publisher(String, "~/scene_graph", 2)  # JSON, when subscribed
+        self._min_observations = memory_config.min_observations
         from diagnostic_msgs.msg import DiagnosticArray
 
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
@@ -176,6 +179,9 @@ class EmbodiedPerceptionNode(Node):
         if self.context.ok():
             self.scene.publish_objects(self.state.memory.published_objects(), self.state.occupancy.occupied_voxels(),
                                        world, stamp)
+            if self.pub_scene_graph.get_subscription_count() > 0:
+                self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.state,
+                                                                                   self._min_observations)))
         publish = time.perf_counter() - start
         stages["occupancy"] = self.state.integrate(frame, perception)
         start = time.perf_counter()

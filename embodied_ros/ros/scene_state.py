@@ -42,6 +42,7 @@ class SceneState:
         self.occupancy = OccupancyMap.from_config(occupancy_config)
         self.lock = threading.Lock()
         self.frames_processed = 0
+        self.last_frame: Frame | None = None  # the latest keyframe: viewer-centred words are meant from its camera
 
     def remember(self, frame: Frame) -> tuple[FramePerception, dict[str, float]]:
         """Run one keyframe through the network and the scene memory; (perception, per-stage seconds)."""
@@ -53,6 +54,7 @@ class SceneState:
             start = time.perf_counter()
             self.memory.update(perception)
             self.frames_processed += 1
+            self.last_frame = frame  # the latest keyframe: viewer-centred words are meant from its camera
         stages["memory"] = time.perf_counter() - start
         return perception, stages
 

@@ -1,4 +1,4 @@
-"""The node's services: ~/ground, ~/reset, ~/save_map, ~/load_map. Each answers with a message, never raises.
+"""The node's services: ~/ground, ~/describe, ~/reset, ~/save_map, ~/load_map; each answers, never raises.
 
 :func:`register` creates them from the table :data:`SERVICES` (name, type, handler), so a new
 service is one handler and one line. Requests are bounded (phrase and map name lengths), map
@@ -89,13 +89,57 @@ def ground(node: Any, request: Any, response: Any) -> Any:
     elif (engine := node.grounder.get()) is None:
         response.message = node.grounder.error or "grounding engine not ready"
     else:
-        result = engine.ground(phrase, snapshot)
+        result = engine.ground(phrase, snapshot, viewpoint=_viewpoint(node.state),
+                               vocabulary=node.state.memory.vocabulary)
         response.success, response.message = bool(result.success), str(result.message)
         if result.best is not None:
             response.best = _grounded(result.best, snapshot.frame_id)
         response.alternatives = [_grounded(a, snapshot.frame_id) for a in result.alternatives]
     node.get_logger().info(f"ground {phrase[:80]!r}: {response.message}")
     return response
+
+
+def _viewpoint(state: Any) -> Any:
+    """The latest keyframe's camera, which "on the left" and "the nearest" refer to (None before any)."""
+    from ..grounding.viewpoint import Viewpoint
+
+    frame = state.last_frame
+    return None if frame is None else Viewpoint.from_frame(frame)
+
+
+def describe(node: Any, request: Any, response: Any) -> Any:
+    """Fill a Describe response: a referring expression per object (``object_id`` < 0: every one)."""
+    object_id, state, grounder = int(request.object_id), node.state, node.grounder
+    snapshot = state.memory.snapshot()
+    response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
+    engine = grounder.get()
+    if engine is None:
+        response.success, response.message = False, grounder.error or "grounding engine not ready"
+        return response
+    if object_id >= 0 and object_id not in {int(i) for i in snapshot.ids}:
+        response.success, response.message = False, f"no object #{object_id} in the scene memory"
+        return response
+    from ..grounding.describe import describe_objects
+
+    found = describe_objects(engine, snapshot, None if object_id < 0 else [object_id], viewpoint=_viewpoint(state),
+                             vocabulary=state.memory.vocabulary, min_observations=grounder.min_observations)
+    response.ids = [d.object_id for d in found]
+    response.descriptions = [d.text for d in found]
+    response.unique = [d.unique for d in found]
+    response.success = bool(found) and all(d.unique for d in found)
+    response.message = (f"{sum(d.unique for d in found)} of {len(found)} descriptions pick out their object"
+                        if found else "no confident object to describe yet")
+    return response
+
+
+def scene_graph_json(state: Any, min_observations: int) -> str:
+    """The scene graph (grounding/scene_graph.py) of the current memory, as JSON text."""
+    import json
+
+    from ..grounding.scene_graph import scene_graph
+
+    return json.dumps(scene_graph(state.memory.snapshot(), viewpoint=_viewpoint(state),
+                                  min_observations=min_observations))
 
 
 def save_map(node: Any, request: Any, response: Any) -> Any:
@@ -136,13 +180,14 @@ def _log(node: Any, response: Any) -> None:
 def _types() -> dict[str, Any]:
     from std_srvs.srv import Trigger
 
-    from embodied_ros.srv import Ground, LoadMap, SaveMap
+    from embodied_ros.srv import Describe, Ground, LoadMap, SaveMap
 
-    return {"Ground": Ground, "LoadMap": LoadMap, "SaveMap": SaveMap, "Trigger": Trigger}
+    return {"Describe": Describe, "Ground": Ground, "LoadMap": LoadMap, "SaveMap": SaveMap, "Trigger": Trigger}
 
 
 SERVICES: tuple[tuple[str, str, Any], ...] = (
     ("~/ground", "Ground", ground),
+    ("~/describe", "Describe", describe),
     ("~/reset", "Trigger", reset),
     ("~/save_map", "SaveMap", save_map),
     ("~/load_map", "LoadMap", load_map),

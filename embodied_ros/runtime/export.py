@@ -12,14 +12,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
-import onnx
 
 from ..errors import ConfigError, ModelError
 from .contract import ExportableNetwork, IOContract
-from .tensorrt_compat import check_tensorrt_compatible
+
+if TYPE_CHECKING:  # onnx is imported where it is used: every `embodied-ros` command builds this parser
+    import onnx
 
 # Random inputs in [0, 1) for the post-export check: the networks' inputs are images/volumes in that range.
 _CHECK_SEED = 0
@@ -118,6 +119,8 @@ def export_command(
     exported = export_network(network, onnx_path)
     print(f"wrote {onnx_path} (ONNX IR {exported.ir_version}, opset {exported.opset_import[0].version})", file=out)
     print(network.contract.describe(), file=out)
+    from .tensorrt_compat import check_tensorrt_compatible
+
     problems = check_tensorrt_compatible(exported)
     for p in problems:
         print(f"TensorRT: {p}", file=out)
@@ -143,7 +146,8 @@ def export_command(
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     """The `export` subcommand's options."""
-    p.add_argument("--model", default="yolo-fastest-1.1-xl", help="perceptor whose network to export (%(default)s)")
+    p.add_argument("--model", default="yolo-fastest-1.1-xl",
+                   help="perceptor whose network to export, e.g. yolox-nano, nanodet-plus-m-416 (%(default)s)")
     p.add_argument("--weights", type=Path, default=None, help="weights file or folder (as for `run`)")
     p.add_argument("--download-weights", action="store_true", help="fetch missing weights (sha256-checked)")
     p.add_argument("--onnx", type=Path, required=True, help="ONNX file to write")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+
 from ..errors import FrameError
 from ..frame import Frame
 
@@ -17,11 +19,26 @@ class FrameSource:
 
     Attributes:
         name: short description for logs (path or device).
+        layout: what kind of recording it is, in words (``embodied-ros inspect``).
         gravity_aligned: True when the world frame is known to be z-up.
+        gravity_note: where that gravity comes from, or why there is none.
+        registration_note: how colour was put onto the depth pixels, and why.
+        intrinsics_note: where K comes from.
+        details: other facts worth a line in ``inspect`` (depth factor, pairing, trajectory).
+        poses_need_check: False for sources whose poses are right by construction (synthetic).
+        T_align: (4, 4) the source's own world alignment, already in every pose
+            (``T_world_camera = T_align @ recorded pose``); identity when none.
     """
 
     name: str = ""
+    layout: str = "recording"
     gravity_aligned: bool = False
+    gravity_note: str = "not given by the recording"
+    registration_note: str = "colour and depth as delivered (registered)"
+    intrinsics_note: str = "from the recording"
+    details: str = ""
+    poses_need_check: bool = True
+    T_align: np.ndarray = np.eye(4)
 
     def __len__(self) -> int:
         """Number of frames when known up front (0 when unknown, e.g. a live camera)."""

@@ -7,7 +7,6 @@ import re
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-import cv2
 import numpy as np
 
 from ..errors import FrameError, InputError
@@ -16,25 +15,28 @@ from ..geometry.transforms import camera_pose_from_body, gravity_alignment
 from ..messages.convert import matrix_from_quat_xyzw
 from .base import FrameSource
 from .images import read_color_file, read_depth_file
+from .registration import (
+    SEVEN_SCENES_AFFINE_OFFSET_PX,
+    SEVEN_SCENES_AFFINE_SCALE,
+    Registration,
+    is_seven_scenes_intrinsics,
+    register_color,
+    resolve_registration,
+)
 
 log = logging.getLogger(__name__)
 
 SEVEN_SCENES_FPS = 30
-
-# Kinect v1 colour -> depth pixel mapping of the 7-Scenes recordings (colour is not registered):
-# depth_px = c + scale * (colour_px - c) + offset, c = principal point of the depth intrinsics.
-# Fitted on colour gradients under depth edges of 50 redkitchen frames (the depth K has
-# f = 585; the colour camera behaves like f ~ 529); a pure shift scores worse than none.
-SEVEN_SCENES_DEPTH_SCALE = 1.105
-SEVEN_SCENES_DEPTH_OFFSET_PX = (7.0, 2.0)
 """Frame rate of the Kinect v1 recordings in 7-Scenes; frame stamps are frame number / 30 s."""
 
-# EmbodiedScan demo: camera (optical) axes expressed in the body frame (x forward, y left, z up).
+# The 7-Scenes affine colour -> depth mapping under its older names (lifting's tests use them).
+SEVEN_SCENES_DEPTH_SCALE = SEVEN_SCENES_AFFINE_SCALE
+SEVEN_SCENES_DEPTH_OFFSET_PX = SEVEN_SCENES_AFFINE_OFFSET_PX
 
 _FRAME_FILE = re.compile(r"^frame-(\d+)\.(color\.jpg|color\.png|depth\.png|pose\.txt)$")
 
 
-def _read_matrix(path: Path, shapes: tuple[tuple[int, int], ...], what: str) -> np.ndarray:
+def read_matrix(path: Path, shapes: tuple[tuple[int, int], ...], what: str) -> np.ndarray:
     """A whitespace-separated matrix file of one of ``shapes``; InputError when unusable."""
     if not path.is_file():
         raise InputError(f"{what} file {path} is missing")
@@ -48,30 +50,22 @@ def _read_matrix(path: Path, shapes: tuple[tuple[int, int], ...], what: str) -> 
     return values
 
 
-def register_color_to_depth(
-    color: np.ndarray, K: np.ndarray, scale: float, offset_px: tuple[float, float]
-) -> np.ndarray:
-    """Resample a colour image into the depth camera's pixels (an affine colour/depth mapping).
-
-    Args:
-        color: (H, W, 3) uint8 colour image.
-        K: (3, 3) depth intrinsics; its principal point is the centre of the scale.
-        scale, offset_px: depth_px = c + scale * (colour_px - c) + offset_px.
-
-    Returns:
-        (H, W, 3) uint8 colour aligned with depth; pixels that fall outside the colour image
-        are black.
-    """
-    c = K[:2, 2]
-    # Inverse map, depth pixel -> colour pixel: colour = c + (depth - c - offset) / scale.
-    shift = c - (c + np.asarray(offset_px, dtype=np.float64)) / scale
-    M = np.array([[1.0 / scale, 0.0, shift[0]], [0.0, 1.0 / scale, shift[1]]])
-    h, w = color.shape[:2]
-    return cv2.warpAffine(color, M, (w, h), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                          borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+def _here_or_above(folder: Path, name: str) -> Path:
+    """``folder/name``, else ``folder/../name`` when only that exists (3DMatch scene files)."""
+    here, above = folder / name, folder.parent / name
+    return above if not here.is_file() and above.is_file() else here
 
 
-def _check_sizes(color: np.ndarray, depth: np.ndarray, color_path: Path, depth_path: Path) -> None:
+def read_rgbd(color_path: Path, depth_path: Path, K: np.ndarray, registration: Registration,
+              units_per_metre: float = 1000.0) -> tuple[np.ndarray, np.ndarray]:
+    """Colour and depth image files -> (RGB on the depth grid, depth in metres); FrameError names the file."""
+    color = read_color_file(color_path)
+    depth = read_depth_file(depth_path, units_per_metre=units_per_metre)
+    check_sizes(color, depth, color_path, depth_path)
+    return register_color(registration, color, depth, K), depth
+
+
+def check_sizes(color: np.ndarray, depth: np.ndarray, color_path: Path, depth_path: Path) -> None:
     if color.shape[:2] != depth.shape:
         raise FrameError(
             f"{depth_path.name} is {depth.shape[1]}x{depth.shape[0]} but {color_path.name} is "
@@ -92,22 +86,31 @@ class SevenScenesFolder(FrameSource):
     Index: position in the sorted list of frame numbers (frame numbers may skip, e.g. every
     10th frame).
 
-    The 7-Scenes colour images are NOT registered to depth (separate Kinect v1 colour and
-    depth cameras). With ``register_color`` (default) the colour image is resampled into the
-    depth camera with SEVEN_SCENES_DEPTH_SCALE / _OFFSET_PX, so frames meet the Frame contract
-    (depth registered to colour, one K); without it colour is delivered as recorded.
+    3DMatch scenes keep ``camera-intrinsics.txt`` (and ``gravity-direction.txt``) in the scene
+    folder above their ``seq-XX`` folders: both are looked for here, then one folder up.
+
+    Registration (``registration``, see sources.registration): AUTO gives 7-Scenes recordings
+    (their depth intrinsics f 585, c (320, 240)) the 7-Scenes Kinect v1 colour correction, so
+    frames meet the Frame contract (depth registered to colour, one K); any other folder of
+    this layout is taken as registered.
 
     Raises:
-        InputError: missing folder or intrinsics, a bad gravity file, or no frame files.
+        InputError: missing folder or intrinsics, a bad gravity file, no frame files, or a
+            registration model this layout cannot apply.
     """
 
-    def __init__(self, path: str | Path, gravity_align: bool = True, register_color: bool = True) -> None:
+    layout = "7-Scenes / 3DMatch sequence folder"
+
+    def __init__(self, path: str | Path, gravity_align: bool = True,
+                 registration: Registration | str = Registration.AUTO) -> None:
         self.path = Path(path)
-        self.register_color = register_color
         self.name = str(self.path)
         if not self.path.is_dir():
             raise InputError(f"7-Scenes folder {self.path} does not exist or is not a folder")
-        self.K = _read_matrix(self.path / "camera-intrinsics.txt", ((3, 3),), "intrinsics")
+        intrinsics = _here_or_above(self.path, "camera-intrinsics.txt")
+        if not intrinsics.is_file():
+            raise InputError(f"7-Scenes folder {self.path}: no camera-intrinsics.txt in it or in its parent folder")
+        self.K = read_matrix(intrinsics, ((3, 3),), "intrinsics")
         stems: dict[int, str] = {}  # frame number -> "frame-NNNNNN" as the files spell it
         for entry in self.path.iterdir():
             match = _FRAME_FILE.match(entry.name)
@@ -117,21 +120,30 @@ class SevenScenesFolder(FrameSource):
             raise InputError(f"7-Scenes folder {self.path} has no frame-NNNNNN.color.jpg/depth.png/pose.txt files")
         self._numbers = sorted(stems)
         self._stems = stems
+        self.registration, self.registration_note = resolve_registration(
+            registration, self.name, seven_scenes=is_seven_scenes_intrinsics(self.K))
         self.T_align = np.eye(4)
         self.gravity_aligned = False
-        gravity_file = self.path / "gravity-direction.txt"
+        gravity_file = _here_or_above(self.path, "gravity-direction.txt")
         if gravity_align and gravity_file.is_file():
-            gravity = _read_matrix(gravity_file, ((3, 1), (1, 3)), "gravity").reshape(3)
+            gravity = read_matrix(gravity_file, ((3, 1), (1, 3)), "gravity").reshape(3)
             try:
                 self.T_align = gravity_alignment(gravity)
             except ValueError as err:
                 raise InputError(f"gravity file {gravity_file}: {err}") from None
             self.gravity_aligned = True
-        elif gravity_align:
-            log.warning("%s has no gravity-direction.txt: the world frame is not known to be z-up", self.path)
+            self.gravity_note = f"given by {gravity_file}"
+        else:
+            self.gravity_note = "not given (no gravity-direction.txt)" if gravity_align else "alignment turned off"
+            log.info("%s: %s: the world frame is not known to be z-up", self.path, self.gravity_note)
 
     def __len__(self) -> int:
         return len(self._numbers)
+
+    @property
+    def frame_numbers(self) -> list[int]:
+        """The frame numbers of the files, ascending (position = frame index)."""
+        return self._numbers
 
     def stamp_ns(self, number: int) -> int:
         """Capture time of frame ``number``: number / 30 fps, rounded to the nanosecond."""
@@ -158,9 +170,8 @@ class SevenScenesFolder(FrameSource):
             raise FrameError(f"frame {index} ({stem}): missing {', '.join(missing)}")
         color = read_color_file(color_path)
         depth = read_depth_file(depth_path, invalid_values=(65535,))
-        _check_sizes(color, depth, color_path, depth_path)
-        if self.register_color:
-            color = register_color_to_depth(color, self.K, SEVEN_SCENES_DEPTH_SCALE, SEVEN_SCENES_DEPTH_OFFSET_PX)
+        check_sizes(color, depth, color_path, depth_path)
+        color = register_color(self.registration, color, depth, self.K)
         try:
             pose = np.loadtxt(pose_path, dtype=np.float64, ndmin=2)
         except ValueError as err:
@@ -205,6 +216,8 @@ class EmbodiedScanDemoFolder(FrameSource):
             no pose lines.
     """
 
+    layout = "EmbodiedScan demo folder"
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.name = str(self.path)
@@ -218,13 +231,15 @@ class EmbodiedScanDemoFolder(FrameSource):
         self._lines = [(n, line.split()) for n, line in enumerate(lines, start=2) if line.strip()]
         if not self._lines:
             raise InputError(f"{poses_file} has no pose lines after its header line")
-        self.K = _read_matrix(self.path / "intrinsic.txt", ((4, 4), (3, 3)), "intrinsics")[:3, :3].copy()
+        self.K = read_matrix(self.path / "intrinsic.txt", ((4, 4), (3, 3)), "intrinsics")[:3, :3].copy()
         align_file = self.path / "axis_align_matrix.txt"
         if align_file.is_file():
-            self.T_align = _read_matrix(align_file, ((4, 4),), "axis-align")
+            self.T_align = read_matrix(align_file, ((4, 4),), "axis-align")
             self.gravity_aligned = True
+            self.gravity_note = f"given by {align_file}"
         else:
-            log.warning("%s has no axis_align_matrix.txt: the world frame is not known to be z-up", self.path)
+            self.gravity_note = "not given (no axis_align_matrix.txt)"
+            log.info("%s: %s: the world frame is not known to be z-up", self.path, self.gravity_note)
             self.T_align = np.eye(4)
             self.gravity_aligned = False
         self._rgb = self._index_files(self.path / "rgb")
@@ -289,7 +304,7 @@ class EmbodiedScanDemoFolder(FrameSource):
             raise FrameError(f"frame {index} ({self.path}): missing {', '.join(missing)}")
         color = read_color_file(color_path)
         depth = read_depth_file(depth_path)
-        _check_sizes(color, depth, color_path, depth_path)
+        check_sizes(color, depth, color_path, depth_path)
         return Frame(
             color=color,
             depth=depth,

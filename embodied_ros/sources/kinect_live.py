@@ -71,6 +71,8 @@ class KinectLiveSource(FrameSource):
             cannot be opened.
     """
 
+    layout = "live Azure Kinect"
+
     def __init__(
         self,
         device_id: int = 0,
@@ -128,6 +130,7 @@ class KinectLiveSource(FrameSource):
             mean = acc.mean(axis=0)
             if 8.8 <= np.linalg.norm(mean) <= 10.8:
                 self.gravity_aligned = True
+                self.gravity_note = f"levelled with the IMU's gravity (mean of {len(acc)} accelerometer samples)"
                 log.warning("%s, levelled by gravity from %d accelerometer samples (world z up)", what, len(acc))
                 return gravity_aligned_pose(mean, self.calibration)
             magnitude = float(np.linalg.norm(mean))

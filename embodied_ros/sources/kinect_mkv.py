@@ -17,12 +17,12 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
-import cv2
 import numpy as np
 
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from .base import FrameSource
+from .images import decode_compressed_rgb
 from .kinect_calibration import (
     DepthRegistration,
     KinectCalibration,
@@ -77,6 +77,11 @@ class KinectMkvSource(FrameSource):
         InputError: missing/unreadable/non-Matroska file, no COLOR or DEPTH track, no usable
             calibration, or a bad pose file.
     """
+
+    layout = "Azure Kinect recording (.mkv)"
+    intrinsics_note = "factory calibration in the recording: the colour camera, undistorted"
+    registration_note = "depth registered to the undistorted colour camera with the factory calibration"
+    gravity_note = "not given (the poses file's world)"
 
     def __init__(
         self,
@@ -230,6 +235,7 @@ class KinectMkvSource(FrameSource):
             return np.eye(4)
         pose = gravity_aligned_pose(mean, self.calibration)
         self.gravity_aligned = True
+        self.gravity_note = f"levelled with the IMU's gravity (mean of {len(accel)} accelerometer samples)"
         tilt = float(np.degrees(np.arcsin(np.clip(pose[2, 2], -1.0, 1.0))))
         log.warning(
             "%s: every frame gets one fixed pose (camera assumed static), levelled by gravity from the mean of %d "
@@ -337,14 +343,11 @@ class KinectMkvSource(FrameSource):
         if packet.is_corrupt:
             raise FrameError(f"{where}: colour packet is flagged corrupt")
         if self._color_format == "MJPG":
-            data = bytes(packet)
-            # libjpeg "decodes" a cut-off JPEG into a half-grey image; the end marker tells.
-            if not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
-                raise FrameError(f"{where}: colour JPEG is truncated (no end-of-image marker)")
-            bgr = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-            if bgr is None:
-                raise FrameError(f"{where}: colour JPEG does not decode")
-            rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            # strict: a cut-off or corrupt JPEG is an error, never a part-grey picture
+            try:
+                rgb = decode_compressed_rgb("jpeg", bytes(packet))
+            except FrameError as err:
+                raise FrameError(f"{where}: {err}") from None
         else:  # NV12, YUY2, BGRA: raw formats FFmpeg knows
             try:
                 decoded = packet.stream.codec_context.decode(packet)

@@ -63,14 +63,18 @@ _PAIR_WINDOW_NS = 1_000_000_000  # recording time to wait for a colour image's d
 _POSE_CHILD = "__pose_topic_camera__"  # tree node for a PoseStamped that is the camera itself
 
 
-def resolve_topic(wanted: str, topics: dict[str, Any], what: str, path: str) -> str:
+def resolve_topic(wanted: str, topics: dict[str, Any], what: str, path: str,
+                  transports: tuple[str, ...] = ("compressed",)) -> str:
     """The bag topic that ``wanted`` names (rule in the module docstring).
+
+    image_transport publishes compressed images on ``<topic>/compressed`` (and depth on
+    ``<topic>/compressedDepth``): when ``wanted`` itself is not there, ``wanted/<transport>``
+    is looked for, in the order of ``transports``.
 
     Raises:
         InputError: no match (the message lists the bag's topics) or several matches.
     """
-    # image_transport publishes compressed images on <topic>/compressed: accept that too.
-    for key in (wanted.strip("/"), wanted.strip("/") + "/compressed"):
+    for key in (wanted.strip("/"), *(wanted.strip("/") + "/" + t for t in transports)):
         exact = [t for t in topics if t.strip("/") == key]
         if exact:
             return exact[0]
@@ -128,8 +132,9 @@ class RosbagSource(FrameSource):
         path: rosbag2 directory (with metadata.yaml) or a single .mcap/.db3 file.
         color_topic: sensor_msgs/Image (rgb8, rgba8, bgr8, bgra8, mono8, 16-bit variants) or
             CompressedImage (JPEG/PNG).
-        depth_topic: Image (16UC1 mm or 32FC1 m) or CompressedImage (16-bit PNG,
-            compressedDepth), registered to colour.
+        depth_topic: Image (16UC1 mm or 32FC1 m) or CompressedImage (16-bit PNG, or
+            image_transport's compressedDepth on ``<depth_topic>/compressedDepth``), registered
+            to colour.
         info_topic: sensor_msgs/CameraInfo of the colour camera.
         pose_topic: optional pose topic; None reads /tf and /tf_static.
         world_frame: frame the poses map into (tf mode; also the fallback when pose messages
@@ -142,6 +147,8 @@ class RosbagSource(FrameSource):
         InputError: unreadable or corrupt bag, missing or mistyped topics, no pose source, or
             a world/camera frame absent from the transform tree.
     """
+
+    layout = "rosbag2"
 
     def __init__(
         self,
@@ -158,6 +165,7 @@ class RosbagSource(FrameSource):
         self.path = Path(path)
         self.name = str(self.path)
         self.gravity_aligned = True
+        self.gravity_note = f"taken as z-up (REP-103/105: ROS world frames such as {world_frame!r} are z-up)"
         self.world_frame = normalise_frame_id(world_frame)
         self.camera_frame = normalise_frame_id(camera_frame) if camera_frame else None
         self.pair_tolerance_ns = int(pair_tolerance_ns)
@@ -168,7 +176,8 @@ class RosbagSource(FrameSource):
         try:
             topics = self._reader.topics
             self.color_topic = resolve_topic(color_topic, topics, "colour", self.name)
-            self.depth_topic = resolve_topic(depth_topic, topics, "depth", self.name)
+            self.depth_topic = resolve_topic(depth_topic, topics, "depth", self.name,
+                                             transports=("compressedDepth", "compressed"))
             self.info_topic = resolve_topic(info_topic, topics, "camera info", self.name)
             self._check_type(topics, self.color_topic, (IMAGE, COMPRESSED))
             self._check_type(topics, self.depth_topic, (IMAGE, COMPRESSED))
@@ -176,6 +185,9 @@ class RosbagSource(FrameSource):
             self._length = int(topics[self.color_topic].msgcount)
             self._load_poses(topics, pose_topic)
             self._K, self._info_size = self._first_camera_info()
+            self.intrinsics_note = f"CameraInfo on {self.info_topic}"
+            self.details = f"colour {self.color_topic}, depth {self.depth_topic}, poses " + (
+                f"{pose_topic}" if pose_topic else f"/tf ({self.world_frame} -> the image frame)")
         except BaseException:
             self._reader.close()
             raise

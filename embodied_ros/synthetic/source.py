@@ -71,6 +71,9 @@ class SyntheticSource(FrameSource):
     """
 
     gravity_aligned = True  # the generator's world is z-up with the floor at z = 0
+    gravity_note = "the generator's world is z-up"
+    layout = "synthetic scene"
+    poses_need_check = False  # exact by construction
 
     def __init__(self, scene: SyntheticScene | None = None, *, seed: int = 0,
                  config: SceneConfig | None = None) -> None:

@@ -13,6 +13,16 @@ from ..errors import ConfigError
 from ..network.grounding_head import GroundingHeadConfig
 from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_loss import LossWeights
+from ..synthetic.classes import OBJECT_CLASSES, OCCUPANCY_CLASSES
+
+
+def synthetic_model() -> PerceptronConfig:
+    """The network trained on the synthetic world: its vocabularies are the world's (labels = indices there).
+
+    Also what a weights file whose saved config names no classes (written before they were saved) was
+    trained on, so such files still load with their right labels.
+    """
+    return PerceptronConfig(classes=OBJECT_CLASSES, occupancy_classes=OCCUPANCY_CLASSES)
 
 
 @dataclass(frozen=True)
@@ -51,7 +61,7 @@ class OptimConfig:
 class TrainConfig:
     """A training run."""
 
-    model: PerceptronConfig = field(default_factory=PerceptronConfig)
+    model: PerceptronConfig = field(default_factory=synthetic_model)
     # The grounding head; its feature_dim is taken from model.box_channels (see head_config).
     head: GroundingHeadConfig = field(default_factory=GroundingHeadConfig)
     data: DataConfig = field(default_factory=DataConfig)
@@ -71,24 +81,26 @@ def head_config(config: TrainConfig) -> GroundingHeadConfig:
     return dataclasses.replace(config.head, feature_dim=config.model.box_channels)
 
 
-def _build(cls: type, data: dict[str, Any] | None, where: str) -> Any:
-    """A (nested) frozen dataclass from a mapping; unknown keys are an error, lists become tuples."""
+def _build(base: Any, data: dict[str, Any] | None, where: str) -> Any:
+    """A (nested) frozen dataclass: ``base`` (the defaults) with a mapping's values; unknown keys are an
+    error, lists become tuples. A nested section starts from its parent's default for it."""
     data = dict(data or {})
+    cls = type(base)
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
     kwargs = {}
     for name, value in data.items():
-        default = getattr(cls(), name)
+        default = getattr(base, name)
         if dataclasses.is_dataclass(default):
-            kwargs[name] = _build(type(default), value, f"{where}.{name}")
+            kwargs[name] = _build(default, value, f"{where}.{name}")
         elif isinstance(default, tuple) and isinstance(value, list):
             kwargs[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
         else:
             kwargs[name] = value
     try:
-        return cls(**kwargs)
+        return dataclasses.replace(base, **kwargs)
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{where}: {err}") from None
 
@@ -119,7 +131,7 @@ def config_from_yaml(text: str, where: str = "config") -> TrainConfig:
         raise ConfigError(f"{where}: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{where}: the config must be a mapping of sections")
-    return _build(TrainConfig, data, where)
+    return _build(TrainConfig(), data, where)
 
 
 def dump_config(config: TrainConfig) -> str:

@@ -24,7 +24,7 @@ from ..network.grounding_head import GroundingHead
 from ..network.perceptron import EmbodiedPerceptron
 from ..network.perceptron_loss import perceptron_loss, pixel_loss
 from ..network.perceptron_perceptor import torch_runner
-from .config import TrainConfig, config_from_yaml, dump_config, head_config
+from .config import TrainConfig, config_from_yaml, dump_config, head_config, synthetic_model
 from .evaluate import evaluate, evaluate_grounding_head, evaluate_pixel_head
 from .grounding_loss import grounding_loss
 from .samples import TrainingSample, generate_samples
@@ -105,7 +105,11 @@ def load_head(path: Path) -> GroundingHead | None:
 
 
 def load_weights(path: Path) -> tuple[EmbodiedPerceptron, TrainConfig]:
-    """A model (eval mode) and its TrainConfig from a weights file written by save_weights."""
+    """A model (eval mode) and its TrainConfig from a weights file written by save_weights.
+
+    The labels are the vocabulary saved in the file's config; a file whose config names none was
+    trained on the synthetic world and gets its vocabulary (``config.synthetic_model``).
+    """
     blob = torch.load(path, map_location="cpu", weights_only=True)
     config = config_from_yaml(blob["config_yaml"], path.name)
     model = EmbodiedPerceptron(config.model)
@@ -222,6 +226,11 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
 
     from tqdm import tqdm
 
+    world_classes = synthetic_model()
+    if (config.model.classes, config.model.occupancy_classes) != (world_classes.classes,
+                                                                 world_classes.occupancy_classes):
+        raise ConfigError("model.classes and model.occupancy_classes must be the synthetic world's "
+                          "(training labels are indices into them; synthetic/classes.py)")
     rank, world = _dist_info()
     distributed = world > 1
     if distributed:

@@ -1,0 +1,164 @@
+"""The object map on a real room, scored on hand-made 3D ground truth: detector x memory, one run.
+
+For each detector the 2D detections of every frame are computed once and lifted once; each memory
+variant then takes the same perceptions, so the rows differ only by what they name. Published
+objects are matched to ``redkitchen/ground_truth.json`` by its rules (metrics/object_map.py): by
+IoU >= 0.25 of the oriented boxes, and separately by centre distance <= 0.3 m.
+
+Memory variants (MemoryConfig overrides):
+  legacy    the scene memory before the object map (box fusion only, every object published):
+            the baseline of the issue;
+  evidence  + existence as evidence both ways, only confident objects published;
+  geometry  + each object's own geometry, box fitted to all of it, furniture completed;
+            no existence evidence;
+  full      the defaults (geometry and evidence).
+
+    .venv/bin/python benchmarks/bench_real_map.py [--detectors yolo-fastest-1.1-xl,yolox-nano]
+        [--memories legacy,full] [--frames 100] [--registration auto] [--out DIR] [--per-class]
+
+Prints one row per detector x memory, per-stage milliseconds per frame, and (``--per-class``) the
+matches per ground-truth class; ``--out`` also writes the contact sheet and top-down picture of
+every combination.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from embodied_ros.cli import default_data_dir
+from embodied_ros.detections import FramePerception
+from embodied_ros.frame import Frame
+from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.metrics.object_map import MapScore, MatchMode, load_ground_truth, score_object_map
+from embodied_ros.network.lifting import lift_detections
+from embodied_ros.network.registry import build_perceptor
+from embodied_ros.outputs.contact_sheet import ObjectViews, save_contact_sheet
+from embodied_ros.outputs.pictures import save_top_down_map
+from embodied_ros.sources import RecordingOptions, open_source
+from embodied_ros.sources.registration import Registration
+
+MEMORIES: dict[str, dict] = {
+    "legacy": dict(geometry_voxel=0.0, existence_miss=0.0, existence_through=0.0, publish_confidence=0.0,
+                   amodal=False, image_match=1.0),
+    "evidence": dict(geometry_voxel=0.0, amodal=False, image_match=1.0),
+    "geometry": dict(existence_miss=0.0, existence_through=0.0, publish_confidence=0.0),
+    "full": {},
+}
+
+
+@dataclass
+class Row:
+    detector: str
+    memory: str
+    n: int
+    iou: MapScore
+    centre: MapScore
+    ms: dict[str, float]
+
+
+def _frames(scene: Path, registration: str, n: int) -> list[Frame]:
+    source = open_source(scene, RecordingOptions(registration=Registration(registration)))
+    with source:
+        return [f for f in source.frames(max_frames=n) if isinstance(f, Frame)]
+
+
+def _perceptions(name: str, data: Path, frames: list[Frame]) -> tuple[list[FramePerception], dict[str, float]]:
+    """Each frame's lifted detections by one detector, and the mean milliseconds of detect and lift."""
+    perceptor = build_perceptor(name, weights=data, backend="onnxruntime")
+    out, t_detect, t_lift = [], [], []
+    for frame in frames:
+        t0 = time.perf_counter()
+        dets = perceptor.detector.detect(frame.color)
+        t1 = time.perf_counter()
+        lifted = lift_detections(frame, dets, perceptor.params)
+        t2 = time.perf_counter()
+        out.append(FramePerception(frame.index, frame.stamp_ns, lifted, dets,
+                                   viewpoint=frame.T_world_camera[:3, 3].copy(), frame=frame))
+        t_detect.append(t1 - t0)
+        t_lift.append(t2 - t1)
+    return out, {"detect": 1e3 * float(np.mean(t_detect)), "lift": 1e3 * float(np.mean(t_lift))}
+
+
+def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore]:
+    objects = memory.published_objects()
+    boxes = np.array([o.box for o in objects]).reshape(-1, 9)
+    names = [o.class_name for o in objects]
+    scores = np.array([o.score for o in objects])
+    return (len(objects), score_object_map(boxes, names, scores, truth, MatchMode.IOU),
+            score_object_map(boxes, names, scores, truth, MatchMode.CENTRE))
+
+
+def _per_class(row: Row, truth) -> str:
+    """'class matched/required' for every class of the ground truth's required objects (IoU mode)."""
+    required: dict[str, int] = defaultdict(int)
+    for g in truth:
+        if not g.optional:
+            required[g.class_name] += 1
+    matched: dict[str, int] = defaultdict(int)
+    for gid in row.iou.matched:
+        matched[next(g.class_name for g in truth if g.id == gid)] += 1
+    return ", ".join(f"{c} {matched[c]}/{n}" for c, n in sorted(required.items()))
+
+
+def main() -> None:
+    data = default_data_dir()
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, default=data, help="shared data folder (default: %(default)s)")
+    p.add_argument("--detectors", default="yolo-fastest-1.1-xl,yolox-nano,nanodet-plus-m-416,ensemble-yolox-nanodet")
+    p.add_argument("--memories", default="legacy,evidence,geometry,full")
+    p.add_argument("--frames", type=int, default=100)
+    p.add_argument("--registration", default="auto", choices=[r.value for r in Registration])
+    p.add_argument("--out", type=Path, default=None, help="write each combination's pictures here")
+    p.add_argument("--per-class", action="store_true", help="matches per ground-truth class")
+    args = p.parse_args()
+    scene = args.data / "redkitchen"
+    truth = load_ground_truth(scene / "ground_truth.json")
+    frames = _frames(scene, args.registration, args.frames)
+    required = [g for g in truth if not g.optional]
+    print(f"redkitchen: {len(frames)} frames, registration {args.registration}; ground truth: "
+          f"{len(required)} required objects ({sum(g.easy for g in required)} easy)")
+    rows: list[Row] = []
+    for detector in args.detectors.split(","):
+        perceptions, ms = _perceptions(detector, args.data, frames)
+        for name in args.memories.split(","):
+            memory = SceneMemory(**MEMORIES[name])
+            views = ObjectViews()
+            t_memory = []
+            for perception in perceptions:
+                t0 = time.perf_counter()
+                result = memory.update(perception)
+                t_memory.append(time.perf_counter() - t0)
+                views.merged(result.merged)
+                touched = (memory.get(i) for i in (*result.created, *result.updated))
+                views.observe(perception.frame, ((o.id, o.box) for o in touched if o is not None))
+            n, iou, centre = _score(memory, truth)
+            rows.append(Row(detector, name, n, iou, centre, {**ms, "memory": 1e3 * float(np.mean(t_memory))}))
+            if args.out is not None:
+                args.out.mkdir(parents=True, exist_ok=True)
+                objects = memory.published_objects()
+                tag = f"{detector}_{name}"
+                save_contact_sheet(args.out / f"objects_{tag}.png", objects, views,
+                                   title=f"{detector}, memory {name}: {iou.summary()}")
+                cams = np.array([f.T_world_camera[:3, 3] for f in frames])
+                save_top_down_map(args.out / f"top_down_{tag}.png", objects, None, cams, title=f"{detector}, {name}")
+    print(f"\n{'detector':24s} {'memory':9s} {'pub':>4s} | IoU>=0.25: {'prec':>5s} {'rec':>5s} easy dup false "
+          f"(mislab) | centre<=0.3m: prec   rec | ms/frame detect lift memory")
+    for r in rows:
+        i, c = r.iou, r.centre
+        print(f"{r.detector:24s} {r.memory:9s} {r.n:4d} | {i.precision:16.2f} {i.recall:5.2f} {len(i.easy_matched):2d}/"
+              f"{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} ({i.n_mislabelled:2d})    | {c.precision:17.2f} "
+              f"{c.recall:5.2f} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
+    if args.per_class:
+        print()
+        for r in rows:
+            print(f"{r.detector} / {r.memory}: {_per_class(r, truth)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,97 @@
+"""What size a real object of a class can have: the shape priors of the object map.
+
+Sizes of everyday objects, not fitted to any recording: a cup is not 40 cm wide, a chair is at
+least 40 cm across, a table stands on the floor. The memory uses them three ways:
+completing the seen part of furniture (memory/amodal.py), refusing to grow an object past its
+class's size by taking in a neighbour's detection, and publishing only objects whose size their
+class can have (a wooden tray called "cup" is not a cup).
+
+Keys are class names as ``detections.class_key`` writes them: COCO's (Darknet's names file:
+"diningtable", "tvmonitor", "sofa", "pottedplant") and the synthetic world's ("table", "monitor").
+Classes without an entry get no prior.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..detections import class_key
+from ..geometry.boxes import box_corners
+
+
+@dataclass(frozen=True)
+class ShapePrior:
+    """What a class's whole object looks like.
+
+    Attributes:
+        max_long: largest horizontal extent a real one has, metres.
+        max_height: largest height, metres.
+        on_floor: stands on the floor (its box is extended down to it).
+        min_short, min_long: least horizontal extents of the whole object, metres (0: none).
+    """
+
+    max_long: float
+    max_height: float
+    on_floor: bool = False
+    min_short: float = 0.0
+    min_long: float = 0.0
+
+
+_FURNITURE = {
+    "chair": ShapePrior(1.0, 1.4, True, 0.40, 0.40),
+    "sofa": ShapePrior(3.2, 1.3, True, 0.60, 1.20),
+    "couch": ShapePrior(3.2, 1.3, True, 0.60, 1.20),
+    "bed": ShapePrior(2.6, 1.5, True, 0.90, 1.80),
+    "diningtable": ShapePrior(3.5, 1.2, True, 0.60, 0.60),
+    "table": ShapePrior(3.5, 1.2, True, 0.60, 0.60),
+    "desk": ShapePrior(2.5, 1.2, True, 0.50, 0.80),
+    "toilet": ShapePrior(0.9, 1.0, True, 0.35, 0.50),
+    "refrigerator": ShapePrior(1.2, 2.3, True, 0.50, 0.50),
+    "bench": ShapePrior(2.5, 1.2, True, 0.30, 0.80),
+}
+_THINGS = {  # (max_long, max_height) of objects that stand on other things or are carried
+    "person": (1.2, 2.1), "backpack": (0.5, 0.7), "umbrella": (1.3, 1.3), "handbag": (0.6, 0.5),
+    "suitcase": (1.0, 1.0), "bottle": (0.18, 0.5), "wineglass": (0.15, 0.3), "cup": (0.22, 0.25),
+    "fork": (0.3, 0.06), "knife": (0.4, 0.06), "spoon": (0.3, 0.06), "bowl": (0.45, 0.25),
+    "banana": (0.3, 0.1), "apple": (0.12, 0.12), "orange": (0.12, 0.12), "sandwich": (0.3, 0.15),
+    "broccoli": (0.3, 0.3), "carrot": (0.3, 0.1), "hotdog": (0.3, 0.1), "pizza": (0.5, 0.1),
+    "donut": (0.15, 0.08), "cake": (0.5, 0.3), "pottedplant": (1.2, 2.0), "plant": (1.2, 2.0),
+    "tvmonitor": (2.0, 1.3), "tv": (2.0, 1.3), "monitor": (1.2, 0.9), "laptop": (0.6, 0.45),
+    "mouse": (0.2, 0.08), "remote": (0.35, 0.1), "keyboard": (0.7, 0.1), "cellphone": (0.25, 0.2),
+    "microwave": (0.8, 0.55), "oven": (1.2, 1.2), "toaster": (0.5, 0.35), "sink": (1.2, 0.6),
+    "book": (0.6, 0.45), "clock": (0.6, 0.6), "vase": (0.5, 0.8), "scissors": (0.3, 0.1),
+    "teddybear": (1.0, 1.0), "hairdrier": (0.4, 0.35), "toothbrush": (0.25, 0.25),
+    "sportsball": (0.4, 0.4), "skateboard": (1.0, 0.3), "tennisracket": (0.8, 0.4),
+    "lamp": (0.8, 2.0), "box": (1.0, 1.0), "bin": (0.8, 1.0),
+}
+SHAPE_PRIORS: dict[str, ShapePrior] = {**_FURNITURE, **{k: ShapePrior(*v) for k, v in _THINGS.items()}}
+_SLACK = 1.25  # sizes measured from noisy depth: a little over the prior is still the class
+
+
+def shape_prior(class_name: str) -> ShapePrior | None:
+    """The class's prior, or None when the class has none."""
+    return SHAPE_PRIORS.get(class_key(class_name))
+
+
+def plausible_size(box: np.ndarray, class_name: str) -> bool:
+    """Whether an upright (9,) box is no larger than its class can be (True without a prior)."""
+    prior = shape_prior(class_name)
+    if prior is None:
+        return True
+    return max(box[3], box[4]) <= _SLACK * prior.max_long and box[5] <= _SLACK * prior.max_height
+
+
+def union_plausible(box: np.ndarray, other: np.ndarray, class_name: str) -> bool:
+    """Whether one object of ``class_name`` could span both (9,) boxes: their union's extents
+    along ``box``'s horizontal axes and in height stay within the class's size."""
+    prior = shape_prior(class_name)
+    if prior is None:
+        return True
+    corners = box_corners(np.stack([box, other]))  # (2, 8, 3)
+    c, s = np.cos(box[6]), np.sin(box[6])
+    local = corners.reshape(-1, 3)[:, :2] @ np.array([[c, -s], [s, c]])  # along box's axes
+    ext = np.ptp(local, axis=0)
+    height = float(np.ptp(corners.reshape(-1, 3)[:, 2]))
+    return float(ext.max()) <= _SLACK * prior.max_long and height <= _SLACK * prior.max_height

@@ -1,0 +1,195 @@
+"""An object's own geometry: the world voxels its detections covered, across every view.
+
+One view lifts only the visible part of an object (half a table, a chair's back above the table),
+so boxes of one object disagree between views. Keeping the union of the parts, and fitting the
+box to all of it, gives one whole object; two fragments of one object share voxels, which is
+what the memory merges on.
+
+A view's detection also covers what surrounds the object in its 2D box (the table around a book,
+the wall behind a monitor's bezel). So each voxel also counts the frames in which it was seen
+(its depth confirmed) while the object was detected: a voxel of the object is covered nearly
+every time it is seen, its surroundings only now and then. The object's own voxels are those
+covered in at least ``min_ratio`` of the frames that saw them (``core``).
+
+Voxels are keyed by their integer lattice index packed into one int64 (21 bits per axis,
++-1 M voxels: +-31 km at 3 cm) and kept sorted, so unions and look-ups are numpy set operations.
+Each voxel keeps how many frames covered it, how many saw it, and the sum of the points in it
+(its centroid is sharper than its centre). The number of voxels is bounded: past ``max_voxels``
+the ones covered by the fewest frames go first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..geometry.fitting import fit_upright_box
+
+_BITS = 21
+_OFFSET = 1 << (_BITS - 1)
+_MASK = (1 << _BITS) - 1
+_NEIGHBOURS = np.array([(i, j, k) for i in (-1, 0, 1) for j in (-1, 0, 1) for k in (-1, 0, 1)], dtype=np.int64)
+
+
+def pack_voxels(ijk: np.ndarray) -> np.ndarray:
+    """(N, 3) int lattice indices -> (N,) int64 keys."""
+    ijk = np.asarray(ijk, dtype=np.int64) + _OFFSET
+    return (ijk[:, 0] << (2 * _BITS)) | (ijk[:, 1] << _BITS) | ijk[:, 2]
+
+
+def unpack_voxels(keys: np.ndarray) -> np.ndarray:
+    """(N,) int64 keys -> (N, 3) int64 lattice indices."""
+    keys = np.asarray(keys, dtype=np.int64)
+    return np.stack([(keys >> (2 * _BITS)) & _MASK, (keys >> _BITS) & _MASK, keys & _MASK], axis=1) - _OFFSET
+
+
+def voxel_keys(points: np.ndarray, voxel_size: float) -> np.ndarray:
+    """(N, 3) world points (m) -> (N,) keys of the voxels holding them."""
+    return pack_voxels(np.floor(np.asarray(points, dtype=np.float64) / voxel_size).astype(np.int64))
+
+
+def dilate_keys(keys: np.ndarray) -> np.ndarray:
+    """Sorted unique keys of the voxels within one voxel (26-neighbourhood) of ``keys``."""
+    ijk = unpack_voxels(keys)
+    return np.unique(pack_voxels((ijk[:, None, :] + _NEIGHBOURS[None]).reshape(-1, 3)))
+
+
+def near_fraction(keys: np.ndarray, sorted_keys: np.ndarray) -> float:
+    """Fraction of ``keys`` with ``sorted_keys`` holding them or one of their 26 neighbours
+    (two surfaces within a voxel of each other: one object seen twice, sensor noise apart)."""
+    if len(keys) == 0 or len(sorted_keys) == 0:
+        return 0.0
+    around = pack_voxels((unpack_voxels(keys)[:, None, :] + _NEIGHBOURS[None]).reshape(-1, 3))
+    at = np.clip(np.searchsorted(sorted_keys, around), 0, len(sorted_keys) - 1)
+    return float(np.count_nonzero((sorted_keys[at] == around).reshape(len(keys), -1).any(axis=1))) / len(keys)
+
+
+def fraction_in(keys: np.ndarray, sorted_keys: np.ndarray) -> float:
+    """Fraction of ``keys`` found in the sorted array ``sorted_keys`` (0 for no keys)."""
+    if len(keys) == 0 or len(sorted_keys) == 0:
+        return 0.0
+    at = np.clip(np.searchsorted(sorted_keys, keys), 0, len(sorted_keys) - 1)
+    return float(np.count_nonzero(sorted_keys[at] == keys)) / len(keys)
+
+
+@dataclass
+class ObjectGeometry:
+    """The voxels of one object (mutable; the scene memory owns it under its lock).
+
+    Attributes:
+        voxel_size: voxel edge, metres.
+        max_voxels: bound on the voxels kept.
+        keys: (K,) sorted int64 voxel keys.
+        counts: (K,) int32 frames that covered each voxel.
+        seen: (K,) int32 frames that saw each voxel while the object was detected (>= counts).
+        sums: (K, 3) float64 sum of the points that fell in each voxel (centroid = sums / hits).
+        hits: (K,) int32 points that fell in each voxel.
+    """
+
+    voxel_size: float
+    max_voxels: int
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    sums: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    hits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, points: np.ndarray) -> None:
+        """Add one view's points (N, 3) of the object: each voxel they fall in counts this frame once."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
+        points = points[np.all(np.isfinite(points), axis=1)]
+        if len(points) == 0:
+            return
+        keys, inverse, hits = np.unique(voxel_keys(points, self.voxel_size), return_inverse=True, return_counts=True)
+        sums = np.zeros((len(keys), 3))
+        np.add.at(sums, inverse.reshape(-1), points)
+        ones = np.ones(len(keys), np.int32)
+        self._combine(keys, ones, ones, sums, hits.astype(np.int32))
+
+    def merge(self, other: ObjectGeometry) -> None:
+        """Take in another object's voxels (a fragment of the same object)."""
+        self._combine(other.keys, other.counts, other.seen, other.sums, other.hits)
+
+    def mark_seen(self, seen: np.ndarray, covered_keys: np.ndarray) -> None:
+        """Count a frame that detected the object: ``seen`` (K,) bool marks the voxels its depth
+        confirmed, besides the ``covered_keys`` that this frame's detection added (already counted)."""
+        self.seen[seen & ~np.isin(self.keys, covered_keys)] += 1
+
+    def _combine(self, keys: np.ndarray, counts: np.ndarray, seen: np.ndarray, sums: np.ndarray,
+                 hits: np.ndarray) -> None:
+        all_keys = np.concatenate([self.keys, keys])
+        uniq, inverse = np.unique(all_keys, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        n = len(uniq)
+
+        def total(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return np.bincount(inverse, weights=np.concatenate([a, b]), minlength=n).astype(np.int32)
+
+        self.counts, self.seen, self.hits = total(self.counts, counts), total(self.seen, seen), total(self.hits, hits)
+        new_sums = np.zeros((n, 3))
+        np.add.at(new_sums, inverse, np.concatenate([self.sums, sums]))
+        self.keys, self.sums = uniq, new_sums
+        if n > self.max_voxels:
+            keep = np.sort(np.argsort(-self.counts, kind="stable")[: self.max_voxels])
+            self.keys, self.counts, self.seen, self.sums, self.hits = (
+                self.keys[keep], self.counts[keep], self.seen[keep], self.sums[keep], self.hits[keep])
+
+    def core(self, min_count: int = 1, min_ratio: float = 0.0) -> np.ndarray:
+        """(K,) bool: voxels covered by at least ``min_count`` frames and in at least ``min_ratio``
+        of the frames that saw them."""
+        return (self.counts >= min_count) & (self.counts >= min_ratio * np.maximum(self.seen, 1))
+
+    def points(self, min_count: int = 1, min_ratio: float = 0.0) -> np.ndarray:
+        """(K', 3) centroids of the ``core`` voxels."""
+        keep = self.core(min_count, min_ratio)
+        return self.sums[keep] / np.maximum(self.hits[keep], 1)[:, None]
+
+    def centroids(self) -> np.ndarray:
+        """(K, 3) centroids of all voxels, in key order."""
+        return self.sums / np.maximum(self.hits, 1)[:, None]
+
+    def sample(self, n: int) -> np.ndarray:
+        """At most ``n`` voxel centroids spread over the object (deterministic), for visibility tests."""
+        idx = np.linspace(0, len(self.keys) - 1, num=min(n, len(self.keys))).astype(np.int64) if len(self.keys) else []
+        return self.sums[idx] / np.maximum(self.hits[idx], 1)[:, None]
+
+    def near_fraction(self, keys: np.ndarray) -> float:
+        """Fraction of ``keys`` (another object's or a detection's voxels) within one voxel of this geometry."""
+        return near_fraction(np.asarray(keys, dtype=np.int64), self.keys)
+
+    def fit_box(self, min_count: int = 1, min_ratio: float = 0.0,
+                trim_percentiles: tuple[float, float] = (2.0, 98.0)) -> np.ndarray | None:
+        """The upright box of the ``core`` voxels (fewer than 4: of all voxels), or None when
+        there are fewer than 4 voxels."""
+        pts = self.points(min_count, min_ratio)
+        if len(pts) < 4:
+            pts = self.points(1)
+        if len(pts) < 4:
+            return None
+        # Centroids of points lie inside the surface, but less than a voxel's centre does: half a voxel.
+        return fit_upright_box(pts, trim_percentiles, pad=0.5 * self.voxel_size)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable state: lattice indices, frame counts, point sums and point counts."""
+        return {"voxel_size": self.voxel_size, "max_voxels": self.max_voxels,
+                "voxels": unpack_voxels(self.keys).tolist(), "counts": self.counts.tolist(),
+                "seen": self.seen.tolist(), "sums": self.sums.tolist(), "hits": self.hits.tolist()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ObjectGeometry:
+        geometry = cls(float(data["voxel_size"]), int(data["max_voxels"]))
+        ijk = np.array(data["voxels"], dtype=np.int64).reshape(-1, 3)
+        if len(ijk):
+            keys = pack_voxels(ijk)
+            order = np.argsort(keys)
+            geometry.keys = keys[order]
+            geometry.counts = np.array(data["counts"], dtype=np.int32)[order]
+            geometry.seen = np.array(data["seen"], dtype=np.int32)[order]
+            geometry.sums = np.array(data["sums"], dtype=np.float64).reshape(-1, 3)[order]
+            geometry.hits = np.array(data["hits"], dtype=np.int32)[order]
+        return geometry

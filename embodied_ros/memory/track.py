@@ -1,0 +1,114 @@
+"""The scene memory's mutable state of one object, and its JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..geometry.boxes import BOX_DIM
+from .class_shapes import plausible_size
+from .object_colour import ColourAccumulator, colour_name
+from .object_geometry import ObjectGeometry
+from .scene_object import SceneObject
+
+IMPLAUSIBLE_CONFIDENCE = 0.1  # a 40 cm "cup" is not a cup, however often it was called one
+COMPATIBLE_SHARE = 0.25
+
+
+@dataclass
+class Track:
+    """One object inside the memory (mutated under the memory's lock only).
+
+    Attributes:
+        id: stable id.
+        box: (9,) current world box.
+        weight: accumulated fusion weight of box fusion (objects without geometry).
+        score: the object's score (ScoreMode).
+        evidence: class name -> sum of the scores of its detections (the class posterior's mass).
+        class_name: the class with most evidence.
+        n_obs: detections fused in (one per frame at most).
+        first_frame, last_frame, first_ns, last_ns: first and latest detection.
+        log_odds: existence evidence (natural-log odds that the object is really there).
+        n_missed: frames in which it was in view, not hidden, and not detected.
+        n_cut: detections whose image region touched the image's edge (the object may go on).
+        seen_from: (2,) score-weighted sum of unit directions towards its viewpoints.
+        geometry: the voxels its detections covered, or None (a network's boxes without points).
+        colour: its pixels' colour over all views (memory.object_colour).
+    """
+
+    id: int
+    box: np.ndarray
+    weight: float
+    score: float
+    evidence: dict[str, float]
+    class_name: str
+    n_obs: int
+    first_frame: int
+    last_frame: int
+    first_ns: int
+    last_ns: int
+    log_odds: float = 0.0
+    n_missed: int = 0
+    n_cut: int = 0
+    seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    geometry: ObjectGeometry | None = None
+    colour: ColourAccumulator = field(default_factory=ColourAccumulator)
+    cached: SceneObject | None = field(default=None, repr=False)
+
+    @property
+    def confidence(self) -> float:
+        """Probability that the object exists as its class: from its log-odds, and at most
+        ``IMPLAUSIBLE_CONFIDENCE`` when its box is larger than its class can be."""
+        p = float(1.0 / (1.0 + np.exp(-self.log_odds)))
+        return p if plausible_size(self.box, self.class_name) else min(p, IMPLAUSIBLE_CONFIDENCE)
+
+    def compatible(self, class_name: str) -> bool:
+        """Whether something of ``class_name`` may be this object beyond box overlap: it is the
+        object's class, or one that holds at least ``COMPATIBLE_SHARE`` of its class evidence
+        (a table that once took in a chair's detection is not a chair)."""
+        if class_name == self.class_name:
+            return True
+        total = sum(self.evidence.values())
+        return total > 0 and self.evidence.get(class_name, 0.0) >= COMPATIBLE_SHARE * total
+
+    def to_object(self) -> SceneObject:
+        """The immutable view (cached until the track changes)."""
+        if self.cached is None:
+            evidence = tuple(sorted(((n, float(v)) for n, v in self.evidence.items()), key=lambda p: (-p[1], p[0])))
+            lab = self.colour.lab()
+            self.cached = SceneObject(
+                self.id, self.class_name, float(self.score), self.box.copy(), evidence, self.n_obs,
+                self.first_frame, self.last_frame, self.first_ns, self.last_ns, confidence=self.confidence,
+                colour_lab=lab, colour_name=colour_name(lab),
+            )
+        return self.cached
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "class_name": self.class_name, "score": self.score,
+            "box": [float(v) for v in self.box], "class_scores": dict(self.evidence),
+            "n_observations": self.n_obs, "first_seen_frame": self.first_frame,
+            "last_seen_frame": self.last_frame, "first_seen_ns": self.first_ns,
+            "last_seen_ns": self.last_ns, "fusion_weight": self.weight,
+            "seen_from": [float(v) for v in self.seen_from], "log_odds": self.log_odds,
+            "n_missed": self.n_missed, "n_cut": self.n_cut, "confidence": self.confidence,
+            "geometry": None if self.geometry is None else self.geometry.to_dict(),
+            "colour": self.colour.to_json(),
+        }
+
+    @classmethod
+    def from_dict(cls, o: dict[str, Any], default_log_odds: float) -> Track:
+        """Read ``to_dict``'s form; files without existence evidence get ``default_log_odds``."""
+        geometry = o.get("geometry")
+        return cls(
+            int(o["id"]), np.array(o["box"], dtype=np.float64).reshape(BOX_DIM), float(o["fusion_weight"]),
+            float(o["score"]), {str(k): float(v) for k, v in o["class_scores"].items()},
+            str(o["class_name"]), int(o["n_observations"]), int(o["first_seen_frame"]),
+            int(o["last_seen_frame"]), int(o["first_seen_ns"]), int(o["last_seen_ns"]),
+            float(o.get("log_odds", default_log_odds)), int(o.get("n_missed", 0)), int(o.get("n_cut", 0)),
+            np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
+            None if geometry is None else ObjectGeometry.from_dict(geometry),
+            ColourAccumulator.from_json(o.get("colour")),
+        )

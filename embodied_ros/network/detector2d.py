@@ -1,0 +1,144 @@
+"""What every 2D detector network shares: its files' class names, the runtime backend, export and ``detect``.
+
+A detector subclass says how an image becomes its input (``preprocess``, returning the
+``ResizeGeometry`` it used) and how its outputs become candidate boxes (``decode``, boxes in
+network-input pixels); ``detect`` then goes through the one shared path (image_decode) to
+Detections2D. The graph runs on any backend of ``runtime/`` behind the detector's IOContract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..detections import Detections2D
+from ..errors import InputError, ModelError
+from ..runtime.config import RuntimeConfig
+from ..runtime.contract import Backend, InferenceBackend, IOContract
+from ..runtime.select import create_backend
+from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, finish_detections
+from .onnx_export import export_onnx
+
+__all__ = ["DEFAULT_IOU_THRESHOLD", "NetworkDetector2D", "check_rgb", "read_class_names", "runtime_config"]
+
+
+def read_class_names(path: str | Path) -> tuple[str, ...]:
+    """Class names, one per non-empty line (Darknet's .names format, which every model here ships)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise ModelError(f"cannot read class names {path}: {exc.strerror or exc}") from exc
+    return tuple(s.strip() for s in lines if s.strip())
+
+
+def check_rgb(image: np.ndarray) -> None:
+    """Raise InputError unless ``image`` is an (H, W, 3) uint8 image of at least 2x2 pixels."""
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or min(image.shape[:2]) < 2:
+        raise InputError(f"expected an (H, W, 3) uint8 RGB image, got {image.dtype} {image.shape}")
+
+
+def runtime_config(backend: Backend | str, *, cache: Path, providers: Sequence[str] | None = None,
+                   intra_op_threads: int = 0, inter_op_threads: int = 0, allow_fallback: bool = False,
+                   fp16: bool = False, engine_path: str | Path | None = None) -> RuntimeConfig:
+    """A detector's RuntimeConfig; an unknown backend name is a ModelError naming the choices."""
+    try:
+        requested = Backend(backend)
+    except ValueError:
+        raise ModelError(f"backend {backend!r} unknown; choose one of {', '.join(b.value for b in Backend)}") from None
+    return RuntimeConfig(
+        backend=requested, allow_fallback=allow_fallback, providers=tuple(providers) if providers else None,
+        intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads, fp16=fp16,
+        engine_cache=cache / "engines", engine_path=Path(engine_path) if engine_path else None,
+    )
+
+
+class NetworkDetector2D:
+    """Base of the 2D detectors: a graph behind an IOContract on a runtime backend, one shared decode path.
+
+    Attributes:
+        name: model name (for logs and cache file names).
+        class_names: the model's label vocabulary (from the names file that comes with its weights).
+        input_size: network input (width, height) in pixels.
+        contract: the graph's inputs and outputs.
+        output_names: the contract's output names, in order.
+        runtime: the loaded backend (``run``: dict in, dict out).
+        backend: where the network runs (the resolved choice: never ``auto``).
+        onnx_path: the ONNX file in use (None for the torch backend).
+        score_threshold / iou_threshold: candidate score and per-class NMS IoU.
+    """
+
+    name: str
+    class_names: tuple[str, ...]
+    input_size: tuple[int, int]
+    contract: IOContract
+
+    def _start(self, config: RuntimeConfig, onnx_file: Callable[[], Path], score_threshold: float,
+               iou_threshold: float) -> None:
+        """Check the thresholds and load the runtime (subclasses call this last in ``__init__``)."""
+        if not 0.0 <= score_threshold <= 1.0 or not 0.0 <= iou_threshold <= 1.0:
+            raise ModelError(f"thresholds must lie in [0, 1], got score {score_threshold}, IoU {iou_threshold}")
+        self.score_threshold, self.iou_threshold = score_threshold, iou_threshold
+        self.output_names = self.contract.output_names
+        self.onnx_path: Path | None = None
+
+        def onnx_path() -> Path:
+            self.onnx_path = onnx_file()
+            return self.onnx_path
+
+        self.runtime: InferenceBackend = create_backend(config, self.contract, onnx_path=onnx_path,
+                                                        torch_module=self.torch_module)
+        self.backend = self.runtime.kind
+
+    def torch_module(self) -> torch.nn.Module:
+        """The network as a torch module with its weights loaded (the torch backend; what export traces)."""
+        raise NotImplementedError
+
+    def preprocess(self, image: np.ndarray) -> tuple[np.ndarray, ResizeGeometry]:
+        """(H, W, 3) uint8 RGB -> the graph's (1, 3, H, W) float32 input and where the image lies in it."""
+        raise NotImplementedError
+
+    def decode(self, outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Graph outputs -> candidates above ``score_threshold``: (K, 4) xyxy input pixels, (K,) scores, labels."""
+        raise NotImplementedError
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """Zero inputs of the graph's shapes, in contract order (for export)."""
+        return tuple(torch.zeros(shape) for shape in self.contract.example_shapes().values())
+
+    def export(self, path: str | Path) -> Path:
+        """Export the torch module to ONNX at ``path`` with the contract's names; returns ``path``.
+
+        Raises:
+            ModelError: the export fails.
+        """
+        export_onnx(self.torch_module(), self.example_inputs(), path, input_names=self.contract.input_names,
+                    output_names=self.contract.output_names, dynamic_axes=self.contract.onnx_dynamic_axes())
+        return Path(path)
+
+    def infer(self, batch: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Raw outputs, in contract order, for a preprocessed input."""
+        out = self.runtime.run({self.contract.input_names[0]: batch})
+        return tuple(out[n] for n in self.output_names)
+
+    def detect(self, image: np.ndarray) -> Detections2D:
+        """Detect objects in one colour image.
+
+        Args:
+            image: (H, W, 3) uint8 RGB (``Frame.color``).
+
+        Returns:
+            Detections2D: boxes (N, 4) xyxy in the image's pixels, the model's labels, scores, best first.
+
+        Raises:
+            InputError: the image is not (H, W, 3) uint8.
+            ModelError: the runtime failed.
+        """
+        check_rgb(image)
+        batch, geometry = self.preprocess(image)
+        outputs = dict(zip(self.output_names, self.infer(batch), strict=True))
+        boxes, scores, labels = self.decode(outputs)
+        return finish_detections(boxes, scores, labels, geometry, self.class_names, self.iou_threshold)
+

@@ -1,0 +1,148 @@
+"""YOLOX-Nano (COCO, Apache-2.0): its published ONNX file as it is, on any runtime backend.
+
+Input ``images`` (1, 3, 416, 416) float32: BGR 0..255, no normalisation, the image resized keeping
+its aspect and pasted at the top-left, the rest 114. Output ``output`` (1, 3549, 85): per anchor
+point over strides 8/16/32 (x, y, log w, log h, objectness, 80 class scores; the last 81 already
+sigmoid). The ONNX file runs on ONNX Runtime and TensorRT unchanged; the torch backend (and
+``embodied-ros export``) reads the same graph with onnx_module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import onnx
+import torch
+
+from ..errors import ModelError
+from ..runtime.contract import Backend, IOContract, TensorSpec
+from .detector2d import NetworkDetector2D, read_class_names, runtime_config
+from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, paste_resized, top_left
+from .weights import cache_dir
+
+INPUT_NAME, OUTPUT_NAME = "images", "output"
+STRIDES = (8, 16, 32)
+PAD_VALUE = 114.0  # YOLOX's preprocessing fills the unused input with this grey
+DEFAULT_SCORE_THRESHOLD = 0.3  # objectness * class score; the data README's figures are at 0.3
+
+
+def anchor_points(net_wh: tuple[int, int], strides: Sequence[int] = STRIDES) -> tuple[np.ndarray, np.ndarray]:
+    """Grid points of every level in output order: (P, 2) float64 cell (x, y), (P,) float64 stride."""
+    cells, sizes = [], []
+    for s in strides:
+        ys, xs = np.mgrid[0 : net_wh[1] // s, 0 : net_wh[0] // s]  # row-major: x runs fastest
+        cells.append(np.stack([xs.ravel(), ys.ravel()], axis=1))
+        sizes.append(np.full(xs.size, float(s)))
+    return np.concatenate(cells).astype(np.float64), np.concatenate(sizes)
+
+
+def decode_yolox(output: np.ndarray, net_wh: tuple[int, int], score_threshold: float,
+                 strides: Sequence[int] = STRIDES) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """YOLOX's head -> candidates: xy = (xy + cell) * stride, wh = exp(wh) * stride, score = obj * class.
+
+    Args:
+        output: (1, P, 5 + C) raw output (objectness and class scores already sigmoid).
+        net_wh: network input (width, height).
+        score_threshold: minimum objectness * class score (the best class of each point).
+        strides: the levels' strides, in output order.
+
+    Returns:
+        (K, 4) xyxy in network-input pixels, (K,) scores, (K,) labels.
+    """
+    cells, stride = anchor_points(net_wh, strides)
+    p = np.asarray(output, dtype=np.float32)
+    if p.ndim != 3 or p.shape[0] != 1 or p.shape[1] != len(cells) or p.shape[2] < 6:
+        raise ValueError(f"YOLOX output has shape {p.shape}, expected (1, {len(cells)}, 5 + C)")
+    p = p[0]
+    rows, labels, scores = best_class(p[:, 4:5] * p[:, 5:], score_threshold)
+    s = stride[rows, None]
+    centre = (p[rows, 0:2] + cells[rows]) * s
+    half = np.exp(p[rows, 2:4].astype(np.float64)) * s / 2
+    return np.concatenate([centre - half, centre + half], axis=1), scores, labels
+
+
+def yolox_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarray, ResizeGeometry]:
+    """(H, W, 3) uint8 RGB -> (1, 3, H, W) float32 BGR 0..255 resized keeping aspect, top-left, padded with 114."""
+    geometry = top_left((image.shape[1], image.shape[0]), net_wh)
+    canvas = paste_resized(np.ascontiguousarray(image[:, :, ::-1]), geometry, PAD_VALUE)
+    return np.ascontiguousarray(canvas.transpose(2, 0, 1)[None]), geometry
+
+
+def yolox_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
+    """``images`` (1, 3, H, W) float32 -> ``output`` (1, P, 5 + C) float32."""
+    points = len(anchor_points(net_wh)[1])
+    return IOContract(
+        (TensorSpec(INPUT_NAME, (1, 3, net_wh[1], net_wh[0]), "float32",
+                    "BGR 0..255, resized keeping aspect, pasted top-left, padded with 114"),),
+        (TensorSpec(OUTPUT_NAME, (1, points, 5 + num_classes), "float32",
+                    "per point of strides 8/16/32: x, y, log w, log h (cells), objectness, class scores"),),
+    )
+
+
+class YoloxDetector2D(NetworkDetector2D):
+    """YOLOX from its ONNX file (used as it is by ONNX Runtime and TensorRT) and its class-names file."""
+
+    def __init__(
+        self,
+        onnx_file: str | Path,
+        names_path: str | Path,
+        *,
+        backend: Backend | str = Backend.ONNXRUNTIME,
+        score_threshold: float = DEFAULT_SCORE_THRESHOLD,
+        iou_threshold: float = DEFAULT_IOU_THRESHOLD,
+        cache: str | Path | None = None,
+        providers: Sequence[str] | None = None,
+        intra_op_threads: int = 0,
+        inter_op_threads: int = 0,
+        allow_fallback: bool = False,
+        fp16: bool = False,
+        engine_path: str | Path | None = None,
+    ):
+        """Build the detector (arguments as for ``YoloDetector2D``).
+
+        Raises:
+            ModelError: files unreadable, a names file that does not fit the output, or a backend failure.
+        """
+        self._onnx_file = Path(onnx_file)
+        self.name = self._onnx_file.stem
+        self.class_names = read_class_names(names_path)
+        self.input_size = _input_size(self._onnx_file)
+        self.contract = yolox_contract(self.input_size, len(self.class_names))
+        self._module: torch.nn.Module | None = None
+        config = runtime_config(backend, cache=Path(cache) if cache is not None else cache_dir(), providers=providers,
+                                intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
+                                allow_fallback=allow_fallback, fp16=fp16, engine_path=engine_path)
+        try:
+            self._start(config, lambda: self._onnx_file, score_threshold, iou_threshold)
+        except ModelError as err:
+            if "does not match the expected contract" in str(err):
+                raise ModelError(f"{err} (does {names_path} hold the model's {len(self.class_names)} names?)") from err
+            raise
+
+    def torch_module(self) -> torch.nn.Module:
+        """The ONNX graph read into torch (onnx_module), for the torch backend and export."""
+        if self._module is None:
+            from .onnx_module import OnnxModule
+
+            self._module = OnnxModule(self._onnx_file).eval().requires_grad_(False)
+        return self._module
+
+    def preprocess(self, image: np.ndarray) -> tuple[np.ndarray, ResizeGeometry]:
+        return yolox_input(image, self.input_size)
+
+    def decode(self, outputs: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return decode_yolox(outputs[OUTPUT_NAME], self.input_size, self.score_threshold)
+
+
+def _input_size(path: Path) -> tuple[int, int]:
+    """(width, height) of the ONNX graph's fixed image input."""
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception as exc:  # protobuf's DecodeError, OSError
+        raise ModelError(f"{path}: not a readable ONNX file ({exc})".splitlines()[0]) from exc
+    dims = [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim] if graph.input else []
+    if len(dims) != 4 or min(dims) < 1:
+        raise ModelError(f"{path}: expected one fixed (1, 3, H, W) input, got {dims}")
+    return dims[3], dims[2]

@@ -1,0 +1,214 @@
+"""The object map's evidence rules on constructed scenes: exact depth frames, real lifting, real memory.
+
+A ray-cast scene gives each frame's depth; the "detector" is the box's projection (what a perfect
+2D detector would give, or nothing, frame by frame), lifted through that depth by the real
+lifting code, so objects carry real geometry and the memory's visibility tests see real depth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from rendered_scenes import look_at, project_box, render_frame
+
+from embodied_ros.detections import Detections2D, Detections3D, FramePerception
+from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.network.lifting import LiftingParams, lift_detections
+
+NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book")
+CRATE = np.array([0.0, 2.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # 40 cm box on the floor, 2 m ahead
+EYE = np.array([0.0, 0.0, 1.0])
+
+
+def _perceive(frame, boxes_3d: list[np.ndarray], names: list[str], scores: list[float] | None = None,
+              boxes_xyxy: list[np.ndarray] | None = None) -> FramePerception:
+    """A perfect 2D detector's boxes of ``boxes_3d`` (or the given pixel boxes), lifted through the frame."""
+    xyxy = boxes_xyxy if boxes_xyxy is not None else [project_box(frame.T_world_camera, b) for b in boxes_3d]
+    n = len(xyxy)
+    dets = Detections2D(np.array(xyxy, dtype=np.float64).reshape(n, 4), np.array([NAMES.index(c) for c in names]),
+                        np.array(scores if scores is not None else [0.8] * n, dtype=np.float64), NAMES)
+    lifted = lift_detections(frame, dets, LiftingParams())
+    return FramePerception(frame.index, frame.stamp_ns, lifted, dets, viewpoint=frame.T_world_camera[:3, 3].copy(),
+                           frame=frame)
+
+
+def _published_ids(memory: SceneMemory) -> set[int]:
+    return {o.id for o in memory.published_objects()}
+
+
+def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten():
+    T = look_at(EYE, CRATE[:3])
+    memory = SceneMemory()
+    for i in range(3):
+        memory.update(_perceive(render_frame(T, [CRATE], index=i), [CRATE], ["box"]))
+    (obj,) = memory.objects()
+    assert obj.id in _published_ids(memory) and obj.confidence > 0.7
+    faded_after = forgotten_after = None
+    for k in range(1, 40):
+        result = memory.update(_perceive(render_frame(T, [CRATE], index=2 + k), [], []))
+        if faded_after is None and obj.id not in _published_ids(memory):
+            faded_after = k
+        if obj.id in result.forgotten:
+            forgotten_after = k
+            break
+        assert obj.id in result.missed
+    assert faded_after is not None and faded_after <= 5  # a few views in which it was plainly there
+    assert forgotten_after is not None and memory.get(obj.id) is None
+    assert memory.objects() == []
+
+
+def test_hidden_or_out_of_view_is_not_evidence_against():
+    T = look_at(EYE, CRATE[:3])
+    memory = SceneMemory()
+    for i in range(3):
+        memory.update(_perceive(render_frame(T, [CRATE], index=i), [CRATE], ["box"]))
+    (obj,) = memory.objects()
+    screen = np.array([0.0, 1.0, 0.6, 1.2, 0.1, 1.2, 0.0, 0.0, 0.0])  # a panel between the camera and the crate
+    away = look_at(EYE, np.array([0.0, -2.0, 0.2]))  # turned round
+    for k in range(20):
+        hidden = memory.update(_perceive(render_frame(T, [CRATE, screen], index=3 + k), [], []))
+        elsewhere = memory.update(_perceive(render_frame(away, [CRATE], index=23 + k), [], []))
+        assert obj.id not in hidden.missed and obj.id not in elsewhere.missed
+    assert obj.id in _published_ids(memory)
+
+
+def test_a_place_seen_through_counts_more_than_a_miss():
+    T = look_at(EYE, CRATE[:3])
+    memory = SceneMemory()
+    for i in range(3):
+        memory.update(_perceive(render_frame(T, [CRATE], index=i), [CRATE], ["box"]))
+    (obj,) = memory.objects()
+    before = memory.get(obj.id).confidence
+    memory.update(_perceive(render_frame(T, [], index=3), [], []))  # the crate is gone: the floor behind shows
+    gone = memory.get(obj.id).confidence
+    twin = SceneMemory()
+    for i in range(3):
+        twin.update(_perceive(render_frame(T, [CRATE], index=i), [CRATE], ["box"]))
+    twin.update(_perceive(render_frame(T, [CRATE], index=3), [], []))  # still there, not detected
+    missed = twin.get(obj.id).confidence
+    assert gone < missed < before
+
+
+def test_a_table_seen_in_two_halves_is_one_whole_table():
+    table = np.array([0.0, 2.2, 0.375, 2.0, 0.8, 0.75, 0.0, 0.0, 0.0])
+    left, right = np.array([-0.75, 0.6, 1.3]), np.array([0.75, 0.6, 1.3])
+    memory = SceneMemory()
+    fragments = []
+    for i, eye in enumerate([left] * 3 + [right] * 3):
+        T = look_at(eye, np.array([eye[0], 2.2, 0.5]))  # close up: each view holds a bit more than half
+        frame = render_frame(T, [table], index=i)
+        seen = project_box(T, table)
+        seen = np.clip(seen, [0, 0, 0, 0], [frame.width - 1, frame.height - 1] * 2)
+        perception = _perceive(frame, [table], ["diningtable"], boxes_xyxy=[seen])
+        fragments.append(perception.detections.boxes[0][3])
+        memory.update(perception)
+    assert max(fragments) < 1.5  # every view lifted a part of the table
+    (obj,) = memory.objects()
+    assert obj.class_name == "diningtable" and obj.n_observations == 6
+    assert obj.box[3] > 1.85 and box_iou_3d(obj.box[None], table[None])[0, 0] > 0.4  # its front and top were seen
+    boxes_only = SceneMemory(geometry_voxel=0.0)  # without geometry each view is its own part
+    for i, eye in enumerate([left] * 3 + [right] * 3):
+        T = look_at(eye, np.array([eye[0], 2.2, 0.5]))
+        frame = render_frame(T, [table], index=i)
+        seen = np.clip(project_box(T, table), [0, 0, 0, 0], [frame.width - 1, frame.height - 1] * 2)
+        boxes_only.update(_perceive(frame, [table], ["diningtable"], boxes_xyxy=[seen]))
+    assert max(o.box[3] for o in boxes_only.objects()) < 1.6
+
+
+def test_a_chair_seen_over_a_table_reaches_the_floor():
+    chair = np.array([0.0, 2.6, 0.45, 0.45, 0.45, 0.9, 0.0, 0.0, 0.0])
+    table = np.array([0.0, 1.9, 0.375, 1.4, 0.8, 0.75, 0.0, 0.0, 0.0])  # hides the chair below its top
+    memory = SceneMemory()
+    for i in range(4):
+        T = look_at(np.array([0.3 * i - 0.45, 0.0, 1.2]), np.array([0.0, 2.6, 0.6]))
+        frame = render_frame(T, [chair, table], index=i)
+        top = project_box(T, chair)
+        top[3] = min(top[3], project_box(T, table)[1])  # the detector sees the part above the table
+        memory.update(_perceive(frame, [chair], ["chair"], boxes_xyxy=[top]))
+    (obj,) = [o for o in memory.objects() if o.class_name == "chair"]
+    assert memory.floor_z == pytest.approx(0.0, abs=0.03)
+    assert obj.box[2] - 0.5 * obj.box[5] == pytest.approx(0.0, abs=0.05)  # down to the floor
+    assert min(obj.box[3], obj.box[4]) >= 0.4  # a chair's least footprint
+    no_prior = SceneMemory(amodal=False)
+    for i in range(4):
+        T = look_at(np.array([0.3 * i - 0.45, 0.0, 1.2]), np.array([0.0, 2.6, 0.6]))
+        frame = render_frame(T, [chair, table], index=i)
+        top = project_box(T, chair)
+        top[3] = min(top[3], project_box(T, table)[1])
+        no_prior.update(_perceive(frame, [chair], ["chair"], boxes_xyxy=[top]))
+    (part,) = [o for o in no_prior.objects() if o.class_name == "chair"]
+    assert part.box[2] - 0.5 * part.box[5] > 0.6  # only what showed above the table top
+
+
+def _box(x: float, y: float = 0.0, z: float = 0.5, dx: float = 0.5, dy: float = 0.5, dz: float = 0.5) -> np.ndarray:
+    return np.array([x, y, z, dx, dy, dz, 0.0, 0.0, 0.0])
+
+
+def _boxes_frame(index: int, boxes: list[np.ndarray], scores: list[float], names: list[str]) -> FramePerception:
+    det = Detections3D(np.array(boxes).reshape(-1, 9), [NAMES.index(n) for n in names], scores, NAMES, "world")
+    return FramePerception(index, index * 1_000_000, det)
+
+
+def test_the_per_class_limit_never_hides_a_confirmed_object():
+    memory = SceneMemory(max_per_class=10)
+    shelf = [_box(2.0 * i, 5.0, 0.5, 0.3, 0.2, 0.05) for i in range(12)]
+    for i in range(2):  # twelve books glimpsed twice, with fair scores: not yet confirmed
+        memory.update(_boxes_frame(i, shelf, [0.4] * 12, ["book"] * 12))
+    confirmed = _box(0.0, 0.0, 0.5, 0.3, 0.2, 0.05)
+    for i in range(2, 8):  # one book seen six times at a lower score
+        memory.update(_boxes_frame(i, [confirmed], [0.35], ["book"]))
+    published = memory.published_objects()
+    assert len(memory.objects()) == 13
+    assert [o.n_observations for o in published] == [6]
+    legacy = SceneMemory(max_per_class=10, publish_confidence=0.0)  # the limit by score alone hides it
+    for i in range(2):
+        legacy.update(_boxes_frame(i, shelf, [0.4] * 12, ["book"] * 12))
+    for i in range(2, 8):
+        legacy.update(_boxes_frame(i, [confirmed], [0.35], ["book"]))
+    assert 6 not in [o.n_observations for o in legacy.published_objects()]
+
+
+def test_the_class_is_the_posterior_of_all_detections():
+    memory = SceneMemory()
+    for i, (name, score) in enumerate([("chair", 0.6), ("sofa", 0.7), ("chair", 0.5), ("chair", 0.6), ("sofa", 0.3)]):
+        memory.update(_boxes_frame(i, [_box(0.0, dz=0.9) + np.r_[0.01 * i, np.zeros(8)]], [score], [name]))
+    (obj,) = memory.objects()
+    assert obj.class_name == "chair" and dict(obj.class_scores) == pytest.approx({"chair": 1.7, "sofa": 1.0})
+
+
+def test_an_object_larger_than_its_class_can_be_is_not_published():
+    memory = SceneMemory()
+    tray, mug = _box(0.0, dx=0.6, dy=0.45, dz=0.05), _box(3.0, dx=0.1, dy=0.09, dz=0.1)
+    for i in range(5):
+        memory.update(_boxes_frame(i, [tray, mug], [0.7, 0.7], ["cup", "cup"]))
+    assert {o.class_name for o in memory.objects()} == {"cup"} and len(memory.objects()) == 2
+    (published,) = memory.published_objects()
+    assert published.box[3] < 0.2
+    assert max(o.confidence for o in memory.objects() if o.box[3] > 0.5) <= 0.1
+
+
+def test_neighbours_do_not_merge_past_their_class_size():
+    T = look_at(EYE, np.array([0.0, 1.6, 0.0]))
+    books = [np.array([x, 1.6, 0.01, 0.3, 0.22, 0.02, 0.0, 0.0, 0.0]) for x in (-0.16, 0.16, 0.48)]  # touching
+    memory = SceneMemory()
+    for i in range(4):
+        frame = render_frame(T, books, index=i)
+        memory.update(_perceive(frame, books, ["book"] * 3))
+    assert len(memory.objects()) == 3
+    assert all(o.box[3] < 0.5 for o in memory.objects())
+
+
+def test_geometry_and_evidence_survive_save_and_load(tmp_path):
+    T = look_at(EYE, CRATE[:3])
+    memory = SceneMemory()
+    for i in range(3):
+        memory.update(_perceive(render_frame(T, [CRATE], index=i), [CRATE], ["box"]))
+    memory.update(_perceive(render_frame(T, [CRATE], index=3), [], []))
+    memory.save(tmp_path / "memory.json")
+    loaded = SceneMemory.load(tmp_path / "memory.json")
+    assert loaded.objects() == memory.objects() and loaded.floor_z == pytest.approx(memory.floor_z)
+    assert np.array_equal(loaded.geometry_points(0), memory.geometry_points(0))
+    nxt = _perceive(render_frame(T, [CRATE], index=4), [CRATE], ["box"])
+    assert loaded.update(nxt) == memory.update(nxt)
+    assert loaded.objects() == memory.objects()
