@@ -414,3 +414,29 @@ def test_describe_service_and_scene_graph_topic(ros: Any, live: Any) -> None:
     ids = {o["id"] for o in doc["objects"]}
     assert ids and ids <= {int(i) for i in node.state.memory.snapshot().ids}
     assert all(r["subject"] in ids and set(r["objects"]) <= ids for r in doc["relations"])
+
+
+def test_compressed_depth_topic_is_read(ros: Any, live: Any) -> None:
+    """A depth topic named like image_transport's compressedDepth carries PNG millimetres behind a 12-byte header."""
+    import struct
+
+    import cv2
+    from sensor_msgs.msg import CompressedImage
+
+    from embodied_ros.ros.harness import FramePublisher
+
+    node = ros.node(ros.perceptor, namespace="cdepth", pose_topic="camera_pose", world_frame="world",
+                    depth_topic="depth_to_rgb/image_raw/compressedDepth")
+    ros.nodes.append(node)
+    publisher = FramePublisher(ros.client, prefix="/cdepth/")
+    depth_pub = ros.client.create_publisher(CompressedImage, "/cdepth/depth_to_rgb/image_raw/compressedDepth", 10)
+    assert wait_until(lambda: min(p.get_subscription_count() for p in (publisher.color, publisher.info, depth_pub)), 10)
+    frame = ros.frames[0]
+    stamp = publisher.publish(frame, settle=0.2, with_depth=False)
+    millimetres = np.clip(np.rint(np.nan_to_num(frame.depth) * 1000), 0, 65535).astype(np.uint16)
+    png = cv2.imencode(".png", millimetres)[1].tobytes()
+    msg = CompressedImage(format="16UC1; compressedDepth png", data=struct.pack("<iff", 0, 0.0, 0.0) + png)
+    msg.header = publisher.messages(frame, stamp)["depth"].header
+    depth_pub.publish(msg)
+    assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
+    assert node.inputs.paired == 1 and not node.problems and len(node.state.memory) > 0
