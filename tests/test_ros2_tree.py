@@ -134,9 +134,10 @@ def test_launch_play_services_save_restart_and_ctrl_c_as_the_readme_writes_them(
 
 
 def test_a_bag_that_embodied_ros_run_wrote_plays_into_the_node(tree: Tree, kitchen_run: Any) -> None:
-    launch = _start(tree, "ros2 launch embodied_ros perception.launch.py world_frame:=world weights:=$HOME/yolo_fastest "
-                          "color_topic:=/rgb/image_raw/compressed depth_topic:=/depth_to_rgb/image_raw/compressedDepth "
-                          "camera_info_topic:=/rgb/camera_info", "bag_node")
+    topics = ("color_topic:=/rgb/image_raw/compressed depth_topic:=/depth_to_rgb/image_raw/compressedDepth "
+              "camera_info_topic:=/rgb/camera_info")  # as embodied-ros run writes them
+    launch = _start(tree, f"ros2 launch embodied_ros perception.launch.py world_frame:=world "
+                          f"weights:=$HOME/yolo_fastest {topics}", "bag_node")
     assert launch.wait_for("ready:", 240), launch.output()[-3000:]
     played = tree.sh(f"ros2 bag play {kitchen_run}", timeout=120, name="ros2 bag play (embodied-ros run's bag)")
     assert played.returncode == 0, played.stdout
