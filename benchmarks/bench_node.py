@@ -61,7 +61,10 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=args.frames + 1)
               if not isinstance(f, Exception)]
     ros = InProcessRos()
-    node = ros.node(build_perceptor("yolo-fastest-1.1-xl", weights=DATA / "yolo_fastest", backend="onnxruntime"),
+    from embodied_ros.network.weights import DEFAULT_MODEL
+
+    folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
+    node = ros.node(build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime"),
                     pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
                     **_qos_params(args.qos))
     ready = getattr(node, "ready", None)  # this code loads the network on a thread
@@ -189,7 +192,7 @@ def main() -> int:
     if reason:
         print(f"bench_node: skipped: {reason}")
         return 0
-    if not (DATA / "redkitchen").is_dir() or not (DATA / "yolo_fastest").is_dir():
+    if not all((DATA / d).is_dir() for d in ("redkitchen", "yolo_fastest", "yolox_nano")):
         print(f"bench_node: skipped: real data not found in {DATA}")
         return 0
     import rclpy

@@ -63,9 +63,10 @@ def main() -> None:
             print(o.line)
     for kind, oks in by_kind.items():
         print(f"{kind:9s} {sum(oks):3d}/{len(oks):3d}")
-    new = [o.ok for o in outcomes if o.kind != "old"]
-    print(f"all      {sum(o.ok for o in outcomes):3d}/{len(outcomes):3d}   (new phrases {sum(new)}/{len(new)}; "
-          f"{len(outcomes)} phrases in {seconds:.1f} s)")
+    first = [o.ok for o in outcomes if o.first_set]
+    later = [o.ok for o in outcomes if not o.first_set]
+    print(f"all      {sum(o.ok for o in outcomes):3d}/{len(outcomes):3d}   (first set {sum(first)}/{len(first)}, "
+          f"later phrases {sum(later)}/{len(later)}; {len(outcomes)} phrases in {seconds:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .errors import EmbodiedError, InputError, ModelError
 from .memory.config import MemoryConfig
+from .network.weights import DEFAULT_MODEL
 from .sources.base import FrameSource
 from .sources.pose_check import PoseConvention, PoseUnits
 from .sources.preflight import RecordingOptions
@@ -30,9 +31,10 @@ def default_data_dir() -> Path:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, help="output folder (scene.mcap, objects.json, pictures)")
-    p.add_argument("--model", default="yolo-fastest-1.1-xl",
-                   help="perceptor: yolo-fastest-1.1-xl, yolo-fastest-1.1, yolox-nano, nanodet-plus-m-416 (2D "
-                        "detectors lifted to 3D), darknet, embodied-perceptron (default: %(default)s)")
+    p.add_argument("--model", default=DEFAULT_MODEL,
+                   help="perceptor: yolox-nano, nanodet-plus-m-416, yolo-fastest-1.1-xl, yolo-fastest-1.1 (2D "
+                        "detectors lifted to 3D), ensemble-yolox-nanodet, darknet, embodied-perceptron "
+                        "(default: %(default)s)")
     p.add_argument("--weights", type=Path, default=None,
                    help="weights file or folder holding the model's files and its coco.names (Darknet .cfg/.weights, "
                         "yolox_nano.onnx, nanodet-plus-m_416.param/.bin)")
@@ -204,11 +206,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return _synthetic_demo(args, weights)
     log.info("no trained %s in models/: running the lifted COCO detector on the redkitchen recording", PERCEPTRON_FILE)
     data = default_data_dir()
-    scene, weights = data / "redkitchen", data / "yolo_fastest"
-    if not scene.is_dir() or not weights.is_dir():
+    scene, weights = data / "redkitchen", data
+    if not scene.is_dir():
         raise InputError(
-            f"the demo needs the redkitchen recording and the Yolo-Fastest weights in {data} "
-            "(set EMBODIED_ROS_DATA to their folder); a built-in synthetic scene is not available yet"
+            f"the demo needs the redkitchen recording and the {DEFAULT_MODEL} weights in {data} "
+            "(set EMBODIED_ROS_DATA to their folder), or the Embodied Perceptron's weights in models/"
         )
     argv = ["run", str(scene), "--out", str(args.out), "--weights", str(weights), "--overwrite", "--backend",
             "onnxruntime"]

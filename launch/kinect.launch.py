@@ -56,7 +56,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument("color_resolution", default_value="720P"),
         DeclareLaunchArgument("depth_mode", default_value="NFOV_UNBINNED"),
         DeclareLaunchArgument("world_frame", default_value="map"),
-        DeclareLaunchArgument("model", default_value="yolo-fastest-1.1-xl"),
+        DeclareLaunchArgument("model", default_value="yolox-nano"),
         DeclareLaunchArgument("weights", default_value=""),
         DeclareLaunchArgument("rviz", default_value="true"),
         OpaqueFunction(function=_require_driver),

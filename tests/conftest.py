@@ -9,18 +9,19 @@ import pytest
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 KITCHEN, YOLO = DATA / "redkitchen", DATA / "yolo_fastest"
+DETECTOR = DATA / "yolox_nano"  # the default model's files (network.weights.DEFAULT_MODEL)
 KITCHEN_RUN_STRIDE = 4  # every 4th of the 100 frames: 25 frames, about 15 s
 
 
 @pytest.fixture(scope="session")
 def kitchen_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Output folder of `embodied-ros run` on every 4th redkitchen frame (read-only for the tests)."""
-    if not (KITCHEN.is_dir() and YOLO.is_dir()):
+    if not (KITCHEN.is_dir() and DETECTOR.is_dir()):
         pytest.skip(f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
     from embodied_ros.cli import main
 
     out = tmp_path_factory.mktemp("kitchen_run")
     os.environ.setdefault("EMBODIED_ROS_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    assert main(["run", str(KITCHEN), "--out", str(out), "--weights", str(YOLO), "--stride",
+    assert main(["run", str(KITCHEN), "--out", str(out), "--weights", str(DETECTOR), "--stride",
                  str(KITCHEN_RUN_STRIDE), "--overwrite", "--backend", "onnxruntime"]) == 0
     return out

@@ -43,7 +43,7 @@ def why_not() -> str:
     """Why the tree cannot be used here ("" when it can)."""
     if not ARCHIVE.is_file():
         return f"the ROS 2 tree {ARCHIVE} is absent (a user's machine has its own ROS 2)"
-    if not (DATA / "redkitchen").is_dir() or not (DATA / "yolo_fastest").is_dir():
+    if not (DATA / "redkitchen").is_dir() or not (DATA / "yolox_nano").is_dir():
         return f"real data not found in {DATA} (set EMBODIED_ROS_DATA)"
     if not shutil.which("dpkg-query") or not Path("/usr/bin/python3").exists():
         return "not a Debian system with /usr/bin/python3 (the tree is built for Debian 12's Python 3.11)"
@@ -226,7 +226,7 @@ def prepare() -> Tree:
     (BUILD / "COLCON_IGNORE").parent.mkdir(parents=True, exist_ok=True)
     (BUILD / "COLCON_IGNORE").touch()  # the checkout is linked into the workspace: never crawl build/
     HOME.mkdir(parents=True, exist_ok=True)
-    for name, target in (("yolo_fastest", DATA / "yolo_fastest"), ("recordings/redkitchen", DATA / "redkitchen")):
+    for name, target in (("yolox_nano", DATA / "yolox_nano"), ("recordings/redkitchen", DATA / "redkitchen")):
         link = HOME / name
         link.parent.mkdir(parents=True, exist_ok=True)
         if not link.is_symlink():

@@ -7,14 +7,14 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DATA, KITCHEN, YOLO
+from conftest import DATA, DETECTOR, KITCHEN
 from rosbags.highlevel import AnyReader
 
 from embodied_ros.cli import main
 from embodied_ros.memory import SceneMemory
 from embodied_ros.messages.types import typestore
 
-needs_data = pytest.mark.skipif(not (KITCHEN.is_dir() and YOLO.is_dir()),
+needs_data = pytest.mark.skipif(not (KITCHEN.is_dir() and DETECTOR.is_dir()),
                                 reason=f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
 
 
@@ -63,7 +63,7 @@ def test_run_reads_its_own_bag_back_as_a_recording(kitchen_run: Path, tmp_path: 
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "again"
     rc = main(["run", str(kitchen_run / "scene.mcap"), "--world-frame", "world", "--out", str(out),
-               "--weights", str(YOLO), "--max-frames", "3"])
+               "--weights", str(DETECTOR), "--max-frames", "3"])
     assert rc == 0, capsys.readouterr().err
     assert "3 frames processed, 0 skipped" in capsys.readouterr().out
     assert json.loads((out / "objects.json").read_text())["frames_processed"] == 3
@@ -75,7 +75,7 @@ def test_bad_frames_are_skipped_and_counted(tmp_path: Path, capsys: pytest.Captu
     folder = _copy_frames(tmp_path / "kitchen", [0, 10, 20, 30])
     (folder / "frame-000010.depth.png").write_bytes(b"not a png")
     (folder / "frame-000020.pose.txt").write_text("nan 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1\n")
-    rc = main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(YOLO)])
+    rc = main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR)])
     assert rc == 0, capsys.readouterr().err
     assert "2 frames processed, 2 skipped" in capsys.readouterr().out
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
@@ -87,13 +87,13 @@ def test_all_frames_bad_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixtu
     folder = _copy_frames(tmp_path / "kitchen", [0, 10])
     for n in (0, 10):
         (folder / f"frame-{n:06d}.depth.png").write_bytes(b"")
-    assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(YOLO)]) == 2
+    assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR)]) == 2
     assert "no usable frame" in _error_line(capsys)
 
 
 @needs_data
 def test_existing_output_needs_overwrite(kitchen_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", str(KITCHEN), "--out", str(kitchen_run), "--weights", str(YOLO)]) == 2
+    assert main(["run", str(KITCHEN), "--out", str(kitchen_run), "--weights", str(DETECTOR)]) == 2
     assert "--overwrite" in _error_line(capsys)
 
 

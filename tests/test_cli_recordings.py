@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import DATA, KITCHEN, KITCHEN_RUN_STRIDE, YOLO
+from conftest import DATA, DETECTOR, KITCHEN, KITCHEN_RUN_STRIDE
 from layouts import inverted, seven_scenes, threedmatch_scene, tum
 from rosbags.highlevel import AnyReader
 
@@ -15,7 +15,7 @@ from embodied_ros.messages.types import typestore
 from embodied_ros.sources.registration import SEVEN_SCENES_DEFAULT
 
 MKV = DATA / "azure_kinect" / "recording.mkv"
-needs_data = pytest.mark.skipif(not (KITCHEN.is_dir() and YOLO.is_dir()),
+needs_data = pytest.mark.skipif(not (KITCHEN.is_dir() and DETECTOR.is_dir()),
                                 reason=f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
 
 
@@ -73,7 +73,7 @@ def test_run_bag_is_small_and_holds_compressed_inputs(kitchen_run: Path) -> None
 def test_inverted_poses_stop_the_run_with_the_option_that_fixes_them(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     folder = seven_scenes(tmp_path / "inv", list(range(0, 200, 10)), pose_edit=inverted)
-    assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(YOLO)]) == 2
+    assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR)]) == 2
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("embodied-ros: error:")]
     assert len(lines) == 1 and "Traceback" not in err
@@ -92,7 +92,7 @@ def test_truncated_image_is_skipped_counted_and_named(tmp_path: Path, capfd: pyt
     assert main(["inspect", str(folder)]) == 0
     out = capfd.readouterr().out
     assert "1 frames would be skipped" in out and "frame-000020.color.jpg" in out
-    assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(YOLO)]) == 0
+    assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR)]) == 0
     out, err = capfd.readouterr()
     assert "3 frames processed, 1 skipped" in out
     assert "Premature end" not in err and "JPEG" not in err  # libjpeg's nameless message is gone
@@ -108,7 +108,7 @@ def test_run_on_a_converted_recording(tmp_path: Path, capsys: pytest.CaptureFixt
         folder, extra = tum(tmp_path / "tum", list(range(0, 300, 20))), ["--intrinsics", "585", "585", "320", "240"]
     else:
         folder, extra = threedmatch_scene(tmp_path / "scene", {"seq-01": [0, 50, 100], "seq-02": [600, 650]}), []
-    rc = main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(YOLO), "--max-frames", "5",
+    rc = main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR), "--max-frames", "5",
                *extra])
     assert rc == 0, capsys.readouterr().err
     assert "5 frames processed, 0 skipped" in capsys.readouterr().out

@@ -73,7 +73,7 @@ def test_ensemble_on_a_real_frame_with_vocabularies_matched_by_name(tmp_path: Pa
     (tmp_path / "titled.names").write_text("\n".join(names))
     folder = DATA / "nanodet_plus"
     titled = NanoDetDetector2D(folder / "nanodet-plus-m_416.param", folder / "nanodet-plus-m_416.bin",
-                               tmp_path / "titled.names", score_threshold=0.1, cache=tmp_path)
+                               tmp_path / "titled.names", score_threshold=nanodet.score_threshold, cache=tmp_path)
     mixed = EnsembleDetector2D([yolox, titled], score_threshold=ensemble.score_threshold)
     assert mixed.class_names == yolox.class_names  # nothing new: every title-case name maps onto one
     fused = mixed.detect(image)

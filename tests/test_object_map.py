@@ -212,3 +212,74 @@ def test_geometry_and_evidence_survive_save_and_load(tmp_path):
     nxt = _perceive(render_frame(T, [CRATE], index=4), [CRATE], ["box"])
     assert loaded.update(nxt) == memory.update(nxt)
     assert loaded.objects() == memory.objects()
+
+
+def _points_box(box: np.ndarray, step: float = 0.02) -> np.ndarray:
+    """Surface-like points filling an axis-aligned box (world), ``step`` apart."""
+    lo, hi = box[:3] - 0.5 * box[3:6], box[:3] + 0.5 * box[3:6]
+    axes = [np.arange(lo[k], hi[k] + 1e-9, step) if hi[k] - lo[k] > step else np.array([box[k]]) for k in range(3)]
+    return np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+
+
+def _lifted_frame(index: int, boxes: list[np.ndarray], names: list[str], scores: list[float],
+                  points: list[np.ndarray]) -> FramePerception:
+    det = Detections3D(np.array(boxes).reshape(-1, 9), [NAMES.index(n) for n in names], scores, NAMES, "world",
+                       points=tuple(points))
+    return FramePerception(index, index * 1_000_000, det)
+
+
+def test_a_detection_on_an_objects_surface_is_that_object_however_little_box_they_share():
+    top = _box(0.0, dx=2.0, dy=0.4, dz=0.01)  # a table top, one layer of points
+    memory = SceneMemory()
+    for i in range(3):
+        memory.update(_lifted_frame(i, [top], ["diningtable"], [0.8], [_points_box(top)]))
+    part = _box(0.85, dx=0.3, dy=0.4, dz=0.01) + np.r_[0, 0, 0.02, np.zeros(6)]  # its end, 2 cm higher (noise)
+    assert box_iou_3d(part[None], memory.objects()[0].box[None])[0, 0] < 0.15
+    memory.update(_lifted_frame(3, [part], ["diningtable"], [0.8], [_points_box(part)]))
+    (obj,) = memory.objects()
+    assert obj.n_observations == 4
+
+
+def test_an_object_does_not_grow_past_its_class_by_taking_a_neighbours_detection():
+    mug = _box(0.0, dx=0.1, dy=0.1, dz=0.1)
+    memory = SceneMemory()
+    for i in range(3):
+        memory.update(_lifted_frame(i, [mug], ["cup"], [0.8], [_points_box(mug)]))
+    sloppy = _box(0.2, dx=0.5, dy=0.1, dz=0.1)  # the mug, the table and the next cup in one box
+    assert box_iou_3d(sloppy[None], memory.objects()[0].box[None])[0, 0] > 0.15
+    memory.update(_lifted_frame(3, [sloppy], ["cup"], [0.8], [_points_box(sloppy)]))
+    assert len(memory.objects()) == 2
+    assert memory.get(0).box[3] < 0.15 and memory.get(0).n_observations == 3
+
+
+def test_a_class_seen_once_in_an_object_does_not_make_it_that_class():
+    table = _box(0.0, dx=1.6, dy=0.8, dz=0.05)
+    memory = SceneMemory()
+    for i in range(5):
+        memory.update(_lifted_frame(i, [table], ["diningtable"], [0.8], [_points_box(table)]))
+    memory.update(_lifted_frame(5, [table], ["chair"], [0.3], [_points_box(table)]))  # the table, once called chair
+    (obj,) = memory.objects()
+    assert obj.class_name == "diningtable" and dict(obj.class_scores)["chair"] == pytest.approx(0.3)
+    chair = _box(0.85, 0.0, 0.5, dx=0.3, dy=0.3, dz=0.05)  # the chair, on the table's geometry but not its box
+    memory.update(_lifted_frame(6, [chair], ["chair"], [0.7], [_points_box(chair)]))
+    assert sorted(o.class_name for o in memory.objects()) == ["chair", "diningtable"]
+
+
+def test_what_surrounded_an_object_in_a_few_views_is_not_part_of_its_box():
+    T = look_at(EYE, CRATE[:3])
+    memory = SceneMemory()
+    floor_patch = _points_box(np.array([0.45, 2.0, 0.0, 0.3, 0.3, 0.0, 0, 0, 0]))  # floor beside the crate
+    for i in range(8):
+        frame = render_frame(T, [CRATE], index=i)
+        perception = _perceive(frame, [CRATE], ["box"])
+        if i in (0, 3):  # two views' clusters ran onto the floor beside it
+            pts = perception.detections.points
+            perception = FramePerception(
+                i, frame.stamp_ns, Detections3D(perception.detections.boxes, perception.detections.labels,
+                                                perception.detections.scores, NAMES, "world",
+                                                perception.detections.boxes_2d,
+                                                (np.concatenate([pts[0], floor_patch]),), perception.detections.pixels),
+                perception.detections_2d, viewpoint=perception.viewpoint, frame=frame)
+        memory.update(perception)
+    (obj,) = memory.objects()
+    assert obj.box[0] + 0.5 * max(obj.box[3], obj.box[4]) < 0.3  # the crate's side is at x = 0.2, the patch at 0.6

@@ -344,6 +344,24 @@ def test_the_lattice_starts_at_the_first_network_grid(tmp_path):
     assert np.all(depth_first.origin == 0.0)
 
 
+def test_depth_lands_in_its_own_voxels_on_a_lattice_off_the_world_origin():
+    """Once a network grid anchors the lattice away from the world origin (as on the Perceptron path),
+    rays start at the camera in lattice units (t - origin): every depth point's voxel is the one hit."""
+    occ = OccupancyMap()
+    empty = np.full((4, 4, 4), -1, dtype=np.int16)
+    occ.integrate_local_grid(LocalOccupancy(empty, _pose((-3.13, -3.15, -0.71)), 0.16, ("wall",)))
+    assert np.abs(occ.origin).min() > 0.01  # 0.07, 0.05, 0.09 off the world's lattice
+    T = _pose((0.31, -0.23, 0.12))  # the camera off the origin too
+    frame = _wall_frame(2.03, T)
+    occ.integrate_depth(frame, pixel_stride=4)
+    v, u = np.mgrid[0:480:8, 0:640:8]
+    z = frame.depth[v, u].astype(np.float64)
+    points = np.stack([(u - K[0, 2]) * z / K[0, 0], (v - K[1, 2]) * z / K[1, 1], z], axis=-1).reshape(-1, 3)
+    sample = occ.sample(points + T[:3, 3])
+    assert np.mean(sample.log_odds > occ.config.occupied_threshold) > 0.95
+    assert np.mean(sample.surface != 0) > 0.95  # and the sub-cells their points fell in
+
+
 def test_a_voxel_that_turns_free_forgets_its_surface():
     occ = OccupancyMap()
     occ.integrate_depth(_wall_frame(2.0, index=0))

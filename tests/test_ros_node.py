@@ -286,7 +286,7 @@ def test_a_missing_model_ends_the_node_with_one_line(ros: Any, live: Any, tmp_pa
     ros.nodes.append(node)
     assert node.failed.done() and not node.ready.is_set()
     message = node.failed.result()
-    assert message.startswith("cannot start: model yolo-fastest-1.1-xl:") and "\n" not in message
+    assert message.startswith(f"cannot start: model {node.config.model}:") and "\n" not in message
     assert str(tmp_path / "absent") in message
 
 

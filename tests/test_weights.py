@@ -41,7 +41,7 @@ PINNED = {
 
 
 def test_registry_lists_every_model_with_pinned_urls() -> None:
-    assert weights.DEFAULT_MODEL == "yolo-fastest-1.1-xl"
+    assert weights.DEFAULT_MODEL == "yolox-nano"  # best on the redkitchen ground truth (bench_real_map)
     assert set(KNOWN_MODELS) == set(PINNED)
     for name, model in KNOWN_MODELS.items():
         family, commit, _ = PINNED[name]
@@ -106,7 +106,7 @@ def test_real_weights_verify_and_a_corrupted_copy_does_not(tmp_path: Path) -> No
     for f in (XL.graph, XL.names):
         shutil.copy(YOLO / f.filename, tmp_path)
     with pytest.raises(ModelError, match=f"{XL.weights.filename}: sha256 .* does not match"):
-        resolve_known_model(search_dirs=[tmp_path, YOLO], cache=tmp_path)
+        resolve_known_model("yolo-fastest-1.1-xl", search_dirs=[tmp_path, YOLO], cache=tmp_path)
 
 
 @needs_yolo

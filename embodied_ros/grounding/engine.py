@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ModelError
+from ..memory.config import MemoryConfig
 from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
 from .phrases import (
@@ -50,6 +51,8 @@ from .room_frame import ROOM_FACING_CLASSES, face_the_room
 from .text_encoder import TextEncoder
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
 from .vocabulary import KNOWN_LABELS, LabelMatcher
+
+PUBLISH_CONFIDENCE = MemoryConfig.publish_confidence
 
 __all__ = ["Grounder", "GrounderConfig"]
 
@@ -85,7 +88,8 @@ class GrounderConfig:
     evidence_power: float = 5.0
     # An answer (or an anchor) must be an object whose existence confidence (SceneObject.confidence,
     # from the memory's evidence for and against it) is at least this; below it the answer is "not found".
-    min_confidence: float = 0.5
+    # The memory's own bar for publishing: an answer is an object the robot shows.
+    min_confidence: float = PUBLISH_CONFIDENCE
     # Weight of "any object" standing in for an anchor whose words name no object in the memory
     # ("the cup near the plastic box" with no box detected): on/under/above/below/near keep the
     # relation that way (_any_object_informs), and the answer says how the anchor was read.
@@ -165,7 +169,7 @@ class Grounder:
                  load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
                  head_weight: float = 1.0, unconfirmed_weight: float = 0.4, score_floor: float = 0.25,
                  room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES, evidence_power: float = 5.0,
-                 min_confidence: float = 0.5, unknown_anchor_weight: float = 0.5) -> None:
+                 min_confidence: float = PUBLISH_CONFIDENCE, unknown_anchor_weight: float = 0.5) -> None:
         for name, value in (("unconfirmed_weight", unconfirmed_weight), ("score_floor", score_floor),
                             ("min_confidence", min_confidence), ("unknown_anchor_weight", unknown_anchor_weight)):
             if not 0.0 <= value <= 1.0:

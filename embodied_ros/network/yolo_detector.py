@@ -13,7 +13,7 @@ from ..runtime.contract import Backend, IOContract, TensorSpec
 from .darknet import Darknet, load_darknet_weights, parse_cfg
 from .detector2d import NetworkDetector2D, check_rgb, read_class_names, runtime_config
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, letterbox, letterbox_size, stretch
-from .weights import DEFAULT_MODEL, cache_dir, resolve_known_model, sha256_file
+from .weights import cache_dir, resolve_known_model, sha256_file
 from .yolo_decode import DEFAULT_SCORE_THRESHOLD, YoloHeadSpec, decode_yolo_heads
 
 INPUT_NAME = "image"
@@ -200,7 +200,7 @@ class YoloDetector2D(NetworkDetector2D):
     @classmethod
     def from_known(
         cls,
-        name: str = DEFAULT_MODEL,
+        name: str = "yolo-fastest-1.1-xl",
         *,
         search_dirs: Iterable[str | Path] = (),
         download: bool = False,

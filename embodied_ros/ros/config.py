@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..network.weights import DEFAULT_MODEL
 
 
 class InputKind(str, enum.Enum):
@@ -51,7 +52,7 @@ class NodeConfig:
     # appears later), "reliable", or "best_effort" (drops large images under load).
     input_qos: str = "auto"
     # Perceptor name (see `embodied-ros run --help`).
-    model: str = "yolo-fastest-1.1-xl"
+    model: str = DEFAULT_MODEL
     # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
     weights: str = ""
     # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.

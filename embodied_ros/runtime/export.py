@@ -146,7 +146,9 @@ def export_command(
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     """The `export` subcommand's options."""
-    p.add_argument("--model", default="yolo-fastest-1.1-xl",
+    from ..network.weights import DEFAULT_MODEL
+
+    p.add_argument("--model", default=DEFAULT_MODEL,
                    help="perceptor whose network to export, e.g. yolox-nano, nanodet-plus-m-416 (%(default)s)")
     p.add_argument("--weights", type=Path, default=None, help="weights file or folder (as for `run`)")
     p.add_argument("--download-weights", action="store_true", help="fetch missing weights (sha256-checked)")
