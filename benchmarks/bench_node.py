@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import struct
 import subprocess
 import sys
 import tarfile
@@ -81,11 +82,12 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     node.worker._process = recorded
     latencies: list[float] = []
 
-    def on_markers(msg: MarkerArray) -> None:
-        stamp = msg.markers[0].header.stamp
-        latencies.append(time.time() - (stamp.sec + stamp.nanosec * 1e-9))
+    def on_markers(data: bytes) -> None:  # raw CDR: the first marker's header stamp follows the count
+        sec, nanosec = struct.unpack_from("<iI", data, 8)
+        latencies.append(time.time() - (sec + nanosec * 1e-9))
 
-    ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", on_markers, 10)
+    # raw: turning thousands of marker points into Python objects would load this process's GIL, not the node's
+    ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", on_markers, 10, raw=True)
     publisher = FramePublisher(ros.client)
     publisher.wait_for_subscribers()
     publisher.publish(frames[0], settle=0.3)  # warm-up keyframe (ONNX Runtime's first run)
