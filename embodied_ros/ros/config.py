@@ -46,6 +46,9 @@ class NodeConfig:
     tf_timeout: float = 0.1
     # A pose sample this far (seconds) from the image stamp is still used (pose topics only).
     pose_tolerance: float = 0.1
+    # How long (seconds) a colour/depth pair newer than every pose sample waits for its pose (pose topics
+    # and /tf without tf2_ros) before it is dropped with a warning; it never blocks a callback meanwhile.
+    pose_wait: float = 0.5
     # Optical colour frame of a pyk4a camera (source k4a), looked up in TF at the capture time.
     k4a_camera_frame: str = "rgb_camera_link"
     # Input QoS: "auto" (reliable unless the camera's publisher offers best effort only, also when one
@@ -93,7 +96,7 @@ class NodeConfig:
             raise ConfigError(f"input_qos must be auto, reliable or best_effort, got {self.input_qos!r}")
         if self.backend not in ("auto", "tensorrt", "onnxruntime", "torch"):
             raise ConfigError(f"backend must be auto, tensorrt, onnxruntime or torch, got {self.backend!r}")
-        for name in ("tf_timeout", "pose_tolerance", "keyframe_min_translation", "keyframe_min_rotation",
+        for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
                      "keyframe_max_interval"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):

@@ -14,14 +14,14 @@ appears later (then the subscriptions are made again, with a warning). Best effo
   into the core's TransformBuffer (needs tf2_msgs; no waiting).
 - a PoseStamped or Odometry topic: the optical camera's pose in the message's header frame,
   interpolated at the image stamp (TransformBuffer), used up to ``pose_tolerance`` outside its span;
-  a lookup waits up to ``tf_timeout`` for the sample of its stamp, as a TF lookup does.
+  a pair newer than every sample waits (PoseNotYet; up to ``pose_wait``, never blocking a callback)
+  for the sample of its stamp, which may come later on another subscription or be resent.
 
 Every problem with one frame raises FrameError with one line; the node logs it and goes on.
 """
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +42,10 @@ _POSE_CHILD = "__pose_topic_camera__"
 def is_compressed(topic: str, flag: bool, suffix: str) -> bool:
     """A topic carries sensor_msgs/CompressedImage: asked for, or named as image_transport names it."""
     return flag or topic.rstrip("/").endswith(suffix)
+
+
+class PoseNotYet(FrameError):
+    """No pose sample at or after the image's stamp has arrived yet: the pair may wait for it."""
 
 
 class QosMatch:
@@ -94,6 +98,8 @@ class PoseLookup:
         self.config = config
         self.mode = ""
         self.qos: QosMatch | None = None  # of the pose topic
+        self.newest_ns = -1  # stamp of the newest pose sample (pose topic, /tf without tf2_ros)
+        self.on_new_pose: Any = None  # called after each new sample (the node retries pairs that wait for one)
         self._node, self._subscription = node, None
         self._tf2: Any = None
         self._buffer = TransformBuffer(extrapolation_ns=int(config.pose_tolerance * 1e9) if config.pose_topic else 0)
@@ -142,15 +148,23 @@ class PoseLookup:
 
     def _on_tf(self, msg: Any, static: bool) -> None:
         for t in msg.transforms:
-            self._buffer.add(t.header.frame_id, t.child_frame_id, stamp_ns_from_msg(t.header.stamp),
-                             matrix_from_transform_msg(t.transform), static=static)
+            stamp = stamp_ns_from_msg(t.header.stamp)
+            self._buffer.add(t.header.frame_id, t.child_frame_id, stamp, matrix_from_transform_msg(t.transform),
+                             static=static)
+            self._arrived(stamp)
+
+    def _arrived(self, stamp_ns: int) -> None:
+        self.newest_ns = max(self.newest_ns, stamp_ns)
+        if self.on_new_pose is not None:
+            self.on_new_pose()
 
     def on_pose(self, msg: Any) -> None:
         """A PoseStamped or Odometry sample of the camera's pose."""
         pose = msg.pose.pose if hasattr(msg.pose, "pose") else msg.pose
         self._pose_frame = normalise_frame_id(msg.header.frame_id)
-        self._buffer.add(self._pose_frame, _POSE_CHILD, stamp_ns_from_msg(msg.header.stamp),
-                         matrix_from_transform_msg(pose))
+        stamp = stamp_ns_from_msg(msg.header.stamp)
+        self._buffer.add(self._pose_frame, _POSE_CHILD, stamp, matrix_from_transform_msg(pose))
+        self._arrived(stamp)
 
     def lookup(self, camera_frame: str, stamp_ns: int) -> np.ndarray:
         """(4, 4) camera-to-world at ``stamp_ns``; FrameError when it is not (yet) known."""
@@ -168,14 +182,11 @@ class PoseLookup:
             return self._lookup_tf2(world, source, stamp_ns)
         if self.mode == "none":
             raise FrameError("no pose source: neither tf2_ros nor a pose_topic is available")
-        deadline = time.monotonic() + self.config.tf_timeout
-        while True:  # the pose of this stamp may still be on its way (another subscription, another thread)
-            try:
-                return self._buffer.lookup(world, source, stamp_ns)
-            except LookupError as err:
-                if time.monotonic() >= deadline:
-                    raise FrameError(f"no camera pose yet ({self.mode}): {err}") from None
-            time.sleep(0.005)
+        try:
+            return self._buffer.lookup(world, source, stamp_ns)
+        except LookupError as err:
+            error = PoseNotYet if stamp_ns > self.newest_ns else FrameError  # newer than every sample: may come
+            raise error(f"no camera pose yet ({self.mode}): {err}") from None
 
     def _lookup_tf2(self, world: str, camera: str, stamp_ns: int) -> np.ndarray:
         import tf2_ros

@@ -14,6 +14,7 @@ import re
 import signal
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from . import services
 from .config import InputKind, NodeConfig
 from .conversions import to_rclpy
 from .diagnostics import RateMeter, diagnostic_status
-from .inputs import FrameAssembler, InputSubscriptions, PoseLookup, start_k4a
+from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLookup, PoseNotYet, start_k4a
 from .keyframes import KeyframePolicy, KeyframeWorker
 from .params import declare_config
 from .scene_publisher import ScenePublisher
@@ -92,6 +93,9 @@ class EmbodiedPerceptionNode(Node):
             self.inputs = InputSubscriptions(self, config, self._on_pair, self._on_camera_info,
                                              MutuallyExclusiveCallbackGroup())
         self._before_info: tuple[Any, Any] | None = None  # the newest pair that came before any camera_info
+        self._awaiting_pose: deque[tuple[Any, Any, float]] = deque()  # (colour, depth, deadline) waiting for a pose
+        self._assembling = threading.Lock()  # pairs are assembled on input and pose callbacks alike
+        self.poses.on_new_pose = self._retry_awaiting_pose
         services.register(self, MutuallyExclusiveCallbackGroup())  # never queued behind image callbacks
         self._rates = (RateMeter(), RateMeter())
         self.create_timer(config.diagnostics_period, self._tick)
@@ -155,12 +159,30 @@ class EmbodiedPerceptionNode(Node):
                                 f"on {self.config.camera_info_topic}")
             self._before_info = (color, depth)
             return
-        try:
-            frame = self.assembler.frame(color, depth)
-        except FrameError as err:
-            self._bad_input(str(err))
-            return
+        self._assemble(color, depth, time.monotonic() + self.config.pose_wait)
+
+    def _assemble(self, color: Any, depth: Any, deadline: float) -> None:
+        """Frame the pair and submit it; a pair whose pose has not come yet waits (bounded) for it."""
+        with self._assembling:
+            try:
+                frame = self.assembler.frame(color, depth)
+            except PoseNotYet as err:
+                if time.monotonic() < deadline and len(self._awaiting_pose) < PAIRING_QUEUE:
+                    self._awaiting_pose.append((color, depth, deadline))
+                else:
+                    self._bad_input(str(err))
+                return
+            except FrameError as err:
+                self._bad_input(str(err))
+                return
         self.worker.submit(frame)
+
+    def _retry_awaiting_pose(self) -> None:
+        """A pose came (or time passed): frame the pairs waiting for one, oldest first."""
+        with self._assembling:
+            waiting, self._awaiting_pose = list(self._awaiting_pose), deque()
+        for color, depth, deadline in waiting:
+            self._assemble(color, depth, deadline)
 
     def _bad_input(self, message: str) -> None:
         kind = re.sub(r"\d+", "#", message)[:160]  # one count per kind of problem, whatever the stamp
@@ -205,6 +227,7 @@ class EmbodiedPerceptionNode(Node):
                 subscriber.subscribe()
         if self.inputs is not None:
             self._warn_unpaired()
+        self._retry_awaiting_pose()  # says so for pairs whose pose never came
         self._publish_diagnostics()
 
     def _warn_unpaired(self) -> None:
