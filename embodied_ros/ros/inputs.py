@@ -22,6 +22,7 @@ Every problem with one frame raises FrameError with one line; the node logs it a
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -323,7 +324,7 @@ class FrameAssembler:
             self._K, self._info_size = K, (int(msg.width), int(msg.height))
 
     def frame(self, color_msg: Any, depth_msg: Any) -> Frame:
-        """Decode one colour/depth pair into a posed Frame (FrameError with one line on any problem)."""
+        """Decode one colour/depth pair into a Frame, not yet posed (FrameError with one line on any problem)."""
         stamp_ns = stamp_ns_from_msg(color_msg.header.stamp)
         index = self.n_frames
         self.n_frames += 1
@@ -347,12 +348,19 @@ class FrameAssembler:
             camera = normalise_frame_id(color_msg.header.frame_id)
             if not camera and not self.config.pose_topic:
                 raise FrameError("colour image has an empty frame_id, so TF cannot place it")
-            pose = self.poses.lookup(camera, stamp_ns)
-            return Frame(color=color, depth=depth, K=self._K.copy(), T_world_camera=pose, stamp_ns=stamp_ns,
-                         index=index, source_name=self.config.color_topic, world_frame=self.config.world_frame,
-                         camera_frame=camera or "camera")
         except FrameError as err:
             raise FrameError(f"frame at stamp {stamp_ns}: {err}") from None
+        return Frame(color=color, depth=depth, K=self._K.copy(), T_world_camera=np.eye(4), stamp_ns=stamp_ns,
+                     index=index, source_name=self.config.color_topic, world_frame=self.config.world_frame,
+                     camera_frame=camera or "camera")
+
+    def posed(self, frame: Frame) -> Frame:
+        """``frame`` with its camera pose at its stamp (PoseNotYet: not arrived yet; FrameError: not to be had)."""
+        try:
+            pose = self.poses.lookup(frame.camera_frame, frame.stamp_ns)
+        except FrameError as err:
+            raise type(err)(f"frame at stamp {frame.stamp_ns}: {err}") from None
+        return dataclasses.replace(frame, T_world_camera=pose)
 
 
 def start_k4a(node: Any, config: NodeConfig, poses: PoseLookup, submit: Any, report: Any) -> Any:

@@ -93,8 +93,8 @@ class EmbodiedPerceptionNode(Node):
             self.inputs = InputSubscriptions(self, config, self._on_pair, self._on_camera_info,
                                              MutuallyExclusiveCallbackGroup())
         self._before_info: tuple[Any, Any] | None = None  # the newest pair that came before any camera_info
-        self._awaiting_pose: deque[tuple[Any, Any, float]] = deque()  # (colour, depth, deadline) waiting for a pose
-        self._assembling = threading.Lock()  # pairs are assembled on input and pose callbacks alike
+        self._awaiting_pose: deque[tuple[Frame, float]] = deque()  # (frame, deadline) waiting for its pose
+        self._assembling = threading.Lock()  # frames are posed on input and pose callbacks alike
         self.poses.on_new_pose = self._retry_awaiting_pose
         services.register(self, MutuallyExclusiveCallbackGroup())  # never queued behind image callbacks
         self._rates = (RateMeter(), RateMeter())
@@ -159,16 +159,21 @@ class EmbodiedPerceptionNode(Node):
                                 f"on {self.config.camera_info_topic}")
             self._before_info = (color, depth)
             return
-        self._assemble(color, depth, time.monotonic() + self.config.pose_wait)
+        try:
+            frame = self.assembler.frame(color, depth)
+        except FrameError as err:
+            self._bad_input(str(err))
+            return
+        self._pose_and_submit(frame, time.monotonic() + self.config.pose_wait)
 
-    def _assemble(self, color: Any, depth: Any, deadline: float) -> None:
-        """Frame the pair and submit it; a pair whose pose has not come yet waits (bounded) for it."""
+    def _pose_and_submit(self, frame: Frame, deadline: float) -> None:
+        """Pose the frame and submit it; a frame whose pose has not come yet waits (bounded) for it."""
         with self._assembling:
             try:
-                frame = self.assembler.frame(color, depth)
+                frame = self.assembler.posed(frame)
             except PoseNotYet as err:
                 if time.monotonic() < deadline and len(self._awaiting_pose) < PAIRING_QUEUE:
-                    self._awaiting_pose.append((color, depth, deadline))
+                    self._awaiting_pose.append((frame, deadline))
                 else:
                     self._bad_input(str(err))
                 return
@@ -178,11 +183,11 @@ class EmbodiedPerceptionNode(Node):
         self.worker.submit(frame)
 
     def _retry_awaiting_pose(self) -> None:
-        """A pose came (or time passed): frame the pairs waiting for one, oldest first."""
+        """A pose came (or time passed): pose the frames waiting for one, oldest first."""
         with self._assembling:
             waiting, self._awaiting_pose = list(self._awaiting_pose), deque()
-        for color, depth, deadline in waiting:
-            self._assemble(color, depth, deadline)
+        for frame, deadline in waiting:
+            self._pose_and_submit(frame, deadline)
 
     def _bad_input(self, message: str) -> None:
         kind = re.sub(r"\d+", "#", message)[:160]  # one count per kind of problem, whatever the stamp
