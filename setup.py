@@ -50,6 +50,9 @@ setup(
         # ncnn: the reference runtime the ncnn reader (network/ncnn.py) is tested against.
         "dev": ["pytest>=7", "ruff>=0.5", "ncnn>=1.0.20261020"],
         "k4a": ["pyk4a>=1.5"],
+        # Beside a ROS 2 install (a venv made with --system-site-packages): ROS's cv_bridge is built
+        # for numpy 1, and OpenCV 4.12+ wheels need numpy 2.
+        "ros": ["numpy<2", "opencv-python-headless<4.12"],
         # The synthetic world's renderer (demo, training). open3d-cpu is the small CPU-only build
         # (Linux x86_64); it needs Debian's libusb-1.0-0 to import.
         "synthetic": [

@@ -1,111 +1,232 @@
-"""The embodied_perception node end to end with real rclpy: image stamp -> markers latency, and ~/ground
-response time while frames stream.
+"""The embodied_perception node end to end with real rclpy, this code against a baseline in the same run.
 
-    .venv/bin/python benchmarks/bench_node.py [--frames 40] [--rate 5] [--stride 5]
+    .venv/bin/python benchmarks/bench_node.py [--baseline main] [--rate 3] [--frames 100] [--qos default]
 
-Replays redkitchen frames (../shared/data or $EMBODIED_ROS_DATA) as Image + CameraInfo + PoseStamped at
-``--rate`` Hz, stamped with the time of publishing; every frame is a keyframe (keyframe_max_interval 0),
-so frames the network cannot keep up with are dropped by the depth-1 queue and counted. Meanwhile a
-second thread calls ~/ground every ``--ground-period`` seconds. Prints the figures; asserts nothing.
+Replays redkitchen frames (../shared/data or $EMBODIED_ROS_DATA) as Image + CameraInfo + PoseStamped
+at ``--rate`` Hz (stamped when published, every frame a keyframe: keyframe_max_interval 0) from a
+player process (this checkout's, for both versions: across the middleware, as a driver publishes;
+``--publisher inline``: from the node's own process) into a node with the default detector, run
+in-process with a subscriber of its markers, on this Python's ROS 2 (the venv's wheels: Fast DDS; a
+sourced ROS 2 such as ../shared/ros2: Cyclone DDS). Prints per code version: frames published,
+received and paired, keyframes processed and dropped, the node's ``stage_publish_ms`` and keyframe
+latency (median over keyframes), and image stamp -> markers received (median, p90). The baseline is
+``git archive REF`` of this repository, run the same way in its own process just before this code
+(each in a fresh process: one rclpy, one node). ``--qos default`` keeps each version's default input
+QoS; ``reliable``/``best_effort`` sets it (in its own parameter name per version). Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import struct
+import subprocess
 import sys
-import threading
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("EMBODIED_ROS_DATA", REPO.parent / "shared" / "data"))
 
 
-def _stats(values: list[float]) -> str:
-    if not values:
-        return "none"
-    a = np.array(values) * 1000.0
-    return f"median {np.median(a):.0f} ms, p90 {np.percentile(a, 90):.0f} ms, max {a.max():.0f} ms (n={len(a)})"
+def _qos_params(qos: str) -> dict[str, object]:
+    """The input-QoS parameter of this code version: input_qos (now) or sensor_qos (before issue 21)."""
+    from embodied_ros.ros.config import NodeConfig
+
+    fields = NodeConfig.__dataclass_fields__
+    if qos == "default":
+        return {}
+    if "input_qos" in fields:
+        return {"input_qos": qos}
+    return {"sensor_qos": qos == "best_effort"}
+
+
+def measure(args: argparse.Namespace) -> dict[str, object]:
+    """Run the node on the frames with whatever embodied_ros this process imports; the figures as a dict."""
+    from embodied_ros.ros.harness import FramePublisher, InProcessRos, isolate_graph, wait_until
+    from embodied_ros.ros.interfaces_build import use_interfaces
+
+    isolate_graph()
+    use_interfaces(Path(args.install))
+    from visualization_msgs.msg import MarkerArray
+
+    import embodied_ros
+    from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.sources import open_source
+
+    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=args.frames + 1)
+              if not isinstance(f, Exception)]
+    ros = InProcessRos()
+    from embodied_ros.network.weights import DEFAULT_MODEL
+
+    folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
+    node = ros.node(build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime"),
+                    pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
+                    **_qos_params(args.qos))
+    ready = getattr(node, "ready", None)  # this code loads the network on a thread
+    if ready is not None:
+        wait_until(ready.is_set, 300)
+    stages: list[dict[str, float]] = []
+    process = node.worker._process  # record every keyframe's stages (both versions call worker._process)
+
+    def recorded(frame: object) -> dict[str, float]:
+        result = process(frame)
+        stages.append(dict(result))
+        return result
+
+    node.worker._process = recorded
+    latencies: list[float] = []
+
+    def on_markers(data: bytes) -> None:  # raw CDR: the first marker's header stamp follows the count
+        sec, nanosec = struct.unpack_from("<iI", data, 8)
+        latencies.append(time.time() - (sec + nanosec * 1e-9))
+
+    # raw: turning thousands of marker points into Python objects would load this process's GIL, not the node's
+    ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", on_markers, 10, raw=True)
+    publisher = FramePublisher(ros.client)
+    publisher.wait_for_subscribers()
+    publisher.publish(frames[0], settle=0.3)  # warm-up keyframe (ONNX Runtime's first run)
+    wait_until(lambda: latencies, 120)
+    node.worker.wait_idle(60)
+    time.sleep(0.5)
+    latencies.clear()
+    stages.clear()
+    received0, processed0, dropped0 = node.worker.stats.received, node.worker.stats.processed, node.worker.stats.dropped
+    pairs0 = _pairs(node)
+    published = len(frames) - 1
+    if args.publisher == "process":  # as a driver: another process (this checkout's player), across the middleware
+        player = subprocess.run(
+            [sys.executable, "-c", "import sys; from embodied_ros.ros.player import main; sys.exit(main(sys.argv[1:]))",
+             str(DATA / "redkitchen"), "--stride", str(args.stride), "--max-frames", str(args.frames + 1),
+             "--rate", str(args.rate), "--pose-topic", "camera_pose", "--no-tf", "--wait-subscribers", "30",
+             "--world-frame", "world"],
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
+            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if "published " not in player.stdout:
+            raise RuntimeError(f"the player failed: {player.stdout[-2000:]}")
+        published = int(player.stdout.split("published ")[1].split()[0])
+    else:  # in this process
+        start = time.perf_counter()
+        for i, frame in enumerate(frames[1:]):
+            publisher.publish(frame)
+            time.sleep(max(0.0, start + (i + 1) / args.rate - time.perf_counter()))
+    node.worker.wait_idle(120)
+    time.sleep(1.0)
+    stats = node.worker.stats
+    publish_ms = [1000 * s["publish"] for s in stages if "publish" in s]
+    latency_ms = [1000 * sum(s.values()) for s in stages]  # processing time of each keyframe
+    result = {
+        "code": str(Path(embodied_ros.__file__).parents[1]), "published": published,
+        "paired": _pairs(node) - pairs0, "frames_submitted": stats.received - received0,
+        "processed": stats.processed - processed0, "dropped": stats.dropped - dropped0,
+        "publish_ms_median": float(np.median(publish_ms)) if publish_ms else None,
+        "publish_ms_p90": float(np.percentile(publish_ms, 90)) if publish_ms else None,
+        "keyframe_ms_median": float(np.median(latency_ms)) if latency_ms else None,
+        "markers_latency_ms_median": float(np.median(latencies) * 1000) if latencies else None,
+        "markers_latency_ms_p90": float(np.percentile(latencies, 90) * 1000) if latencies else None,
+        "markers_received": len(latencies), "problems": dict(node.problems),
+        "stages_ms_median": {k: float(np.median([1000 * s[k] for s in stages if k in s])) for k in (stages[-1] if stages
+                                                                                                  else {})},
+    }
+    ros.close([node])
+    return result
+
+
+def _pairs(node: object) -> int:
+    inputs = getattr(node, "inputs", None)
+    return inputs.paired if inputs is not None else node.assembler.n_frames  # before: frames assembled = pairs
+
+
+def _baseline_tree(ref: str, into: Path) -> Path:
+    """``git archive REF`` of this repository's package sources into ``into`` (no git state changes)."""
+    archive = into / "baseline.tar"
+    with open(archive, "wb") as out:
+        subprocess.run(["git", "-C", str(REPO), "archive", ref, "embodied_ros", "msg", "srv", "CMakeLists.txt",
+                        "package.xml"], stdout=out, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "code", filter="tar") if sys.version_info >= (3, 12) else tar.extractall(into / "code")
+    return into / "code"
+
+
+def _run_child(code: Path, args: argparse.Namespace, install: Path) -> dict[str, object]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--install", str(install), "--rate",
+           str(args.rate), "--frames", str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
+           "--publisher", args.publisher]
+    done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        print(done.stdout[-4000:])
+        raise SystemExit(f"bench_node: the run in {code} failed")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _fmt(value: object, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=40)
-    parser.add_argument("--rate", type=float, default=5.0, help="frames per second published")
-    parser.add_argument("--stride", type=int, default=5, help="use every k-th redkitchen frame")
-    parser.add_argument("--ground-period", type=float, default=0.25)
-    parser.add_argument("--phrase", default="the chair")
+    parser.add_argument("--baseline", default="main", help="git ref to compare with ('' = this code only)")
+    parser.add_argument("--frames", type=int, default=100, help="frames published after the warm-up one")
+    parser.add_argument("--rate", type=float, default=3.0, help="frames per second published")
+    parser.add_argument("--stride", type=int, default=1, help="use every k-th redkitchen frame")
+    parser.add_argument("--qos", default="default", choices=["default", "reliable", "best_effort"])
+    parser.add_argument("--publisher", default="process", choices=["process", "inline"],
+                        help="frames from a player process (default; as a driver) or from the node's process")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--install", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(measure(args)), flush=True)
+        return 0
+    sys.path.insert(0, str(REPO))  # this checkout's embodied_ros, also where a colcon install is on PYTHONPATH
 
-    from embodied_ros.ros.harness import FramePublisher, InProcessRos, prepare, wait_until
+    from embodied_ros.ros.harness import BUILD_DIR, prepare
+    from embodied_ros.ros.interfaces_build import flavour
 
     reason = prepare()
     if reason:
         print(f"bench_node: skipped: {reason}")
         return 0
-    if not (DATA / "redkitchen").is_dir() or not (DATA / "yolo_fastest").is_dir():
+    if not all((DATA / d).is_dir() for d in ("redkitchen", "yolo_fastest", "yolox_nano")):
         print(f"bench_node: skipped: real data not found in {DATA}")
         return 0
-    from embodied_ros.srv import Ground
-    from visualization_msgs.msg import MarkerArray
+    import rclpy
 
-    from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    install = BUILD_DIR / flavour() / "install"
+    rmw = os.environ.get("RMW_IMPLEMENTATION") or ("rmw_fastrtps_cpp (wheels)" if flavour() == "wheels"
+                                                   else "rmw_cyclonedds_cpp (sourced)")
+    print(f"bench_node: {args.frames} redkitchen frames at {args.rate:g} Hz from {args.publisher} publisher, every "
+          f"frame a keyframe, default detector, input QoS {args.qos}; rclpy {Path(rclpy.__file__).parent}, "
+          f"{rmw}; {os.cpu_count()} cores")
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.baseline:
+            from embodied_ros.ros.interfaces_build import build_interfaces
 
-    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=args.frames)
-              if not isinstance(f, Exception)]
-    ros = InProcessRos()
-    node = ros.node(build_perceptor("yolo-fastest-1.1-xl", weights=DATA / "yolo_fastest"), pose_topic="camera_pose",
-                    world_frame="world", keyframe_max_interval=0.0)
-    latencies: list[float] = []
-
-    def on_markers(msg: MarkerArray) -> None:
-        stamp = msg.markers[0].header.stamp
-        latencies.append(time.time() - (stamp.sec + stamp.nanosec * 1e-9))
-
-    ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", on_markers, 10)
-    publisher = FramePublisher(ros.client)
-    publisher.wait_for_subscribers()
-    print("warming up (first keyframe, grounding engine) ...", flush=True)
-    publisher.publish(frames[0], settle=0.2)
-    wait_until(lambda: latencies, 120)
-    ros.call(Ground, "/embodied_perception/ground", Ground.Request(phrase=args.phrase), timeout=300)
-    latencies.clear()
-    received_before, processed_before = node.worker.stats.received, node.worker.stats.processed
-
-    ground_times: list[float] = []
-    answers: list[str] = []
-    streaming = threading.Event()
-    streaming.set()
-
-    def ground_loop() -> None:
-        while streaming.is_set():
-            start = time.perf_counter()
-            answer = ros.call(Ground, "/embodied_perception/ground", Ground.Request(phrase=args.phrase))
-            ground_times.append(time.perf_counter() - start)
-            answers.append(answer.message)
-            time.sleep(args.ground_period)
-
-    grounder = threading.Thread(target=ground_loop, daemon=True)
-    grounder.start()
-    start = time.perf_counter()
-    for i, frame in enumerate(frames[1:]):
-        publisher.publish(frame)
-        time.sleep(max(0.0, start + (i + 1) / args.rate - time.perf_counter()))
-    node.worker.wait_idle(120)
-    time.sleep(0.5)
-    streaming.clear()
-    grounder.join(30)
-    stats = node.worker.stats
-    print(f"frames published: {len(frames) - 1} at {args.rate:g} Hz; received {stats.received - received_before}, "
-          f"processed {stats.processed - processed_before}, dropped (queue depth 1) {stats.dropped}")
-    print(f"image stamp -> markers received: {_stats(latencies)}")
-    print("last keyframe stages: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in (stats.last_stage_s or {}).items()))
-    print(f"~/ground round trip while streaming: {_stats(ground_times)}")
-    print(f"last answer: {answers[-1] if answers else 'none'}")
-    ros.close([node])
+            code = _baseline_tree(args.baseline, Path(tmp))  # its own msg/ and srv/, built like ours
+            runs.append((f"baseline ({args.baseline})",
+                         _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
+        runs.append(("this code", _run_child(REPO, args, install)))
+    keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
+                                                                                   0),
+            ("dropped", "keyframes dropped (queue depth 1)", 0), ("publish_ms_median", "stage_publish_ms median", 1),
+            ("publish_ms_p90", "stage_publish_ms p90", 1), ("keyframe_ms_median", "keyframe processing, ms median", 0),
+            ("markers_latency_ms_median", "image stamp -> markers, ms median", 0),
+            ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0)]
+    print(f"{'':38s}" + "".join(f"{name:>24s}" for name, _ in runs))
+    for key, label, digits in keys:
+        print(f"{label:38s}" + "".join(f"{_fmt(r[key], digits):>24s}" for _, r in runs))
+    for name, r in runs:
+        stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages_ms_median"].items())
+        print(f"{name} ({r['code']}): stages ms (median) {stages}; frames submitted {r['frames_submitted']}; "
+              f"skipped frames {r['problems'] or 'none'}")
     return 0
 
 

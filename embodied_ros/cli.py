@@ -311,6 +311,13 @@ def cmd_scene_graph(args: argparse.Namespace) -> int:
                                with_descriptions=args.descriptions)
 
 
+def cmd_play(args: argparse.Namespace) -> int:
+    from .ros.player import play
+
+    play(args)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="embodied-ros", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -357,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_graph.add_argument("--descriptions", action="store_true", help="add each object's referring expression")
     p_graph.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
     p_graph.set_defaults(func=cmd_scene_graph)
+
+    from .ros.player import add_play_arguments
+
+    p_play = sub.add_parser("play", help="publish a recording as the Azure Kinect ROS driver's topics + TF "
+                                         "(needs ROS 2), to try the node without a camera")
+    add_play_arguments(p_play)
+    p_play.set_defaults(func=cmd_play)
 
     from .runtime.export import add_export_arguments, cmd_export
 

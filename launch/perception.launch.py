@@ -2,63 +2,118 @@
 
     ros2 launch embodied_ros perception.launch.py world_frame:=map rviz:=true
     ros2 launch embodied_ros perception.launch.py source:=k4a
-    ros2 launch embodied_ros perception.launch.py camera_namespace:=/k4a pose_topic:=/slam/camera_pose
+    ros2 launch embodied_ros perception.launch.py camera_namespace:=/k4a load_map_on_start:=true
 
-Every node parameter is in config/params.yaml (params_file:=... for your own copy); the arguments
-below override the ones people change most.
+Every node parameter (config/params.yaml; params_file:=... for your own copy) can also be given
+on the launch line as ``name:=value`` (``memory.iou_threshold:=0.2`` or ``memory_iou_threshold:=0.2``);
+only the ones given override the params file. An argument that names no parameter is reported, not
+silently dropped. ``rviz:=true`` without rviz2 installed starts the node alone, with a warning. When
+the node ends with an error (a missing model, camera or Python module: its last line says which),
+the launch ends too, with a non-zero exit code.
 """
 
+import typing
 from pathlib import Path
 
-from ament_index_python.packages import get_package_share_directory
-from launch.actions import DeclareLaunchArgument
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+import yaml
+from ament_index_python.packages import PackageNotFoundError, get_package_share_directory
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, Shutdown
+from launch.logging import get_logger
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
 
 from launch import LaunchDescription
 
 SHARE = Path(get_package_share_directory("embodied_ros"))
-
-# name -> (default, description); each becomes a node parameter of the same name (dots included)
-OVERRIDES = {
-    "source": ("topics", "topics (Azure Kinect ROS driver) or k4a (pyk4a)"),
-    "model": ("yolox-nano", "perceptor name"),
-    "weights": ("", "folder with the model files ('' = the package's models/ and $EMBODIED_ROS_MODELS)"),
-    "backend": ("auto", "auto (TensorRT if usable, else ONNX Runtime), tensorrt, onnxruntime or torch"),
-    "world_frame": ("map", "fixed z-up frame; poses looked up in TF from it at each image stamp"),
-    "pose_topic": ("", "PoseStamped/Odometry camera pose topic instead of TF ('' = TF)"),
-    "color_topic": ("rgb/image_raw", "colour image topic"),
-    "depth_topic": ("depth_to_rgb/image_raw", "depth registered to colour"),
-    "camera_info_topic": ("rgb/camera_info", "colour camera info"),
-    "memory.score_threshold": ("0.075", "detections below this score are dropped"),
-    "memory.iou_threshold": ("0.15", "9-DoF IoU above which a detection is the same object"),
-    "memory.max_per_class": ("10", "objects shown per class"),
+# the parameters people change most: declared, so `ros2 launch ... --show-args` lists them
+DECLARED = {
+    "source": "topics (a driver's topics) or k4a (an Azure Kinect through pyk4a)",
+    "model": "perceptor name",
+    "weights": "folder with the model files ('' = the package's models/ and $EMBODIED_ROS_MODELS)",
+    "world_frame": "fixed z-up frame; poses looked up in TF from it at each image stamp",
+    "pose_topic": "PoseStamped/Odometry camera pose topic instead of TF",
+    "input_qos": "auto (match the camera), reliable or best_effort",
+    "map_dir": "folder of the saved maps ('' = ~/.embodied_ros/map)",
+    "load_map_on_start": "true: continue the map saved as start_map",
+    "start_map": "map loaded at start and used when a service call names none",
 }
-NUMBERS = {"memory.score_threshold": float, "memory.iou_threshold": float, "memory.max_per_class": int}
+LAUNCH_ONLY = {
+    "params_file": (str(SHARE / "config" / "params.yaml"), "node parameters (YAML)"),
+    "camera_namespace": ("", "namespace of the camera topics, e.g. /k4a"),
+    "rviz": ("false", "also start RViz with config/embodied.rviz (skipped with a warning without rviz2)"),
+}
+CAMERA_TOPICS = ("rgb/image_raw", "rgb/image_raw/compressed", "depth_to_rgb/image_raw",
+                 "depth_to_rgb/image_raw/compressedDepth", "rgb/camera_info")  # moved under camera_namespace
+
+
+def parameter_types() -> dict[str, type]:
+    """Every node parameter -> its Python type, from the shipped params.yaml (which lists them all).
+
+    Read from the YAML, not from the config dataclasses: ros2 launch runs on the system Python,
+    which need not see the core's dependencies (the node says so itself when it starts).
+    """
+    params = yaml.safe_load((SHARE / "config" / "params.yaml").read_text())["/**"]["ros__parameters"]
+    return {"use_sim_time": bool, "occupancy.bounds": list, **{name: type(value) for name, value in params.items()}}
+
+
+def _value(text: str, kind: type) -> typing.Any:
+    if kind is bool:
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return text.lower() == "true"
+    if kind is list:
+        return [float(v) for v in text.strip("[]").split(",") if v.strip()]
+    return kind(text)
+
+
+def _node_ended(context: typing.Any) -> list:
+    code = context.locals.event.returncode
+    if code > 0:  # its own last line says why (missing model, camera, module, bad parameter)
+        raise RuntimeError(f"embodied_perception exited with code {code}")
+    return [Shutdown(reason="embodied_perception ended")]
+
+
+def _launch(context: typing.Any) -> list:
+    log = get_logger("perception.launch.py")
+    types = parameter_types()
+    overrides, unknown = {}, []
+    for name, text in context.launch_configurations.items():
+        if name in LAUNCH_ONLY:
+            continue
+        key = name if name in types else name.replace("_", ".", 1)  # memory_iou_threshold -> memory.iou_threshold
+        if key not in types:
+            unknown.append(name)
+        elif text != "" or name not in DECLARED:  # a declared argument left '' keeps the params file's value
+            try:
+                overrides[key] = _value(text, types[key])
+            except ValueError as err:
+                raise RuntimeError(f"launch argument {name}:={text}: {err}") from None
+    if unknown:
+        log.warning(f"ignored launch argument(s) {', '.join(sorted(unknown))}: not a parameter of embodied_perception "
+                    "(see config/params.yaml)")
+    namespace = context.launch_configurations.get("camera_namespace", "").rstrip("/")
+    actions = [Node(
+        package="embodied_ros", executable="embodied_perception", name="embodied_perception", output="screen",
+        parameters=[context.launch_configurations["params_file"], overrides],
+        remappings=[(t, f"{namespace}/{t}") for t in CAMERA_TOPICS] if namespace else [],
+        on_exit=[OpaqueFunction(function=_node_ended)],
+    )]
+    if context.launch_configurations.get("rviz", "false").lower() == "true":
+        try:
+            get_package_share_directory("rviz2")
+        except PackageNotFoundError:
+            log.warning("rviz:=true but rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2): "
+                        "starting without RViz")
+        else:
+            actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
+                                arguments=["-d", str(SHARE / "config" / "embodied.rviz")]))
+    return actions
 
 
 def generate_launch_description() -> LaunchDescription:
-    args = [DeclareLaunchArgument(name.replace(".", "_"), default_value=default, description=text)
-            for name, (default, text) in OVERRIDES.items()]
-    args += [
-        DeclareLaunchArgument("params_file", default_value=str(SHARE / "config" / "params.yaml")),
-        DeclareLaunchArgument("camera_namespace", default_value="",
-                              description="namespace of the camera topics, e.g. /k4a"),
-        DeclareLaunchArgument("rviz", default_value="false", description="also start RViz with config/embodied.rviz"),
-    ]
-    overrides = {
-        name: ParameterValue(LaunchConfiguration(name.replace(".", "_")), value_type=NUMBERS.get(name, str))
-        for name in OVERRIDES
-    }
-    node = Node(
-        package="embodied_ros", executable="embodied_perception", name="embodied_perception", output="screen",
-        parameters=[LaunchConfiguration("params_file"), overrides],
-        remappings=[(topic, PathJoinSubstitution([LaunchConfiguration("camera_namespace"), topic]))
-                    for topic in ("rgb/image_raw", "depth_to_rgb/image_raw", "rgb/camera_info")],
-    )
-    rviz = Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
-                arguments=["-d", str(SHARE / "config" / "embodied.rviz")],
-                condition=IfCondition(LaunchConfiguration("rviz")))
-    return LaunchDescription([*args, node, rviz])
+    defaults = yaml.safe_load((SHARE / "config" / "params.yaml").read_text())["/**"]["ros__parameters"]
+    args = [DeclareLaunchArgument(name, default_value="",
+                                  description=f"{text} ('' = the params file's value; default {defaults[name]!r})")
+            for name, text in DECLARED.items()]
+    args += [DeclareLaunchArgument(name, default_value=default, description=text)
+             for name, (default, text) in LAUNCH_ONLY.items()]
+    return LaunchDescription([*args, OpaqueFunction(function=_launch)])

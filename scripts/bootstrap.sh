@@ -48,3 +48,22 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   fi
   echo "$want" > "$stamp"
 fi
+
+# The real ROS 2 tree in ../shared/ros2 (tests/test_ros2_tree.py: colcon, ros2 launch, bags) runs on
+# Debian's /usr/bin/python3 and needs these Debian packages (its README lists them); installed when
+# we are root with apt-get, otherwise those tests skip and name the command.
+if [ -f ../shared/ros2/ros2-jazzy-min-debian12-py311.tar.zst ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  ros_debs="libopencv-core406 libopencv-imgproc406 libopencv-imgcodecs406 libboost-python1.74.0
+    libconsole-bridge1.0 libspdlog1.10 libfmt9 libtinyxml2-9 libyaml-0-2 liblz4-1 libzstd1 libsqlite3-0
+    python3-numpy python3-empy python3-lark python3-yaml python3-catkin-pkg python3-osrf-pycommon
+    python3-argcomplete python3-psutil python3-packaging python3-netifaces python3-lxml python3-pytest
+    python3-venv zstd cmake g++ python3-dev colcon python3-colcon-ros python3-colcon-cmake
+    python3-colcon-python-setup-py python3-colcon-bash python3-colcon-package-selection
+    python3-colcon-parallel-executor python3-colcon-output"
+  # shellcheck disable=SC2086
+  if ! dpkg-query -W $ros_debs >/dev/null 2>&1; then
+    echo "bootstrap: installing the Debian packages of the ROS 2 tree (tests/test_ros2_tree.py)" >&2
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends $ros_debs) >/dev/null 2>&1 ||
+      echo "bootstrap: could not install the ROS 2 tree's Debian packages; those tests will skip" >&2
+  fi
+fi

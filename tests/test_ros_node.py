@@ -1,24 +1,36 @@
-"""The embodied_perception node with real rclpy (ROS 2 Jazzy wheels, rmw_fastrtps, in-process, own domain id).
+"""The embodied_perception node with real rclpy, in-process on its own domain id.
 
-Real redkitchen frames go in as Image + CameraInfo + PoseStamped; MarkerArray and SceneObjectArray
-come out; ~/ground answers a phrase; ~/save_map then ~/load_map in a new node restores the memory;
-bad input gives one clear line and the node goes on. Skips with the reason when the ROS 2 wheels,
-the interface build (cmake) or the real data are missing.
+Runs twice: here on the venv's ROS 2 Jazzy wheels (Fast DDS), and from test_ros2_tree.py on the
+ROS 2 tree of ../shared/ros2 (Cyclone DDS, with tf2_ros, message_filters and vision_msgs, whose
+tests skip here). Real redkitchen frames go in as Image + CameraInfo + PoseStamped (or TF from a
+tf2_ros broadcaster); MarkerArray, SceneObjectArray, PointCloud2 (and Detection3DArray) come out;
+~/ground answers a phrase; maps are saved under map_dir only and restored by ~/load_map and at
+start; bad input gives one clear line and the node goes on; services answer while the network
+loads; unpaired images are counted and warned about. Skips with the reason when ROS 2, the
+interface build (cmake) or the real data are missing.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from embodied_ros.outputs.scene_messages import CLOUD_DTYPE, box_edge_points
 from embodied_ros.ros.harness import InProcessRos, prepare, wait_until
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 KITCHEN, YOLO = DATA / "redkitchen", DATA / "yolo_fastest"
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 PREFERRED = ("cup", "chair", "laptop", "microwave", "book", "mouse")  # classes a phrase parser surely knows
 
 
@@ -35,6 +47,7 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     harness = InProcessRos()
     harness.perceptor = build_perceptor("yolo-fastest-1.1-xl", weights=YOLO)
+    harness.map_dir = str(tmp_path_factory.mktemp("maps"))
     harness.frames = [f for f in open_source(KITCHEN).frames(stride=20, max_frames=6) if not isinstance(f, Exception)]
     harness.nodes = []
     yield harness
@@ -45,15 +58,17 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def live(ros: Any) -> Any:
     """The main node after six real frames went through it; records what it published."""
     from embodied_ros.msg import SceneObjectArray
+    from sensor_msgs.msg import PointCloud2
     from visualization_msgs.msg import MarkerArray
 
     from embodied_ros.ros.harness import FramePublisher
 
     # Six sparse frames are too few for the memory's confidence; the plumbing is what this tests.
     node = ros.node(ros.perceptor, pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
-                    memory__publish_confidence=0.0)
+                    map_dir=ros.map_dir, memory__publish_confidence=0.0)
     ros.nodes.append(node)
-    got: dict[str, list[Any]] = {"markers": [], "objects": [], "detections": []}
+    got: dict[str, list[Any]] = {"markers": [], "objects": [], "detections": [], "cloud": []}
+    ros.client.create_subscription(PointCloud2, "/embodied_perception/occupancy", got["cloud"].append, 10)
     ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", got["markers"].append, 10)
     ros.client.create_subscription(SceneObjectArray, "/embodied_perception/objects", got["objects"].append, 10)
     try:
@@ -67,13 +82,17 @@ def live(ros: Any) -> Any:
     stamps = []
     for i, frame in enumerate(ros.frames):
         stamps.append(publisher.publish(frame, settle=0.2))
-        assert wait_until(lambda n=i + 1: len(got["objects"]) >= n), f"no output for frame {i}: {node.last_problem}"
+        assert wait_until(lambda n=i + 1: min(len(got["objects"]), len(got["cloud"])) >= n), (
+            f"no output for frame {i}: {node.last_problem}")
+    assert node.worker.wait_idle(10)
     return node, got, stamps, publisher
 
 
-def test_frames_in_markers_and_objects_out(live: Any) -> None:
+def test_frames_in_markers_and_objects_out(ros: Any, live: Any) -> None:
     node, got, stamps, _ = live
     assert node.worker.stats.processed == len(stamps) and not node.problems
+    last_pose = node.worker._last_key.T_world_camera  # posed at its stamp; atol: the quaternion re-orthonormalises
+    np.testing.assert_allclose(last_pose, ros.frames[-1].T_world_camera, atol=2e-3)
     markers = got["markers"][-1].markers
     assert markers[0].action == 3  # DELETEALL first, then the ADDs of every layer
     assert markers[0].header.stamp.sec * 10**9 + markers[0].header.stamp.nanosec == stamps[-1]
@@ -87,8 +106,37 @@ def test_frames_in_markers_and_objects_out(live: Any) -> None:
     assert {m.ns for m in markers} >= {"boxes", "labels", "occupancy"}
     if got["detections"]:  # vision_msgs installed: the same objects as Detection3DArray
         assert {d.id for d in got["detections"][-1].detections} == {str(o.id) for o in objects.objects}
-    published = {o.id for o in node.state.memory.published_objects()}
-    assert published == {o.id for o in objects.objects}
+    published = node.state.memory.published_objects()
+    assert {o.id for o in published} == {o.id for o in objects.objects}
+    for obj in objects.objects:  # boxes and poses as the core has them (published from numpy buffers)
+        mine = next(o for o in published if o.id == obj.id)
+        np.testing.assert_allclose(obj.box, mine.box)
+        assert (obj.pose.position.x, obj.pose.position.y) == pytest.approx(tuple(mine.box[:2]))
+        corners = np.array([[p.x, p.y, p.z] for p in boxes[obj.id].points])
+        np.testing.assert_allclose(corners, box_edge_points([mine])[0], atol=1e-9)
+    if got["detections"]:
+        det = {d.id: d for d in got["detections"][-1].detections}[str(objects.objects[0].id)]
+        assert det.results[0].hypothesis.class_id == objects.objects[0].class_name
+        assert det.bbox.size.x == pytest.approx(objects.objects[0].size.x)
+
+
+def test_occupancy_cloud_holds_the_occupied_voxels(live: Any) -> None:
+    node, got, stamps, _ = live
+    cloud = got["cloud"][-1]
+    assert cloud.header.stamp.sec * 10**9 + cloud.header.stamp.nanosec == stamps[-1]
+    assert [f.name for f in cloud.fields] == ["x", "y", "z", "rgb", "intensity"] and cloud.point_step == 20
+    points = np.frombuffer(bytes(cloud.data), dtype=CLOUD_DTYPE)
+    voxels = node.state.occupancy.occupied_voxels()
+    assert cloud.width == len(points) == len(voxels) > 100
+    xyz = np.column_stack([points["x"], points["y"], points["z"]])
+    np.testing.assert_allclose(xyz, voxels.centers, atol=1e-5)
+    np.testing.assert_allclose(points["intensity"], voxels.probability, atol=1e-6)
+    # the markers go out before the keyframe is fused: their occupancy layer is the cloud of the keyframe before
+    cubes = next(m for m in got["markers"][-1].markers if m.ns == "occupancy")
+    before = np.frombuffer(bytes(got["cloud"][-2].data), dtype=CLOUD_DTYPE)
+    assert len(cubes.points) == len(cubes.colors) == len(before) > 100
+    cube_xyz = np.array([[p.x, p.y, p.z] for p in cubes.points])
+    np.testing.assert_allclose(cube_xyz, np.column_stack([before["x"], before["y"], before["z"]]), atol=1e-5)
 
 
 def test_ground_names_an_object_that_is_there(ros: Any, live: Any) -> None:
@@ -120,25 +168,42 @@ def test_ground_refuses_empty_and_overlong_phrases(ros: Any, live: Any) -> None:
     assert not long.success and "too long" in long.message
 
 
-def test_save_map_then_load_map_in_a_new_node(ros: Any, live: Any, tmp_path: Path) -> None:
+def test_save_map_then_load_map_in_a_new_node_and_at_start(ros: Any, live: Any) -> None:
     from embodied_ros.srv import LoadMap, SaveMap
 
     node = live[0]
-    saved = ros.call(SaveMap, "/embodied_perception/save_map", SaveMap.Request(directory=str(tmp_path / "map")))
+    saved = ros.call(SaveMap, "/embodied_perception/save_map", SaveMap.Request(name="kitchen"))
     assert saved.success, saved.message
-    assert (tmp_path / "map" / "memory.json").is_file() and (tmp_path / "map" / "occupancy.npz").is_file()
-    restarted = ros.node(ros.perceptor, namespace="restarted", pose_topic="camera_pose", world_frame="world")
+    folder = Path(ros.map_dir) / "kitchen"
+    assert sorted(p.name for p in folder.iterdir()) == ["memory.json", "occupancy.npz"]
+    assert [p.name for p in Path(ros.map_dir).iterdir()] == ["kitchen"]  # no temporary folder left
+    restarted = ros.node(ros.perceptor, namespace="restarted", pose_topic="camera_pose", world_frame="world",
+                         map_dir=ros.map_dir)
     ros.nodes.append(restarted)
     assert len(restarted.state.memory) == 0
-    loaded = ros.call(LoadMap, "/restarted/embodied_perception/load_map",
-                      LoadMap.Request(directory=str(tmp_path / "map")))
+    loaded = ros.call(LoadMap, "/restarted/embodied_perception/load_map", LoadMap.Request(name="kitchen"))
     assert loaded.success and f"loaded {len(node.state.memory)} objects" in loaded.message
     assert restarted.state.memory.objects() == node.state.memory.objects()
     assert len(restarted.state.occupancy.occupied_voxels()) == len(node.state.occupancy.occupied_voxels())
-    missing = ros.call(LoadMap, "/restarted/embodied_perception/load_map",
-                       LoadMap.Request(directory=str(tmp_path / "nothing")))
-    assert not missing.success and "no memory.json" in missing.message
+    missing = ros.call(LoadMap, "/restarted/embodied_perception/load_map", LoadMap.Request(name="nothing"))
+    assert not missing.success and "no saved map 'nothing'" in missing.message
     assert restarted.state.memory.objects() == node.state.memory.objects()  # a failed load keeps the map
+    at_start = ros.node(ros.perceptor, namespace="at_start", pose_topic="camera_pose", world_frame="world",
+                        map_dir=ros.map_dir, load_map_on_start=True, start_map="kitchen")
+    ros.nodes.append(at_start)
+    assert at_start.state.memory.objects() == node.state.memory.objects()
+
+
+@pytest.mark.parametrize("name", ["/etc/embodied_test", "../escaped", "a/b", ".hidden", "x" * 65, "kitchen\n"])
+def test_map_names_outside_map_dir_are_refused(ros: Any, live: Any, name: str) -> None:
+    from embodied_ros.srv import LoadMap, SaveMap
+
+    before = sorted(Path(ros.map_dir).parent.rglob("*"))
+    saved = ros.call(SaveMap, "/embodied_perception/save_map", SaveMap.Request(name=name))
+    assert not saved.success and ("refused" in saved.message or "too long" in saved.message), saved.message
+    loaded = ros.call(LoadMap, "/embodied_perception/load_map", LoadMap.Request(name=name))
+    assert not loaded.success and saved.message.split(": ", 1)[1] in loaded.message
+    assert sorted(Path(ros.map_dir).parent.rglob("*")) == before and not Path("/etc/embodied_test").exists()
 
 
 def test_bad_frames_are_reported_and_the_node_goes_on(ros: Any, live: Any) -> None:
@@ -155,6 +220,7 @@ def test_bad_frames_are_reported_and_the_node_goes_on(ros: Any, live: Any) -> No
     n_objects = len(got["objects"])
     publisher.publish(frame, settle=0.1)  # a good frame again
     assert wait_until(lambda: len(got["objects"]) > n_objects, 60), node.last_problem
+    assert node.worker.wait_idle(10)
     kinds = " | ".join(node.problems)
     assert "unsupported colour encoding" in kinds and "differ in size" in kinds and "no camera pose" in kinds
     assert node.worker.stats.processed == before + 1  # only the good frame reached the network
@@ -172,7 +238,8 @@ def test_service_before_any_frame_missing_camera_info_and_no_pose_source(ros: An
     assert not answer.success and "no frame processed yet" in answer.message
     publisher = FramePublisher(ros.client, prefix="/bare/")
     assert publisher.wait_for_subscribers()
-    publisher.publish(ros.frames[0], with_info=False)
+    publisher.publish(ros.frames[0], with_info=False)  # waits for a camera_info ...
+    publisher.publish(ros.frames[1], with_info=False)  # ... and is dropped, with a warning, for a newer pair
     assert wait_until(lambda: "no camera_info received yet" in bare.last_problem, 10), bare.last_problem
     tf_publisher = FramePublisher(ros.client, prefix="/no_tf/")
     assert tf_publisher.wait_for_subscribers()
@@ -192,6 +259,123 @@ def test_compressed_colour_and_32fc1_depth_are_read(ros: Any, live: Any) -> None
     publisher.publish(ros.frames[0], settle=0.2)
     assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
     assert not node.problems and len(node.state.memory) > 0
+
+
+def test_services_answer_while_the_network_loads(ros: Any, live: Any) -> None:
+    import threading
+
+    from embodied_ros.srv import Ground
+
+    release = threading.Event()
+
+    def slow_model() -> Any:
+        release.wait(60)
+        return ros.perceptor
+
+    node = ros.node(slow_model, namespace="slow", pose_topic="camera_pose", world_frame="world", wait_ready=False)
+    ros.nodes.append(node)
+    answer = ros.call(Ground, "/slow/embodied_perception/ground", Ground.Request(phrase="the cup"))
+    assert not answer.success and "still loading" in answer.message and not node.ready.is_set()
+    release.set()
+    assert wait_until(node.ready.is_set, 30)
+    assert not node.failed.done()
+
+
+def test_a_missing_model_ends_the_node_with_one_line(ros: Any, live: Any, tmp_path: Path) -> None:
+    node = ros.node(None, namespace="no_model", weights=str(tmp_path / "absent"), pose_topic="camera_pose")
+    ros.nodes.append(node)
+    assert node.failed.done() and not node.ready.is_set()
+    message = node.failed.result()
+    assert message.startswith(f"cannot start: model {node.config.model}:") and "\n" not in message
+    assert str(tmp_path / "absent") in message
+
+
+def test_unpaired_images_are_counted_and_warned_about(ros: Any, live: Any) -> None:
+    from embodied_ros.ros.harness import FramePublisher
+
+    node = ros.node(ros.perceptor, namespace="unpaired", pose_topic="camera_pose", world_frame="world",
+                    diagnostics_period=0.1)
+    ros.nodes.append(node)
+    publisher = FramePublisher(ros.client, prefix="/unpaired/")
+    assert publisher.wait_for_subscribers()
+    publisher.publish(ros.frames[0], settle=0.2)
+    for _ in range(24):  # colour images whose depth never comes
+        publisher.publish(ros.frames[1], with_depth=False)
+        time.sleep(0.01)
+    assert wait_until(lambda: node.inputs.received == [25, 1], 20), node.inputs.received
+    assert node.inputs.paired == 1 and node.inputs.unpaired == 24 - 8  # the newest 8 still wait for a partner
+    assert wait_until(lambda: node._unpaired_warned > 0, 5)
+    assert node.inputs.qos.reliability == "reliable"
+    assert node.inputs.synchronizer == ("message_filters" if _importable("message_filters") else "stamp pairing")
+
+
+def test_a_best_effort_camera_is_matched(ros: Any, live: Any) -> None:
+    from rclpy.qos import qos_profile_sensor_data
+
+    from embodied_ros.ros.harness import FramePublisher
+
+    node = ros.node(ros.perceptor, namespace="besteffort", pose_topic="camera_pose", world_frame="world",
+                    diagnostics_period=0.1)
+    ros.nodes.append(node)
+    assert node.inputs.qos.reliability == "reliable"  # no camera yet: reliable, the driver's default
+    publisher = FramePublisher(ros.client, prefix="/besteffort/", qos=qos_profile_sensor_data)
+    assert wait_until(lambda: node.inputs.qos.reliability == node.poses.qos.reliability == "best_effort", 20)
+    assert publisher.wait_for_subscribers()
+    publisher.publish(ros.frames[0], settle=0.3)
+    assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
+
+
+@pytest.mark.skipif(not _importable("tf2_ros"), reason="tf2_ros is not installed (no PyPI wheel; "
+                    "runs on the ROS 2 tree through test_ros2_tree.py)")
+def test_poses_from_a_tf2_ros_broadcaster_in_the_tests_own_context(ros: Any, live: Any) -> None:
+    import tf2_ros
+
+    from embodied_ros.messages.convert import transform_stamped_msg
+    from embodied_ros.ros.conversions import to_rclpy
+    from embodied_ros.ros.harness import FramePublisher
+
+    node = ros.node(ros.perceptor, namespace="tf", world_frame="world", keyframe_max_interval=0.0)
+    ros.nodes.append(node)
+    assert node.poses.mode == "TF (tf2_ros)"
+    broadcaster = tf2_ros.TransformBroadcaster(ros.client)
+    publisher = FramePublisher(ros.client, prefix="/tf/")
+    assert publisher.wait_for_subscribers()
+    for i, (frame, later) in enumerate(zip(ros.frames[:2], ros.frames[2:4], strict=True)):
+        stamp = ros.client.get_clock().now().nanoseconds
+        for pose, t in ((frame.T_world_camera, stamp), (later.T_world_camera, stamp + 10**9)):  # and a later pose
+            broadcaster.sendTransform(to_rclpy(transform_stamped_msg(pose, "world", "rgb_camera_link", t)))
+        publisher.publish(frame, stamp_ns=stamp, with_pose=False, settle=0.1)
+        assert wait_until(lambda n=i + 1: node.worker.stats.processed == n, 60), node.last_problem
+        pose = node.worker._last_key.T_world_camera
+        np.testing.assert_allclose(pose, frame.T_world_camera, atol=2e-3)  # at the image stamp, not the latest
+    assert not node.problems
+
+
+
+def test_the_player_feeds_the_node(ros: Any, live: Any) -> None:
+    import argparse
+    import threading
+
+    from embodied_ros.ros.player import add_play_arguments, play
+
+    node = ros.node(ros.perceptor, namespace="played", pose_topic="/played/camera_pose", world_frame="map",
+                    keyframe_max_interval=0.0)
+    ros.nodes.append(node)
+    parser = argparse.ArgumentParser()
+    add_play_arguments(parser)
+    args = parser.parse_args([str(KITCHEN), "--namespace", "/played", "--max-frames", "3", "--stride", "20",
+                              "--rate", "2", "--pose-topic", "/played/camera_pose", "--no-tf"])
+    published: list[int] = []
+    player = threading.Thread(target=lambda: published.append(play(args)))
+    player.start()
+    player.join(120)
+    assert published == [3]
+    stats = node.worker.stats  # a keyframe may replace one still waiting for a slow network: counted as dropped
+    assert wait_until(lambda: stats.received == 3 and stats.processed + stats.dropped == 3, 60), (
+        stats, node.inputs.received, node.inputs.paired, node.problems)
+    assert node.inputs.paired == 3 and node.inputs.unpaired == 0 and not node.problems
+    first = ros.frames[0]
+    assert node.assembler._K is not None and np.allclose(node.assembler._K, first.K)
 
 
 def test_describe_service_and_scene_graph_topic(ros: Any, live: Any) -> None:
@@ -230,3 +414,29 @@ def test_describe_service_and_scene_graph_topic(ros: Any, live: Any) -> None:
     ids = {o["id"] for o in doc["objects"]}
     assert ids and ids <= {int(i) for i in node.state.memory.snapshot().ids}
     assert all(r["subject"] in ids and set(r["objects"]) <= ids for r in doc["relations"])
+
+
+def test_compressed_depth_topic_is_read(ros: Any, live: Any) -> None:
+    """A depth topic named like image_transport's compressedDepth carries PNG millimetres behind a 12-byte header."""
+    import struct
+
+    import cv2
+    from sensor_msgs.msg import CompressedImage
+
+    from embodied_ros.ros.harness import FramePublisher
+
+    node = ros.node(ros.perceptor, namespace="cdepth", pose_topic="camera_pose", world_frame="world",
+                    depth_topic="depth_to_rgb/image_raw/compressedDepth")
+    ros.nodes.append(node)
+    publisher = FramePublisher(ros.client, prefix="/cdepth/")
+    depth_pub = ros.client.create_publisher(CompressedImage, "/cdepth/depth_to_rgb/image_raw/compressedDepth", 10)
+    assert wait_until(lambda: min(p.get_subscription_count() for p in (publisher.color, publisher.info, depth_pub)), 10)
+    frame = ros.frames[0]
+    stamp = publisher.publish(frame, settle=0.2, with_depth=False)
+    millimetres = np.clip(np.rint(np.nan_to_num(frame.depth) * 1000), 0, 65535).astype(np.uint16)
+    png = cv2.imencode(".png", millimetres)[1].tobytes()
+    msg = CompressedImage(format="16UC1; compressedDepth png", data=struct.pack("<iff", 0, 0.0, 0.0) + png)
+    msg.header = publisher.messages(frame, stamp)["depth"].header
+    depth_pub.publish(msg)
+    assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
+    assert node.inputs.paired == 1 and not node.problems and len(node.state.memory) > 0

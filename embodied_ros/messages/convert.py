@@ -16,9 +16,11 @@ from ..messages.types import msg_class
 
 
 def quat_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
-    """(3, 3) rotation -> (4,) quaternion in ROS order (x, y, z, w), w >= 0."""
-    q = Rotation.from_matrix(np.asarray(R, dtype=np.float64)).as_quat()  # scipy: (x, y, z, w)
-    return q if q[3] >= 0 else -q
+    """(..., 3, 3) rotations -> (..., 4) quaternions in ROS order (x, y, z, w), w >= 0."""
+    R = np.asarray(R, dtype=np.float64)
+    q = Rotation.from_matrix(R.reshape(-1, 3, 3)).as_quat()  # scipy: (x, y, z, w)
+    q[q[:, 3] < 0] *= -1.0
+    return q.reshape(R.shape[:-2] + (4,))
 
 
 def matrix_from_quat_xyzw(q: np.ndarray) -> np.ndarray:

@@ -50,14 +50,31 @@ def _points(xyz: np.ndarray) -> list[Any]:
     return [Point(x=x, y=y, z=z) for x, y, z in np.asarray(xyz, dtype=np.float64).tolist()]
 
 
-def _voxel_colors(occupancy: OccupiedVoxels) -> list[Any]:
-    """Per voxel: its class colour (grey when no class voted), more opaque when more certain."""
-    ColorRGBA = msg_class("std_msgs/msg/ColorRGBA")
+def voxel_rgba(occupancy: OccupiedVoxels) -> np.ndarray:
+    """(M, 4) float RGBA per voxel: its class colour (grey when no class voted), more opaque when more certain."""
     palette = [class_color_float(name) for name in occupancy.vocabulary] + [
         tuple(c / 255 for c in OCCUPANCY_GREY)]
-    rgb = np.asarray(palette)[occupancy.labels.astype(np.int64)]  # label -1 -> the grey row, last
+    rgb = np.asarray(palette, dtype=np.float64).reshape(-1, 3)[occupancy.labels.astype(np.int64)]  # -1: grey
     alpha = 0.35 + 0.5 * np.asarray(occupancy.probability, dtype=np.float64)
-    return [ColorRGBA(r=r, g=g, b=b, a=a) for (r, g, b), a in zip(rgb.tolist(), alpha.tolist(), strict=True)]
+    return np.column_stack([rgb, alpha])
+
+
+def _voxel_colors(occupancy: OccupiedVoxels) -> list[Any]:
+    ColorRGBA = msg_class("std_msgs/msg/ColorRGBA")
+    return [ColorRGBA(r=r, g=g, b=b, a=a) for r, g, b, a in voxel_rgba(occupancy).tolist()]
+
+
+def box_edge_points(objects: Sequence[ObjectLike]) -> np.ndarray:
+    """(N, 24, 3) world points: the 12 edges of each object's box as LINE_LIST end-point pairs."""
+    if not objects:
+        return np.zeros((0, 24, 3))
+    corners = box_corners(as_boxes(np.stack([o.box for o in objects])))  # (N, 8, 3)
+    return corners[:, BOX_EDGES.reshape(-1)]
+
+
+def label_text(obj: ObjectLike) -> str:
+    """The RViz label of an object: "class #id score"."""
+    return f"{obj.class_name} #{obj.id} {obj.score:.2f}"
 
 
 def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: int, **fields: Any) -> Any:
@@ -104,23 +121,19 @@ def marker_array(
     scene objects' stable ids.
     """
     markers = [_marker("", 0, _LINE_LIST, frame_id, stamp_ns, action=_DELETEALL)]
-    if objects:
-        boxes = as_boxes(np.stack([o.box for o in objects]))
-        corners = box_corners(boxes)  # (N, 8, 3)
+    edges = box_edge_points(objects)
     for i, obj in enumerate(objects):
         rgb = class_color_float(obj.class_name)
-        edges = corners[i][BOX_EDGES.reshape(-1)]  # (24, 3): pairs of edge end points
         markers.append(
             _marker("boxes", obj.id, _LINE_LIST, frame_id, stamp_ns,
                     scale=vector3_msg((line_width, 0.0, 0.0)), color=_rgba(rgb),
-                    points=[_point(p) for p in edges])
+                    points=[_point(p) for p in edges[i]])
         )
-        top = corners[i][:, 2].max() + text_height
-        label_pos = np.array([boxes[i, 0], boxes[i, 1], top])
+        label_pos = np.array([obj.box[0], obj.box[1], edges[i][:, 2].max() + text_height])
         markers.append(
             _marker("labels", obj.id, _TEXT_VIEW_FACING, frame_id, stamp_ns,
                     pose=pose_msg(np.eye(3), label_pos), scale=vector3_msg((0.0, 0.0, text_height)),
-                    color=_rgba(rgb), text=f"{obj.class_name} #{obj.id} {obj.score:.2f}")
+                    color=_rgba(rgb), text=label_text(obj))
         )
     if occupancy is not None and len(occupancy.centers):
         s = occupancy.voxel_size
@@ -173,17 +186,28 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
     return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=items)
 
 
+CLOUD_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<u4"), ("intensity", "<f4")])
+"""One point of the occupancy PointCloud2 (all fields FLOAT32 to RViz; rgb holds the packed colour's bits)."""
+
+
+def cloud_points(occupancy: OccupiedVoxels | None) -> np.ndarray:
+    """(M,) CLOUD_DTYPE records of the occupied voxel centres, colours and probabilities."""
+    n = 0 if occupancy is None else len(occupancy.centers)
+    cloud = np.zeros(n, dtype=CLOUD_DTYPE)
+    if occupancy is not None and n:
+        cloud["x"], cloud["y"], cloud["z"] = occupancy.centers.T.astype(np.float32)
+        palette = np.array([class_color(c) for c in occupancy.vocabulary] + [OCCUPANCY_GREY], np.uint32).reshape(-1, 3)
+        rgb = palette[occupancy.labels.astype(np.int64)]  # label -1 -> the grey row, last
+        cloud["rgb"] = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]  # RViz reads it as a float's bits
+        cloud["intensity"] = occupancy.probability.astype(np.float32)
+    return cloud
+
+
 def occupancy_cloud(occupancy: OccupiedVoxels | None, frame_id: str, stamp_ns: int) -> Any:
     """sensor_msgs/PointCloud2 of occupied voxel centres: x, y, z, rgb (packed float), intensity (= probability)."""
     PointField = msg_class("sensor_msgs/msg/PointField")
-    n = 0 if occupancy is None else len(occupancy.centers)
-    dtype = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<u4"), ("intensity", "<f4")])
-    cloud = np.zeros(n, dtype=dtype)
-    if occupancy is not None and n:
-        cloud["x"], cloud["y"], cloud["z"] = occupancy.centers.T.astype(np.float32)
-        rgb = np.array([class_color(c) if c else OCCUPANCY_GREY for c in occupancy.class_names], dtype=np.uint32)
-        cloud["rgb"] = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]  # RViz reads it as a float's bits
-        cloud["intensity"] = occupancy.probability.astype(np.float32)
+    cloud = cloud_points(occupancy)
+    n, dtype = len(cloud), cloud.dtype
     fields = [
         PointField(name="x", offset=0, datatype=7, count=1),
         PointField(name="y", offset=4, datatype=7, count=1),

@@ -1,12 +1,13 @@
-"""The ROS 2 edge (the only place that imports rclpy): the ``embodied_perception`` node and its thin helpers.
+"""The ROS 2 edge (the only place that imports rclpy): the ``embodied_perception`` node, the player and their helpers.
 
-node.py (the node and ``main``), inputs.py (topics -> Frames, poses from TF or a topic), keyframes.py
-(the network's worker thread), scene_state.py (memory/occupancy/maps), services.py, conversions.py
-(rosbags messages -> rclpy), params.py (ROS parameters from the config dataclasses), config.py
-(NodeConfig), diagnostics.py; interfaces_build.py and harness.py build the interfaces against the
-ROS 2 wheels and run the node in-process for tests and benchmarks. Nothing is imported here, so
-``import embodied_ros.ros.config`` needs no ROS.
+node.py (the node and ``main``), inputs.py (topics -> Frames: QoS, pairing, poses from TF or a topic),
+keyframes.py (the network's worker thread), scene_state.py (memory/occupancy), map_store.py (map names
+and atomic saves), services.py, scene_publisher.py + cdr.py (outputs serialised from numpy arrays),
+conversions.py (rosbags messages -> rclpy, for service answers), params.py (ROS parameters from the
+config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``);
+interfaces_build.py and harness.py build the interfaces and run the node in-process for tests and
+benchmarks. Nothing is imported here, so ``import embodied_ros.ros.config`` needs no ROS.
 """
 
-__all__ = ["config", "conversions", "diagnostics", "harness", "inputs", "interfaces_build", "keyframes", "node",
-           "params", "scene_state", "services"]
+__all__ = ["cdr", "config", "conversions", "diagnostics", "harness", "inputs", "interfaces_build", "keyframes",
+           "map_store", "node", "params", "player", "scene_publisher", "scene_state", "services"]

@@ -25,11 +25,13 @@ class NodeConfig:
 
     # Input: "topics" (driver topics) or "k4a" (pyk4a, device 0).
     source: InputKind = InputKind.TOPICS
-    # Colour image topic (sensor_msgs/Image bgra8/bgr8/rgb8/..., or CompressedImage when color_compressed).
+    # Colour image topic (sensor_msgs/Image bgra8/bgr8/rgb8/..., or CompressedImage when color_compressed
+    # or the name ends in /compressed).
     color_topic: str = "rgb/image_raw"
     # Subscribe to sensor_msgs/CompressedImage on color_topic instead of Image.
     color_compressed: bool = False
-    # Depth registered to colour (16UC1 millimetres or 32FC1 metres), same stamp as the colour image.
+    # Depth registered to colour (16UC1 millimetres or 32FC1 metres), same stamp as the colour image;
+    # a name ending in /compressedDepth is image_transport's compressedDepth (PNG) CompressedImage.
     depth_topic: str = "depth_to_rgb/image_raw"
     # sensor_msgs/CameraInfo of the colour camera (K is read from it).
     camera_info_topic: str = "rgb/camera_info"
@@ -44,10 +46,14 @@ class NodeConfig:
     tf_timeout: float = 0.1
     # A pose sample this far (seconds) from the image stamp is still used (pose topics only).
     pose_tolerance: float = 0.1
+    # How long (seconds) a colour/depth pair newer than every pose sample waits for its pose (pose topics
+    # and /tf without tf2_ros) before it is dropped with a warning; it never blocks a callback meanwhile.
+    pose_wait: float = 0.5
     # Optical colour frame of a pyk4a camera (source k4a), looked up in TF at the capture time.
     k4a_camera_frame: str = "rgb_camera_link"
-    # Subscribe to images with the sensor-data QoS (best effort: matches any publisher); False: reliable.
-    sensor_qos: bool = True
+    # Input QoS: "auto" (reliable unless the camera's publisher offers best effort only, also when one
+    # appears later), "reliable", or "best_effort" (drops large images under load).
+    input_qos: str = "auto"
     # Perceptor name (see `embodied-ros run --help`).
     model: str = DEFAULT_MODEL
     # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
@@ -67,10 +73,13 @@ class NodeConfig:
     keyframe_min_rotation: float = 0.1
     # ... or this much time passed (seconds); 0 makes every frame a keyframe.
     keyframe_max_interval: float = 1.0
-    # Folder of ~/save_map and ~/load_map when the request names none; "" = ~/.embodied_ros/map.
+    # Folder that holds the maps of ~/save_map and ~/load_map (a request names a map in it, never
+    # another path); "" = ~/.embodied_ros/map.
     map_dir: str = ""
-    # Load map_dir at start when it holds a saved map (a restart loses nothing that was saved).
+    # Load the map named start_map at start when it was saved (a restart loses nothing that was saved).
     load_map_on_start: bool = False
+    # Map loaded by load_map_on_start and saved/loaded when a request names none.
+    start_map: str = "default"
     # Diagnostics period (seconds) on /diagnostics.
     diagnostics_period: float = 1.0
     # Also publish vision_msgs/Detection3DArray on ~/detections (when vision_msgs is installed).
@@ -83,9 +92,11 @@ class NodeConfig:
             raise ConfigError(f"source must be one of {[k.value for k in InputKind]}, got {self.source!r}") from None
         if self.pose_type not in ("PoseStamped", "Odometry"):
             raise ConfigError(f"pose_type must be PoseStamped or Odometry, got {self.pose_type!r}")
+        if self.input_qos not in ("auto", "reliable", "best_effort"):
+            raise ConfigError(f"input_qos must be auto, reliable or best_effort, got {self.input_qos!r}")
         if self.backend not in ("auto", "tensorrt", "onnxruntime", "torch"):
             raise ConfigError(f"backend must be auto, tensorrt, onnxruntime or torch, got {self.backend!r}")
-        for name in ("tf_timeout", "pose_tolerance", "keyframe_min_translation", "keyframe_min_rotation",
+        for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
                      "keyframe_max_interval"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):

@@ -1,7 +1,8 @@
 """rosbags dataclass messages (built by outputs/scene_messages.py) -> rclpy messages, field by field.
 
-The core builds every output message once, as rosbags dataclasses, for bags and the node alike;
-here they become rclpy messages of the same type. The conversion walks the rclpy class's fields
+Used where a few small messages are needed as rclpy objects (service answers, the test harness's
+inputs); the node's scene outputs are serialised from numpy arrays instead (scene_publisher.py,
+cdr.py), and the tests check both give the same messages. The conversion walks the rclpy class's fields
 (``get_fields_and_field_types``), so it follows whatever the installed ROS distro defines: fields
 that Jazzy added (Marker.texture, mesh_file, ...) are simply dropped on Humble, and fields the
 core does not fill keep the rclpy default. Numeric arrays go in as ``array.array`` (rclpy's fast

@@ -24,9 +24,9 @@ from ..messages.convert import camera_info_msg, header_msg, pose_msg
 from ..messages.types import msg_class
 from ..sources.images import depth_to_ros, rgb_to_compressed, rgb_to_ros
 from .conversions import to_rclpy
-from .interfaces_build import REPO, build_interfaces, use_interfaces
+from .interfaces_build import REPO, build_interfaces, flavour, use_interfaces
 
-BUILD_DIR = REPO / "build" / "ros_interfaces"
+BUILD_DIR = REPO / "build" / "ros_interfaces"  # + "/wheels" or "/sourced": the ROS 2 they were built against
 
 
 def isolate_graph() -> int:
@@ -38,8 +38,11 @@ def isolate_graph() -> int:
     return domain
 
 
-def prepare(build_dir: Path = BUILD_DIR) -> str:
-    """Isolate the graph, build and load the interfaces. Returns "" when ready, else the reason they are not."""
+def prepare(build_dir: Path | None = None) -> str:
+    """Isolate the graph, build and load the interfaces. Returns "" when ready, else the reason they are not.
+
+    Works with the venv's ROS 2 wheels (Fast DDS) and with a sourced ROS 2 (e.g. ../shared/ros2, Cyclone DDS).
+    """
     try:
         import rclpy  # noqa: F401
         from sensor_msgs.msg import Image  # noqa: F401
@@ -47,10 +50,10 @@ def prepare(build_dir: Path = BUILD_DIR) -> str:
         return f"ROS 2 (rclpy) is not importable: {err} (scripts/bootstrap.sh installs the ros-jazzy-* wheels)"
     isolate_graph()
     try:
-        use_interfaces(build_interfaces(build_dir))
+        use_interfaces(build_interfaces(build_dir or BUILD_DIR / flavour()))
         from embodied_ros.msg import SceneObjectArray  # noqa: F401
     except Exception as err:  # noqa: BLE001 - any failure means "cannot test with ROS here", said once
-        return f"cannot build this package's interfaces against the ROS 2 wheels: {type(err).__name__}: {err}"
+        return f"cannot build this package's interfaces against {flavour()} ROS 2: {type(err).__name__}: {err}"
     return ""
 
 
@@ -66,12 +69,12 @@ class FramePublisher:
     """
 
     def __init__(self, node: Any, prefix: str = "", color_encoding: str = "bgra8",
-                 depth_encoding: str = "16UC1", compressed: bool = False) -> None:
+                 depth_encoding: str = "16UC1", compressed: bool = False, qos: Any = None) -> None:
         from geometry_msgs.msg import PoseStamped
         from rclpy.qos import QoSProfile
         from sensor_msgs.msg import CameraInfo, CompressedImage, Image
 
-        qos = QoSProfile(depth=10)
+        qos = qos or QoSProfile(depth=10)
         self.node = node
         self.compressed = compressed
         self.color = node.create_publisher(CompressedImage if compressed else Image, prefix + "rgb/image_raw", qos)
@@ -103,7 +106,8 @@ class FramePublisher:
         return {"info": info, "pose": pose, "depth": depth, "color": color}
 
     def publish(self, frame: Frame, stamp_ns: int | None = None, settle: float = 0.0, with_info: bool = True,
-                with_pose: bool = True, depth: np.ndarray | None = None, **changes: Any) -> int:
+                with_pose: bool = True, depth: np.ndarray | None = None, with_depth: bool = True,
+                **changes: Any) -> int:
         """Publish one frame: pose and camera_info, then (after ``settle`` seconds) depth and colour.
 
         Args:
@@ -112,6 +116,7 @@ class FramePublisher:
             settle: pause after pose/camera_info, so they arrive before the images on a fresh subscription.
             with_info: publish camera_info too.
             with_pose: publish the pose too.
+            with_depth: publish the depth image too (False: an unpaired colour image).
             depth: (H, W) metres to publish instead of the frame's depth (size-mismatch tests).
             changes: fields of the colour Image to override, e.g. encoding="yuv422".
 
@@ -131,7 +136,8 @@ class FramePublisher:
             self.info.publish(msgs["info"])
         if settle:
             time.sleep(settle)
-        self.depth.publish(msgs["depth"])
+        if with_depth:
+            self.depth.publish(msgs["depth"])
         self.color.publish(msgs["color"])
         return stamp_ns
 
@@ -174,8 +180,12 @@ class InProcessRos:
         self._thread = threading.Thread(target=self.executor.spin, daemon=True)
         self._thread.start()
 
-    def node(self, perceptor: Any, namespace: str = "", **params: Any) -> Any:
-        """A node spun by the executor; parameters as keywords, "__" for ".": memory__min_observations=1."""
+    def node(self, perceptor: Any, namespace: str = "", wait_ready: bool = True, **params: Any) -> Any:
+        """A node spun by the executor; parameters as keywords, "__" for ".": memory__min_observations=1.
+
+        ``perceptor`` may be a callable that builds it (the node loads it on a thread); ``wait_ready``
+        waits until the node says ready (or failed).
+        """
         from rclpy.parameter import Parameter
 
         from embodied_ros.ros.node import EmbodiedPerceptionNode
@@ -184,6 +194,8 @@ class InProcessRos:
         node = EmbodiedPerceptionNode(perceptor, namespace=namespace, context=self.context,
                                       parameter_overrides=overrides)
         self.executor.add_node(node)
+        if wait_ready:
+            assert wait_until(lambda: node.ready.is_set() or node.failed.done(), 300), "node never became ready"
         return node
 
     def call(self, srv_type: Any, name: str, request: Any, timeout: float = 120.0) -> Any:

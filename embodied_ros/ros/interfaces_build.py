@@ -1,10 +1,12 @@
-"""Build this package's interfaces (msg/, srv/) with cmake against the PyPI ROS 2 wheels, for tests and benchmarks.
+"""Build this package's interfaces (msg/, srv/) with cmake, for tests and benchmarks run from the source tree.
 
 On a robot `colcon build` does this (CMakeLists.txt) and the sourced workspace makes the generated
-``embodied_ros.msg`` / ``embodied_ros.srv`` importable. In the project's venv, where ROS 2 comes
-from the ``ros-jazzy-*`` wheels, :func:`build_interfaces` runs the same CMakeLists.txt with
-``EMBODIED_ROS_INTERFACES_ONLY=ON`` into a build folder and :func:`use_interfaces` makes the result
-importable in the running process. Three things the wheels need (each done here, nowhere else):
+``embodied_ros.msg`` / ``embodied_ros.srv`` importable. For the tests, :func:`build_interfaces`
+runs the same CMakeLists.txt with ``EMBODIED_ROS_INTERFACES_ONLY=ON`` into a build folder and
+:func:`use_interfaces` makes the result importable in the running process. It builds against the
+ROS 2 that this Python imports: a sourced ROS 2 (its AMENT_PREFIX_PATH/CMAKE_PREFIX_PATH are kept),
+or the project venv's ``ros-jazzy-*`` wheels (their prefix goes first). Three things the wheels
+need (each done here, nowhere else):
 
 - their exported CMake targets carry the include paths of the machine that built them
   (``/opt/python/cp311-cp311/...``): :func:`fix_wheel_cmake_paths` points them at this Python;
@@ -37,6 +39,18 @@ def wheel_prefix() -> Path:
     return Path(sys.prefix)
 
 
+def ros_from_wheels() -> bool:
+    """Whether this Python's rclpy is the PyPI wheel in this environment (else a sourced ROS 2 install)."""
+    import rclpy
+
+    return Path(rclpy.__file__).resolve().is_relative_to(Path(sys.prefix).resolve())
+
+
+def flavour() -> str:
+    """Which ROS 2 the interfaces are built against: "wheels" or "sourced" (one build folder each)."""
+    return "wheels" if ros_from_wheels() else "sourced"
+
+
 def fix_wheel_cmake_paths(prefix: Path | None = None) -> int:
     """Point the wheels' exported CMake include paths at this interpreter's Python and numpy headers.
 
@@ -63,10 +77,10 @@ def fix_wheel_cmake_paths(prefix: Path | None = None) -> int:
     return changed
 
 
-def _inputs_hash() -> str:
-    h = hashlib.sha256(sys.version.encode())
+def _inputs_hash(source: Path) -> str:
+    h = hashlib.sha256((sys.version + os.environ.get("AMENT_PREFIX_PATH", "")).encode())
     for name in _SOURCES:
-        p = REPO / name
+        p = source / name
         for f in sorted(p.rglob("*")) if p.is_dir() else [p]:
             if f.is_file():
                 h.update(f.name.encode() + f.read_bytes())
@@ -81,12 +95,13 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
         raise InputError(f"{' '.join(cmd[:2])} failed (log {log}): {tail}")
 
 
-def build_interfaces(build_dir: Path, jobs: int = 2) -> Path:
+def build_interfaces(build_dir: Path, jobs: int = 2, source: Path = REPO) -> Path:
     """Generate, compile and install the interfaces into ``build_dir/install`` (cached by input hash).
 
     Args:
         build_dir: folder for sources, build tree, install tree and ``build.log``.
         jobs: parallel compile jobs.
+        source: the package folder (CMakeLists.txt, package.xml, msg/, srv/); another checkout for benchmarks.
 
     Returns:
         the install prefix (holding ``lib/`` and ``lib/pythonX.Y/site-packages/embodied_ros``).
@@ -100,7 +115,7 @@ def build_interfaces(build_dir: Path, jobs: int = 2) -> Path:
     build_dir = Path(build_dir)
     install = build_dir / "install"
     stamp = build_dir / "stamp"
-    want = _inputs_hash()
+    want = _inputs_hash(source)
     if stamp.is_file() and stamp.read_text() == want and (install / "lib").is_dir():
         return install
     shutil.rmtree(build_dir, ignore_errors=True)
@@ -108,11 +123,12 @@ def build_interfaces(build_dir: Path, jobs: int = 2) -> Path:
     src.mkdir(parents=True)
     build.mkdir()
     for name in _SOURCES:
-        (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, src / name)
-    fix_wheel_cmake_paths()
-    prefix = str(wheel_prefix())
-    env = dict(os.environ, AMENT_PREFIX_PATH=prefix, CMAKE_PREFIX_PATH=prefix,
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        (shutil.copytree if (source / name).is_dir() else shutil.copy)(source / name, src / name)
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if ros_from_wheels():
+        fix_wheel_cmake_paths()
+        for var in ("AMENT_PREFIX_PATH", "CMAKE_PREFIX_PATH"):  # the wheels first, a sourced ROS 2 kept after
+            env[var] = os.pathsep.join(p for p in (str(wheel_prefix()), os.environ.get(var, "")) if p)
     log = build_dir / "build.log"
     _run([cmake, "-S", str(src), "-B", str(build), "-DEMBODIED_ROS_INTERFACES_ONLY=ON", "-DBUILD_TESTING=OFF",
           f"-DPython3_EXECUTABLE={sys.executable}", f"-DCMAKE_INSTALL_PREFIX={install}",

@@ -1,15 +1,20 @@
 """The ``embodied_perception`` node: RGB-D + poses in; markers, objects, detections, occupancy, services out.
 
-Thin by design: callbacks turn messages into a core Frame (inputs.py) and hand it to the keyframe
-worker (keyframes.py), which runs the core (scene_state.py) and publishes; services answer from
-the memory's snapshot (services.py). Every output is built once by the core as a rosbags message
-and converted field by field (conversions.py).
+Thin by design: subscriptions pair colour and depth (inputs.py) into a core Frame and hand it to
+the keyframe worker (keyframes.py), which runs the core (scene_state.py) and publishes
+(scene_publisher.py); services answer from the memory's snapshot (services.py). The node is up,
+answering services and loading a saved map, before its network is loaded: the model loads on a
+thread and the node says "ready" when it can perceive; a model or camera that cannot be had ends
+the node with one line (exit code 2).
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +22,26 @@ import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.task import Future
 from std_msgs.msg import String
-from std_srvs.srv import Trigger
-from visualization_msgs.msg import MarkerArray
 
 from ..errors import EmbodiedError, FrameError
 from ..frame import Frame
 from ..memory.config import MemoryConfig, OccupancyConfig
-from ..network.perceptor import Perceptor
-from ..network.registry import build_perceptor
 from . import services
 from .config import InputKind, NodeConfig
 from .conversions import to_rclpy
 from .diagnostics import RateMeter, diagnostic_status
-from .inputs import FrameAssembler, PoseLookup, start_k4a
+from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLookup, PoseNotYet, start_k4a
 from .keyframes import KeyframePolicy, KeyframeWorker
 from .params import declare_config
+from .scene_publisher import ScenePublisher
 from .scene_state import SceneState
 
 NODE_NAME = "embodied_perception"
+UNPAIRED_WARNING = 0.05  # warn when more than this fraction of colour/depth messages go unpaired
+_MIN_FOR_WARNING = 20  # ... once at least this many arrived
 
 
 def _vision_msgs_available() -> bool:
@@ -49,82 +53,141 @@ def _vision_msgs_available() -> bool:
 
 
 class EmbodiedPerceptionNode(Node):
-    """The perception node. ``perceptor`` overrides the one built from the ``model`` parameters (tests)."""
+    """The perception node.
 
-    def __init__(self, perceptor: Perceptor | None = None, **node_kwargs: Any) -> None:
+    Args:
+        perceptor: the network, or a callable that builds it (run on the loading thread); None builds
+            it from the ``model`` parameters.
+        node_kwargs: rclpy Node arguments (namespace, context, parameter_overrides).
+    """
+
+    def __init__(self, perceptor: Any = None, **node_kwargs: Any) -> None:
         super().__init__(NODE_NAME, **node_kwargs)
-        from embodied_ros.msg import SceneObjectArray
-        from embodied_ros.srv import Describe, Ground, LoadMap, SaveMap
-
         self.config = config = declare_config(self, NodeConfig)
         memory_config = declare_config(self, MemoryConfig, "memory.")
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
-        if perceptor is None:
-            perceptor = build_perceptor(config.model, weights=Path(config.weights) if config.weights else None,
-                                        download=config.download_weights, backend=config.backend,
-                                        allow_fallback=config.allow_fallback, fp16=config.fp16)
-        self.state = SceneState(perceptor, memory_config, occupancy_config)
+        self.state = SceneState(None, memory_config, occupancy_config)
         self.grounder = services.shared_grounder(memory_config.min_observations, memory_config.publish_confidence)
+        self.ready = threading.Event()  # the network is loaded
+        self.failed: Future = Future()  # result: the one line that ends the node
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)
         self.last_problem = ""
-        self._detections_on = config.publish_detections and _vision_msgs_available()
-        if config.publish_detections and not self._detections_on:
+        self._unpaired_warned = 0
+        detections = config.publish_detections and _vision_msgs_available()
+        if config.publish_detections and not detections:
             self.get_logger().info("vision_msgs not installed: ~/detections (Detection3DArray) is off; "
                                    "~/objects carries the same objects")
-        out_qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub_markers = self.create_publisher(MarkerArray, "~/markers", out_qos)
-        self.pub_objects = self.create_publisher(SceneObjectArray, "~/objects", out_qos)
-        self.pub_occupancy = self.create_publisher(PointCloud2, "~/occupancy", out_qos)
-        self.pub_scene_graph = self.create_publisher(String, "~/scene_graph", out_qos)  # JSON, when subscribed
+        self.scene = ScenePublisher(self, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE), detections)
+        self.pub_scene_graph = self.create_publisher(String, "~/scene_graph", 2)  # JSON, when subscribed
         self._min_observations = memory_config.min_observations
-        if self._detections_on:
-            from vision_msgs.msg import Detection3DArray
-            self.pub_detections = self.create_publisher(Detection3DArray, "~/detections", out_qos)
         from diagnostic_msgs.msg import DiagnosticArray
-        self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
+        self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         policy = KeyframePolicy(config.keyframe_min_translation, config.keyframe_min_rotation,
                                 config.keyframe_max_interval)
-        self.worker = KeyframeWorker(self._process, policy, on_error=self.get_logger().error)
-        in_qos = qos_profile_sensor_data if config.sensor_qos else QoSProfile(depth=5)
-        self.poses = PoseLookup(self, config, in_qos)
+        self.worker = KeyframeWorker(self._process, policy, on_error=self._keyframe_failed)
+        self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)
-        if config.source == InputKind.K4A:
-            start_k4a(self, config, self.poses, self.worker.submit, self._bad_input)
-        else:
-            color_type = CompressedImage if config.color_compressed else Image
-            self.create_subscription(color_type, config.color_topic,
-                                     lambda m: self._feed(self.assembler.on_color, m), in_qos)
-            self.create_subscription(Image, config.depth_topic, lambda m: self._feed(self.assembler.on_depth, m),
-                                     in_qos)
-            self.create_subscription(CameraInfo, config.camera_info_topic, self.assembler.on_camera_info, in_qos)
-
-        group = MutuallyExclusiveCallbackGroup()  # services never queue behind image callbacks
-        self.create_service(Ground, "~/ground", self._on_ground, callback_group=group)
-        self.create_service(Describe, "~/describe", lambda req, res: services.describe(
-            self.state, self.grounder, int(req.object_id), res), callback_group=group)
-        self.create_service(Trigger, "~/reset", lambda _req, res: services.reset(self.state, res),
-                            callback_group=group)
-        self.create_service(SaveMap, "~/save_map", lambda req, res: services.save_map(
-            self.state, services.map_directory(req.directory, config.map_dir), res), callback_group=group)
-        self.create_service(LoadMap, "~/load_map", self._on_load_map, callback_group=group)
+        self.inputs = None
+        if config.source == InputKind.TOPICS:
+            self.inputs = InputSubscriptions(self, config, self._on_pair, self._on_camera_info,
+                                             MutuallyExclusiveCallbackGroup())
+        self._before_info: tuple[Any, Any] | None = None  # the newest pair that came before any camera_info
+        self._awaiting_pose: deque[tuple[Frame, float]] = deque()  # (frame, deadline) waiting for its pose
+        self._assembling = threading.Lock()  # frames are posed on input and pose callbacks alike
+        self.poses.on_new_pose = self._retry_awaiting_pose
+        services.register(self, MutuallyExclusiveCallbackGroup())  # never queued behind image callbacks
         self._rates = (RateMeter(), RateMeter())
-        self.create_timer(config.diagnostics_period, self._publish_diagnostics)
+        self.create_timer(config.diagnostics_period, self._tick)
+        self.get_logger().info(f"services up; loading model {config.model} ...")
         if config.load_map_on_start:
-            self._on_load_map(LoadMap.Request(), LoadMap.Response())
-        self.get_logger().info(f"ready: {config.source.value} input, poses from {self.poses.mode or 'TF'}, "
-                               f"model {perceptor.name}, world frame {config.world_frame}")
+            services.load_map(self, _NamedMap(""), _Answer())
+        threading.Thread(target=self._load, args=(perceptor,), name="embodied-load", daemon=True).start()
+
+    # ---- start -------------------------------------------------------------------------------
+
+    def _load(self, perceptor: Any) -> None:
+        """Build the network (and open the camera for source k4a), then say ready; one line when it cannot."""
+        config = self.config
+        try:
+            if perceptor is None:
+                from ..network.registry import build_perceptor
+
+                perceptor = build_perceptor(config.model, weights=Path(config.weights) if config.weights else None,
+                                            download=config.download_weights, backend=config.backend,
+                                            allow_fallback=config.allow_fallback, fp16=config.fp16)
+            elif callable(perceptor) and not hasattr(perceptor, "perceive"):
+                perceptor = perceptor()
+            self.state.perceptor = perceptor
+            if config.source == InputKind.K4A:
+                start_k4a(self, config, self.poses, self.worker.submit, self._bad_input)
+        except EmbodiedError as err:
+            what = "camera" if self.state.perceptor is not None else f"model {config.model}"
+            self.fail(f"cannot start: {what}: {err}")
+            return
+        except Exception as err:  # noqa: BLE001 - anything else that stops the model loading, in one line
+            self.fail(f"cannot start: model {config.model}: {type(err).__name__}: {err}")
+            return
+        self.ready.set()
+        inputs = (f"topics {config.color_topic} + {config.depth_topic} ({self.inputs.qos.reliability} QoS, "
+                  f"{self.inputs.synchronizer})" if self.inputs else "pyk4a camera")
+        self.get_logger().info(f"ready: {inputs}, poses from {self.poses.mode or 'TF'}, model {perceptor.name}, "
+                               f"world frame {config.world_frame}")
+
+    def fail(self, message: str) -> None:
+        """End the node with one line (main() exits with code 2)."""
+        self.get_logger().fatal(message)
+        if not self.failed.done():
+            self.failed.set_result(message)
 
     # ---- input -------------------------------------------------------------------------------
 
-    def _feed(self, add: Any, msg: Any) -> None:
+    def _on_camera_info(self, msg: Any) -> None:
+        self.assembler.on_camera_info(msg)
+        if self._before_info is not None:  # the first images may overtake the first camera_info
+            pair, self._before_info = self._before_info, None
+            self._on_pair(*pair)
+
+    def _on_pair(self, color: Any, depth: Any) -> None:
+        if not self.ready.is_set():
+            self._bad_input("the network is still loading")
+            return
+        if not self.assembler.has_camera_info:  # wait for it with the newest pair; say so when one is dropped
+            if self._before_info is not None:
+                stamp = self._before_info[0].header.stamp
+                self._bad_input(f"frame at stamp {stamp.sec * 10**9 + stamp.nanosec}: no camera_info received yet "
+                                f"on {self.config.camera_info_topic}")
+            self._before_info = (color, depth)
+            return
         try:
-            frame = add(msg)
+            frame = self.assembler.frame(color, depth)
         except FrameError as err:
             self._bad_input(str(err))
             return
-        if frame is not None:
-            self.worker.submit(frame)
+        self._pose_and_submit(frame, time.monotonic() + self.config.pose_wait)
+
+    def _pose_and_submit(self, frame: Frame, deadline: float) -> None:
+        """Pose the frame and submit it; a frame whose pose has not come yet waits (bounded) for it."""
+        with self._assembling:
+            try:
+                frame = self.assembler.posed(frame)
+            except PoseNotYet as err:
+                if time.monotonic() < deadline and len(self._awaiting_pose) < PAIRING_QUEUE:
+                    self._awaiting_pose.append((frame, deadline))
+                else:
+                    self._bad_input(str(err))
+                return
+            except FrameError as err:
+                self._bad_input(str(err))
+                return
+        self.worker.submit(frame)
+
+    def _retry_awaiting_pose(self) -> None:
+        """A pose came (or time passed): pose the frames waiting for one, oldest first."""
+        with self._assembling:
+            waiting, self._awaiting_pose = list(self._awaiting_pose), deque()
+        for frame, deadline in waiting:
+            self._pose_and_submit(frame, deadline)
 
     def _bad_input(self, message: str) -> None:
         kind = re.sub(r"\d+", "#", message)[:160]  # one count per kind of problem, whatever the stamp
@@ -136,78 +199,115 @@ class EmbodiedPerceptionNode(Node):
     # ---- keyframe worker thread --------------------------------------------------------------
 
     def _process(self, frame: Frame) -> dict[str, float]:
-        stages = self.state.process(frame)
+        """Network + memory, publish the objects, then fuse occupancy and publish the cloud (objects first)."""
+        world, stamp = self.config.world_frame, frame.stamp_ns
+        perception, stages = self.state.remember(frame)
         start = time.perf_counter()
-        msgs = self.state.messages(self.config.world_frame, frame.stamp_ns, self._detections_on)
-        self.pub_markers.publish(to_rclpy(msgs.markers))
-        self.pub_objects.publish(to_rclpy(msgs.objects))
-        self.pub_occupancy.publish(to_rclpy(msgs.occupancy))
-        if self._detections_on:
-            self.pub_detections.publish(to_rclpy(msgs.detections))
-        if self.pub_scene_graph.get_subscription_count() > 0:
-            self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.state, self._min_observations)))
-        stages["publish"] = time.perf_counter() - start
+        if self.context.ok():
+            self.scene.publish_objects(self.state.memory.published_objects(), self.state.occupancy.occupied_voxels(),
+                                       world, stamp)
+            if self.pub_scene_graph.get_subscription_count() > 0:
+                self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.state,
+                                                                                   self._min_observations)))
+        publish = time.perf_counter() - start
+        stages["occupancy"] = self.state.integrate(frame, perception)
+        start = time.perf_counter()
+        if self.context.ok():
+            self.scene.publish_cloud(self.state.occupancy.occupied_voxels(), world, stamp)
+        stages["publish"] = publish + time.perf_counter() - start
         return stages
 
-    # ---- services and diagnostics ------------------------------------------------------------
+    def _keyframe_failed(self, message: str) -> None:
+        if self.context.ok():  # at shutdown a publish may fail: nothing to say then
+            self.get_logger().error(message)
 
-    def _on_ground(self, request: Any, response: Any) -> Any:
-        response = services.ground(self.state, self.grounder, request.phrase, response)
-        self.get_logger().info(f"ground {request.phrase[:80]!r}: {response.message}")
-        return response
+    # ---- diagnostics -------------------------------------------------------------------------
 
-    def _on_load_map(self, request: Any, response: Any) -> Any:
-        response = services.load_map(self.state, services.map_directory(request.directory, self.config.map_dir),
-                                     response)
-        if response.success:
-            self.get_logger().info(response.message)
-        else:
-            self.get_logger().warning(response.message)
-        return response
+    def _tick(self) -> None:
+        for what, subscriber in (("camera topics", self.inputs), ("pose topic", self.poses)):
+            if subscriber is not None and subscriber.qos is not None and subscriber.qos.switch_to_best_effort:
+                self.get_logger().warning(f"a publisher of the {what} offers best-effort QoS only: subscribing best "
+                                          "effort (messages may be lost under load)")
+                subscriber.qos.fall_back()
+                subscriber.subscribe()
+        if self.inputs is not None:
+            self._warn_unpaired()
+        self._retry_awaiting_pose()  # says so for pairs whose pose never came
+        self._publish_diagnostics()
+
+    def _warn_unpaired(self) -> None:
+        received, unpaired = sum(self.inputs.received), self.inputs.unpaired
+        if received < _MIN_FOR_WARNING or unpaired <= UNPAIRED_WARNING * received:
+            return
+        if unpaired < 2 * self._unpaired_warned:  # said already; again when it doubles
+            return
+        self._unpaired_warned = unpaired
+        self.get_logger().warning(
+            f"{unpaired} of {received} colour/depth messages went unpaired (no partner with the same stamp): "
+            f"{self.inputs.qos.reliability} QoS; check that both topics come from one driver at the same rate"
+            + (", or set input_qos to reliable" if self.inputs.qos.reliability != "reliable" else ""))
 
     def _publish_diagnostics(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
+
+        from ..messages.convert import header_msg
 
         stats = self.worker.stats
         problems = [f"{n} x {kind}" for kind, n in self.problems.items()]
         if stats.dropped:
             problems.append(f"{stats.dropped} keyframes dropped (network slower than the keyframe rate)")
-        extra = {"objects": len(self.state.memory), "unpaired_images": self.assembler.n_unpaired,
-                 "grounding": self.grounder.error or "ready"}
+        state = "failed" if self.failed.done() else "ready" if self.ready.is_set() else "loading"
+        extra: dict[str, Any] = {"state": state, "objects": len(self.state.memory),
+                                 "grounding": self.grounder.error or "ready"}
+        if self.inputs is not None:
+            extra.update(input_qos=self.inputs.qos.reliability, images_received=self.inputs.received[0],
+                         pairs=self.inputs.paired, unpaired_messages=self.inputs.unpaired)
         status = diagnostic_status(f"{self.get_name()}: perception", stats, self._rates[0].rate(stats.received),
                                    self._rates[1].rate(stats.keyframes), extra, problems[:5])
-        self.pub_diagnostics.publish(DiagnosticArray(header=to_rclpy(_header(self)), status=[status]))
+        header = to_rclpy(header_msg("", self.get_clock().now().nanoseconds))
+        self.pub_diagnostics.publish(DiagnosticArray(header=header, status=[status]))
 
     def destroy_node(self) -> None:
         self.worker.stop()
         super().destroy_node()
 
 
-def _header(node: Node) -> Any:
-    from ..messages.convert import header_msg
+class _NamedMap:
+    """A LoadMap request without the generated type (load_map_on_start)."""
 
-    return header_msg("", node.get_clock().now().nanoseconds)
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Answer:
+    success = False
+    message = ""
 
 
 def main(args: list[str] | None = None) -> None:
-    """``ros2 run embodied_ros embodied_perception``: init, spin, shut down cleanly on Ctrl-C."""
+    """``ros2 run embodied_ros embodied_perception``: spin; quiet on Ctrl-C; exit code 2 after a fatal line."""
     rclpy.init(args=args)
     node = None
+    code = 0
     try:
         node = EmbodiedPerceptionNode()
-        executor = MultiThreadedExecutor(num_threads=2)
+        executor = MultiThreadedExecutor(num_threads=4)  # inputs (may wait for TF), TF, services, timers
         executor.add_node(node)
-        executor.spin()
+        executor.spin_until_future_complete(node.failed)
+        code = 2 if node.failed.done() else 0
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
-    except EmbodiedError as err:
+    except EmbodiedError as err:  # a bad parameter: one line
         rclpy.logging.get_logger(NODE_NAME).fatal(str(err))
-        raise SystemExit(2) from None
+        code = 2
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+    if code:
+        raise SystemExit(code)
 
 
 if __name__ == "__main__":

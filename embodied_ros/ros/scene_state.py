@@ -1,50 +1,40 @@
 """The node's scene: perceptor -> memory + occupancy per keyframe, and the map files behind save/load/reset.
 
-ROS-free (the node converts and publishes what :meth:`SceneState.messages` builds), so the same
-code path runs in the tests and the benchmark. A lock serialises updates against reset/load;
-readers use ``memory.snapshot()``, which never waits for an update to finish.
+ROS-free (the node publishes what the memory and occupancy hold), so the same code path runs in
+the tests and the benchmark. The perceptor may arrive after the node is up (it loads on a thread
+while services already answer). A lock serialises updates against reset/load; readers use
+``memory.snapshot()``, which never waits for an update to finish.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from ..detections import FramePerception
 from ..errors import InputError
 from ..frame import Frame
 from ..memory.config import MemoryConfig, OccupancyConfig
 from ..memory.occupancy import OccupancyMap
 from ..memory.scene_memory import SceneMemory
 from ..network.perceptor import Perceptor
-from ..outputs.scene_messages import detection3d_array, marker_array, occupancy_cloud, scene_object_array
+from .map_store import recover, save_atomically
 
 MEMORY_FILE = "memory.json"  # SceneMemory.save, the same file `embodied-ros run` writes
 OCCUPANCY_FILE = "occupancy.npz"  # OccupancyMap.save
-DEFAULT_MAP_DIR = Path("~/.embodied_ros/map")
-
-
-@dataclass(frozen=True)
-class SceneMessages:
-    """One keyframe's outputs as rosbags dataclasses (None: not built)."""
-
-    markers: Any
-    objects: Any
-    detections: Any
-    occupancy: Any
 
 
 class SceneState:
     """Memory, occupancy and the perceptor behind the node.
 
     Args:
-        perceptor: the network (+ lifting).
+        perceptor: the network (+ lifting); None until it is loaded.
         memory_config, occupancy_config: parameters of a fresh memory and map.
     """
 
-    def __init__(self, perceptor: Perceptor, memory_config: MemoryConfig, occupancy_config: OccupancyConfig) -> None:
+    def __init__(self, perceptor: Perceptor | None, memory_config: MemoryConfig,
+                 occupancy_config: OccupancyConfig) -> None:
         self.perceptor = perceptor
         self._memory_config = memory_config
         self._occupancy_config = occupancy_config
@@ -54,31 +44,32 @@ class SceneState:
         self.frames_processed = 0
         self.last_frame: Frame | None = None  # the latest keyframe: viewer-centred words are meant from its camera
 
-    def process(self, frame: Frame) -> dict[str, float]:
-        """Run one keyframe through the network, the memory and the occupancy map; per-stage seconds."""
+    def remember(self, frame: Frame) -> tuple[FramePerception, dict[str, float]]:
+        """Run one keyframe through the network and the scene memory; (perception, per-stage seconds)."""
+        if self.perceptor is None:
+            raise RuntimeError("the network is not loaded yet")
         perception = self.perceptor.perceive(frame)
         stages = {k: float(v) for k, v in perception.timings_s.items()}
         with self.lock:
-            t0 = time.perf_counter()
+            start = time.perf_counter()
             self.memory.update(perception)
-            t1 = time.perf_counter()
-            self.occupancy.integrate_frame(frame, perception)
-            t2 = time.perf_counter()
             self.frames_processed += 1
-            self.last_frame = frame
-        stages.update(memory=t1 - t0, occupancy=t2 - t1)
-        return stages
+            self.last_frame = frame  # the latest keyframe: viewer-centred words are meant from its camera
+        stages["memory"] = time.perf_counter() - start
+        return perception, stages
 
-    def messages(self, frame_id: str, stamp_ns: int, detections: bool) -> SceneMessages:
-        """The scene as messages stamped ``stamp_ns`` (the keyframe's image stamp)."""
-        objects = self.memory.published_objects()
-        voxels = self.occupancy.occupied_voxels()
-        return SceneMessages(
-            markers=marker_array(objects, voxels, frame_id, stamp_ns),
-            objects=scene_object_array(objects, frame_id, stamp_ns),
-            detections=detection3d_array(objects, frame_id, stamp_ns) if detections else None,
-            occupancy=occupancy_cloud(voxels, frame_id, stamp_ns),
-        )
+    def integrate(self, frame: Frame, perception: FramePerception) -> float:
+        """Fuse the keyframe into the occupancy map (after its objects are out); seconds taken."""
+        with self.lock:
+            start = time.perf_counter()
+            self.occupancy.integrate_frame(frame, perception)
+            return time.perf_counter() - start
+
+    def process(self, frame: Frame) -> dict[str, float]:
+        """Network, memory and occupancy map for one keyframe; per-stage seconds."""
+        perception, stages = self.remember(frame)
+        stages["occupancy"] = self.integrate(frame, perception)
+        return stages
 
     def reset(self) -> str:
         with self.lock:
@@ -88,20 +79,22 @@ class SceneState:
         return f"scene memory cleared ({n} objects forgotten)"
 
     def save(self, directory: Path) -> str:
-        """Write memory.json and occupancy.npz into ``directory`` (created); returns what was written."""
-        directory = directory.expanduser()
-        directory.mkdir(parents=True, exist_ok=True)
+        """Write memory.json and occupancy.npz as the folder ``directory``, atomically; returns what was written."""
         with self.lock:
-            self.memory.save(directory / MEMORY_FILE)
-            self.occupancy.save(directory / OCCUPANCY_FILE)
             n, v = len(self.memory), len(self.occupancy.occupied_voxels())
+
+            def write(tmp: Path) -> None:
+                self.memory.save(tmp / MEMORY_FILE)
+                self.occupancy.save(tmp / OCCUPANCY_FILE)
+
+            save_atomically(directory, write)
         return f"saved {n} objects and {v} occupied voxels to {directory}"
 
     def load(self, directory: Path) -> str:
         """Replace memory and occupancy by those saved in ``directory`` (InputError when unreadable)."""
-        directory = directory.expanduser()
+        recover(directory)
         if not (directory / MEMORY_FILE).is_file():
-            raise InputError(f"{directory}: no {MEMORY_FILE} there (save a map first)")
+            raise InputError(f"no saved map {directory.name!r} in {directory.parent} (save one first)")
         memory = SceneMemory.load(directory / MEMORY_FILE)
         occ_path = directory / OCCUPANCY_FILE
         occupancy = OccupancyMap.load(occ_path) if occ_path.is_file() else OccupancyMap.from_config(

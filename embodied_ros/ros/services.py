@@ -1,21 +1,23 @@
 """The node's services: ~/ground, ~/describe, ~/reset, ~/save_map, ~/load_map; each answers, never raises.
 
-The grounding engine (embodied_ros.grounding) is imported lazily and built on a background thread
-at start (its text encoder takes a while to load), so a node without it still runs and answers
-~/ground with "grounding engine not installed".
+:func:`register` creates them from the table :data:`SERVICES` (name, type, handler), so a new
+service is one handler and one line. Requests are bounded (phrase and map name lengths), map
+names resolve under the node's ``map_dir`` only (map_store.py), and a refused request gets
+``success: false`` with the reason. The grounding engine (embodied_ros.grounding) is imported lazily and
+built on a background thread at start (its text encoder takes a while to load), so a node without
+it still runs and answers ~/ground with "grounding engine not installed".
 """
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 from ..errors import EmbodiedError
 from ..messages.convert import header_msg
 from ..outputs.scene_messages import scene_object_array
 from .conversions import to_rclpy
-from .scene_state import DEFAULT_MAP_DIR, SceneState
+from .map_store import map_path
 
 MAX_PHRASE_CHARS = 1000
 
@@ -74,34 +76,33 @@ def _grounded(g: Any, frame_id: str) -> Any:
     return GroundedObject(object=obj, score=float(g.score), explanation=str(g.explanation))
 
 
-def ground(state: SceneState, grounder: GrounderHolder, phrase: str, response: Any) -> Any:
-    """Fill a Ground response for ``phrase`` over the current memory snapshot."""
-    snapshot = state.memory.snapshot()
+def ground(node: Any, request: Any, response: Any) -> Any:
+    """Answer a phrase with the best object of the current memory snapshot."""
+    snapshot = node.state.memory.snapshot()
     response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
-    phrase = phrase.strip()
+    phrase = request.phrase.strip()
+    response.success = False
     if not phrase:
-        response.success, response.message = False, "empty phrase: say which object, e.g. 'the cup on the table'"
-        return response
-    if len(phrase) > MAX_PHRASE_CHARS:
-        response.success = False
+        response.message = "empty phrase: say which object, e.g. 'the cup on the table'"
+    elif len(phrase) > MAX_PHRASE_CHARS:
         response.message = f"phrase too long ({len(phrase)} characters, at most {MAX_PHRASE_CHARS})"
-        return response
-    if snapshot.n_updates == 0 and len(snapshot) == 0:
-        response.success, response.message = False, "no frame processed yet: the scene memory is empty"
-        return response
-    engine = grounder.get()
-    if engine is None:
-        response.success, response.message = False, grounder.error or "grounding engine not ready"
-        return response
-    result = engine.ground(phrase, snapshot, viewpoint=_viewpoint(state), vocabulary=state.memory.vocabulary)
-    response.success, response.message = bool(result.success), str(result.message)
-    if result.best is not None:
-        response.best = _grounded(result.best, snapshot.frame_id)
-    response.alternatives = [_grounded(a, snapshot.frame_id) for a in result.alternatives]
+    elif snapshot.n_updates == 0 and len(snapshot) == 0:
+        response.message = "no frame processed yet: the scene memory is empty" + (
+            "" if node.ready.is_set() else " (the network is still loading)")
+    elif (engine := node.grounder.get()) is None:
+        response.message = node.grounder.error or "grounding engine not ready"
+    else:
+        result = engine.ground(phrase, snapshot, viewpoint=_viewpoint(node.state),
+                               vocabulary=node.state.memory.vocabulary)
+        response.success, response.message = bool(result.success), str(result.message)
+        if result.best is not None:
+            response.best = _grounded(result.best, snapshot.frame_id)
+        response.alternatives = [_grounded(a, snapshot.frame_id) for a in result.alternatives]
+    node.get_logger().info(f"ground {phrase[:80]!r}: {response.message}")
     return response
 
 
-def _viewpoint(state: SceneState) -> Any:
+def _viewpoint(state: Any) -> Any:
     """The latest keyframe's camera, which "on the left" and "the nearest" refer to (None before any)."""
     from ..grounding.viewpoint import Viewpoint
 
@@ -109,8 +110,9 @@ def _viewpoint(state: SceneState) -> Any:
     return None if frame is None else Viewpoint.from_frame(frame)
 
 
-def describe(state: SceneState, grounder: GrounderHolder, object_id: int, response: Any) -> Any:
+def describe(node: Any, request: Any, response: Any) -> Any:
     """Fill a Describe response: a referring expression per object (``object_id`` < 0: every one)."""
+    object_id, state, grounder = int(request.object_id), node.state, node.grounder
     snapshot = state.memory.snapshot()
     response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
     engine = grounder.get()
@@ -133,7 +135,7 @@ def describe(state: SceneState, grounder: GrounderHolder, object_id: int, respon
     return response
 
 
-def scene_graph_json(state: SceneState, min_observations: int) -> str:
+def scene_graph_json(state: Any, min_observations: int) -> str:
     """The scene graph (grounding/scene_graph.py) of the current memory, as JSON text."""
     import json
 
@@ -143,26 +145,72 @@ def scene_graph_json(state: SceneState, min_observations: int) -> str:
                                   min_observations=min_observations))
 
 
-def map_directory(requested: str, default: str) -> Path:
-    return Path(requested or default or DEFAULT_MAP_DIR).expanduser()
-
-
-def save_map(state: SceneState, directory: Path, response: Any) -> Any:
+def save_map(node: Any, request: Any, response: Any) -> Any:
+    """Save memory and occupancy as the map named in the request (under map_dir, atomically)."""
     try:
-        response.message, response.success = state.save(directory), True
+        path = map_path(node.config.map_dir, request.name or node.config.start_map)
+        response.message, response.success = node.state.save(path), True
     except (OSError, EmbodiedError) as err:
-        response.message, response.success = f"cannot save the map to {directory}: {err}", False
+        response.message, response.success = f"map not saved: {err}", False
+    _log(node, response)
     return response
 
 
-def load_map(state: SceneState, directory: Path, response: Any) -> Any:
+def load_map(node: Any, request: Any, response: Any) -> Any:
+    """Replace memory and occupancy by the map named in the request; a failed load keeps the current map."""
     try:
-        response.message, response.success = state.load(directory), True
+        path = map_path(node.config.map_dir, request.name or node.config.start_map)
+        response.message, response.success = node.state.load(path), True
     except (OSError, EmbodiedError) as err:
-        response.message, response.success = f"cannot load the map: {err}", False
+        response.message, response.success = f"map not loaded: {err}", False
+    _log(node, response)
     return response
 
 
-def reset(state: SceneState, response: Any) -> Any:
-    response.message, response.success = state.reset(), True
+def reset(node: Any, _request: Any, response: Any) -> Any:
+    response.message, response.success = node.state.reset(), True
+    _log(node, response)
     return response
+
+
+def _log(node: Any, response: Any) -> None:
+    if response.success:  # two call sites: rclpy refuses one call site with two severities
+        node.get_logger().info(response.message)
+    else:
+        node.get_logger().warning(response.message)
+
+
+def _types() -> dict[str, Any]:
+    from std_srvs.srv import Trigger
+
+    from embodied_ros.srv import Describe, Ground, LoadMap, SaveMap
+
+    return {"Describe": Describe, "Ground": Ground, "LoadMap": LoadMap, "SaveMap": SaveMap, "Trigger": Trigger}
+
+
+SERVICES: tuple[tuple[str, str, Any], ...] = (
+    ("~/ground", "Ground", ground),
+    ("~/describe", "Describe", describe),
+    ("~/reset", "Trigger", reset),
+    ("~/save_map", "SaveMap", save_map),
+    ("~/load_map", "LoadMap", load_map),
+)
+"""(service name, type name, handler(node, request, response) -> response)."""
+
+
+def register(node: Any, callback_group: Any) -> list[Any]:
+    """Create every service of :data:`SERVICES` on ``node``; a handler that raises still answers (success false)."""
+    types = _types()
+
+    def guarded(handler: Any) -> Any:
+        def call(request: Any, response: Any) -> Any:
+            try:
+                return handler(node, request, response)
+            except Exception as err:  # noqa: BLE001 - a service must answer, never take the node down
+                node.get_logger().error(f"{handler.__name__} failed: {type(err).__name__}: {err}")
+                response.success, response.message = False, f"internal error: {type(err).__name__}: {err}"
+                return response
+        return call
+
+    return [node.create_service(types[kind], name, guarded(handler), callback_group=callback_group)
+            for name, kind, handler in SERVICES]

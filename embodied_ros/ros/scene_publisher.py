@@ -1,0 +1,141 @@
+"""The node's scene outputs, built from numpy arrays and published as CDR bytes (cdr.py): a few milliseconds.
+
+Objects go out as soon as the memory has the keyframe (markers, objects, detections); the occupancy
+cloud follows once the map has fused it, so the markers' occupancy layer is the map as it was
+before this keyframe (one keyframe behind the cloud) and never delays the objects.
+
+Same content as the offline bag's messages (outputs/scene_messages.py builds those as rosbags
+dataclasses, one Python object per point); here marker points, voxel colours and the cloud go
+in as arrays. ``~/markers``: DELETEALL, then one LINE_LIST box and one label per object, then the
+occupancy CUBE_LIST (namespaces ``boxes``, ``labels``, ``occupancy``; ids are the objects' ids);
+``~/objects``: our SceneObjectArray; ``~/detections``: vision_msgs/Detection3DArray (when
+installed); ``~/occupancy``: PointCloud2 (x y z rgb intensity).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..geometry.boxes import as_boxes, box_rotations
+from ..memory.occupancy import OccupiedVoxels
+from ..messages.convert import quat_xyzw_from_matrix
+from ..outputs.colors import class_color_float
+from ..outputs.scene_messages import CLOUD_DTYPE, ObjectLike, box_edge_points, cloud_points, label_text, voxel_rgba
+from .cdr import header, serialize, stamp
+
+_ADD, _DELETEALL = 0, 3
+_LINE_LIST, _CUBE_LIST, _TEXT_VIEW_FACING = 5, 6, 9
+_FLOAT32 = 7  # sensor_msgs/PointField datatype
+LINE_WIDTH, TEXT_HEIGHT = 0.02, 0.12  # metres, as in the bag's markers
+
+
+def _vector(v: Any) -> dict[str, float]:
+    return {"x": float(v[0]), "y": float(v[1]), "z": float(v[2])}
+
+
+def _poses(objects: Sequence[ObjectLike]) -> list[dict[str, Any]]:
+    """geometry_msgs/Pose fields of each object's box (centre + orientation)."""
+    if not objects:
+        return []
+    boxes = as_boxes(np.stack([o.box for o in objects]))
+    quats = quat_xyzw_from_matrix(box_rotations(boxes))
+    return [{"position": _vector(b[:3]), "orientation": dict(zip("xyzw", map(float, q), strict=True))}
+            for b, q in zip(boxes, quats, strict=True)]
+
+
+def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, frame_id: str,
+                 stamp_ns: int) -> dict[str, Any]:
+    """visualization_msgs/MarkerArray fields: DELETEALL first, so RViz never keeps stale boxes."""
+    head = header(frame_id, stamp_ns)
+    identity = {"orientation": {"w": 1.0}}
+    white = {"r": 1.0, "g": 1.0, "b": 1.0, "a": 1.0}
+    markers: list[dict[str, Any]] = [{"header": head, "action": _DELETEALL, "type": _LINE_LIST, "pose": identity,
+                                      "scale": {"x": 1.0, "y": 1.0, "z": 1.0}, "color": white}]
+    edges = box_edge_points(objects)
+    for obj, points in zip(objects, edges, strict=True):
+        colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
+        markers.append({"header": head, "ns": "boxes", "id": int(obj.id), "type": _LINE_LIST, "pose": identity,
+                        "scale": {"x": LINE_WIDTH}, "color": colour, "points": points})
+        top = float(points[:, 2].max()) + TEXT_HEIGHT
+        markers.append({"header": head, "ns": "labels", "id": int(obj.id), "type": _TEXT_VIEW_FACING,
+                        "pose": {"position": {"x": float(obj.box[0]), "y": float(obj.box[1]), "z": top},
+                                 "orientation": {"w": 1.0}},
+                        "scale": {"z": TEXT_HEIGHT}, "color": colour, "text": label_text(obj)})
+    if voxels is not None and len(voxels):
+        s = float(voxels.voxel_size)
+        markers.append({"header": head, "ns": "occupancy", "id": 0, "type": _CUBE_LIST, "pose": identity,
+                        "scale": {"x": s, "y": s, "z": s}, "color": white,
+                        "points": voxels.centers, "colors": voxel_rgba(voxels).astype(np.float32)})
+    return {"markers": markers}
+
+
+def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
+    """embodied_ros/SceneObjectArray fields: the full 9-DoF boxes, ids and observation history."""
+    items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
+              "box": np.asarray(o.box, dtype=np.float64).reshape(9), "pose": pose, "size": _vector(o.box[3:6]),
+              "n_observations": int(o.n_observations), "first_seen": stamp(o.first_seen_ns),
+              "last_seen": stamp(o.last_seen_ns)}
+             for o, pose in zip(objects, _poses(objects), strict=True)]
+    return {"header": header(frame_id, stamp_ns), "objects": items}
+
+
+def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
+    """vision_msgs/Detection3DArray fields (id = the object's stable id, class_id = its class name)."""
+    head = header(frame_id, stamp_ns)
+    detections = [{"header": head, "id": str(o.id),
+                   "results": [{"hypothesis": {"class_id": o.class_name, "score": float(o.score)},
+                                "pose": {"pose": pose}}],
+                   "bbox": {"center": pose, "size": _vector(o.box[3:6])}}
+                  for o, pose in zip(objects, _poses(objects), strict=True)]
+    return {"header": head, "detections": detections}
+
+
+def occupancy_cloud(voxels: OccupiedVoxels | None, frame_id: str, stamp_ns: int) -> dict[str, Any]:
+    """sensor_msgs/PointCloud2 fields of the occupied voxel centres (x y z rgb intensity, all FLOAT32 to RViz)."""
+    cloud = cloud_points(voxels)
+    fields = [{"name": name, "offset": CLOUD_DTYPE.fields[name][1], "datatype": _FLOAT32, "count": 1}
+              for name in CLOUD_DTYPE.names]
+    return {"header": header(frame_id, stamp_ns), "height": 1, "width": len(cloud), "fields": fields,
+            "is_bigendian": False, "point_step": CLOUD_DTYPE.itemsize, "row_step": CLOUD_DTYPE.itemsize * len(cloud),
+            "data": cloud.view(np.uint8), "is_dense": True}
+
+
+class ScenePublisher:
+    """The node's four scene publishers (``~/markers``, ``~/objects``, ``~/occupancy``, ``~/detections``).
+
+    Args:
+        node: the rclpy node.
+        qos: QoS of the outputs.
+        detections: also publish vision_msgs/Detection3DArray (vision_msgs must be importable).
+    """
+
+    def __init__(self, node: Any, qos: Any, detections: bool) -> None:
+        from sensor_msgs.msg import PointCloud2
+        from visualization_msgs.msg import MarkerArray
+
+        from embodied_ros.msg import SceneObjectArray
+
+        self._objects: list[tuple[Any, type, Any]] = [
+            (node.create_publisher(MarkerArray, "~/markers", qos), MarkerArray, marker_array),
+            (node.create_publisher(SceneObjectArray, "~/objects", qos), SceneObjectArray,
+             lambda objects, _voxels, *head: scene_object_array(objects, *head)),
+        ]
+        if detections:
+            from vision_msgs.msg import Detection3DArray
+
+            self._objects.append((node.create_publisher(Detection3DArray, "~/detections", qos), Detection3DArray,
+                                  lambda objects, _voxels, *head: detection3d_array(objects, *head)))
+        self._cloud, self._cloud_type = node.create_publisher(PointCloud2, "~/occupancy", qos), PointCloud2
+
+    def publish_objects(self, objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, frame_id: str,
+                        stamp_ns: int) -> None:
+        """Publish markers (with ``voxels`` as the occupancy layer), objects and detections."""
+        for publisher, cls, build in self._objects:
+            publisher.publish(serialize(cls, build(objects, voxels, frame_id, stamp_ns)))
+
+    def publish_cloud(self, voxels: OccupiedVoxels | None, frame_id: str, stamp_ns: int) -> None:
+        """Publish the occupancy PointCloud2."""
+        self._cloud.publish(serialize(self._cloud_type, occupancy_cloud(voxels, frame_id, stamp_ns)))
