@@ -79,7 +79,7 @@ def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, 
                         np.array([o.score for o in published]))
     metrics = evaluate_detection([prediction], [source.scene.ground_truth(seen)], classes=perceptor.class_names)
 
-    grounder = Grounder(min_confidence=memory.config.publish_confidence)
+    grounder = Grounder()
     snapshot = memory.snapshot()
     prompts = [p for p in source.scene.prompts if p.target_id in set(seen.tolist())][:n_prompts]
     correct, examples = 0, []

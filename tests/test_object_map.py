@@ -153,19 +153,19 @@ def _boxes_frame(index: int, boxes: list[np.ndarray], scores: list[float], names
 def test_the_per_class_limit_never_hides_a_confirmed_object():
     memory = SceneMemory(max_per_class=10)
     shelf = [_box(2.0 * i, 5.0, 0.5, 0.3, 0.2, 0.05) for i in range(12)]
-    for i in range(2):  # twelve books glimpsed twice, with fair scores: not yet confirmed
-        memory.update(_boxes_frame(i, shelf, [0.4] * 12, ["book"] * 12))
+    for i in range(2):  # twelve books glimpsed twice, with low scores: not yet confirmed
+        memory.update(_boxes_frame(i, shelf, [0.25] * 12, ["book"] * 12))
     confirmed = _box(0.0, 0.0, 0.5, 0.3, 0.2, 0.05)
-    for i in range(2, 8):  # one book seen six times at a lower score
-        memory.update(_boxes_frame(i, [confirmed], [0.35], ["book"]))
+    for i in range(2, 8):  # one book seen six times at a lower score still
+        memory.update(_boxes_frame(i, [confirmed], [0.2], ["book"]))
     published = memory.published_objects()
     assert len(memory.objects()) == 13
     assert [o.n_observations for o in published] == [6]
     legacy = SceneMemory(max_per_class=10, publish_confidence=0.0)  # the limit by score alone hides it
     for i in range(2):
-        legacy.update(_boxes_frame(i, shelf, [0.4] * 12, ["book"] * 12))
+        legacy.update(_boxes_frame(i, shelf, [0.25] * 12, ["book"] * 12))
     for i in range(2, 8):
-        legacy.update(_boxes_frame(i, [confirmed], [0.35], ["book"]))
+        legacy.update(_boxes_frame(i, [confirmed], [0.2], ["book"]))
     assert 6 not in [o.n_observations for o in legacy.published_objects()]
 
 
@@ -289,7 +289,7 @@ def test_detections_from_new_places_count_more_than_from_one_place():
     cup = _box(0.0, dx=0.1, dy=0.1, dz=0.1)
     here, moving = SceneMemory(), SceneMemory()
     for i in range(4):
-        det = Detections3D(cup[None], [NAMES.index("cup")], [0.35], NAMES, "world")
+        det = Detections3D(cup[None], [NAMES.index("cup")], [0.3], NAMES, "world")
         here.update(FramePerception(i, i, det, viewpoint=np.array([0.0, -1.0, 1.0])))
         moving.update(FramePerception(i, i, det, viewpoint=np.array([0.6 * i, -1.0, 1.0])))
     assert here.objects()[0].confidence < 0.7 < moving.objects()[0].confidence

@@ -62,8 +62,7 @@ def _load_run(run_dir: Path, from_frame: int | None) -> _Run:
         encoder = CachedTextEncoder()
     except ModelError:
         encoder = None  # the Grounder tries the plain encoder and says why it cannot
-    grounder = Grounder(encoder, min_observations=memory.config.min_observations,
-                        min_confidence=memory.config.publish_confidence)
+    grounder = Grounder(encoder, min_observations=memory.config.min_observations)
     return _Run(path, memory, memory.snapshot(), viewpoint, grounder, encoder)
 
 

@@ -97,7 +97,7 @@ class MemoryConfig:
     existence_prior: float = 0.0
     # Evidence of one detection: existence_hit * its score * its viewpoint's novelty (a false
     # detection that recurs does so with low scores, and from where it was first made).
-    existence_hit: float = 1.0
+    existence_hit: float = 1.25
     # Novelty: how far (m) the camera moved since the object's previous detection, over this
     # baseline, within [existence_min_novelty, 1]. Detections from one place are one piece of
     # evidence said again; from another place they are new evidence. 0 turns novelty off.

@@ -67,7 +67,7 @@ class EmbodiedPerceptionNode(Node):
         memory_config = declare_config(self, MemoryConfig, "memory.")
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
         self.state = SceneState(None, memory_config, occupancy_config)
-        self.grounder = services.shared_grounder(memory_config.min_observations, memory_config.publish_confidence)
+        self.grounder = services.shared_grounder(memory_config.min_observations)
         self.ready = threading.Event()  # the network is loaded
         self.failed: Future = Future()  # result: the one line that ends the node
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)

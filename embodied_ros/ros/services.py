@@ -27,12 +27,10 @@ class GrounderHolder:
 
     Args:
         min_observations: objects seen fewer times are not grounded (the memory's publish rule).
-        min_confidence: objects less confidently there are not answers (the memory's publish rule).
     """
 
-    def __init__(self, min_observations: int = 2, min_confidence: float = 0.7) -> None:
+    def __init__(self, min_observations: int = 2) -> None:
         self.min_observations = min_observations
-        self.min_confidence = min_confidence
         self.error = ""
         self._grounder: Any = None
         self._ready = threading.Event()
@@ -45,7 +43,7 @@ class GrounderHolder:
             self.error = f"grounding engine not installed ({err})"
         else:
             try:
-                self._grounder = Grounder(min_observations=self.min_observations, min_confidence=self.min_confidence)
+                self._grounder = Grounder(min_observations=self.min_observations)
             except Exception as err:  # noqa: BLE001 - reported in every answer instead
                 self.error = f"grounding engine failed to start: {type(err).__name__}: {err}"
         self._ready.set()
@@ -55,17 +53,16 @@ class GrounderHolder:
         return self._grounder
 
 
-_HOLDERS: dict[tuple[int, float], GrounderHolder] = {}
+_HOLDERS: dict[int, GrounderHolder] = {}
 _HOLDERS_LOCK = threading.Lock()
 
 
-def shared_grounder(min_observations: int, min_confidence: float) -> GrounderHolder:
+def shared_grounder(min_observations: int) -> GrounderHolder:
     """One Grounder per process and setting: it is thread-safe, and loading its text encoder takes seconds."""
-    key = (min_observations, min_confidence)
     with _HOLDERS_LOCK:
-        if key not in _HOLDERS:
-            _HOLDERS[key] = GrounderHolder(min_observations, min_confidence)
-        return _HOLDERS[key]
+        if min_observations not in _HOLDERS:
+            _HOLDERS[min_observations] = GrounderHolder(min_observations)
+        return _HOLDERS[min_observations]
 
 
 def _grounded(g: Any, frame_id: str) -> Any:
