@@ -60,7 +60,7 @@ def _system_grounding(onnx_run, config, seeds: range, frames: int, sizes=None, p
     from embodied_ros.grounding import Grounder
 
     memory_kwargs = memory_kwargs or {}
-    grounder = Grounder(min_confidence=SceneMemory(**memory_kwargs).config.publish_confidence)
+    grounder = Grounder()
     counts = []
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(config.data))

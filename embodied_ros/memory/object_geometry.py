@@ -50,20 +50,20 @@ def voxel_keys(points: np.ndarray, voxel_size: float) -> np.ndarray:
     return pack_voxels(np.floor(np.asarray(points, dtype=np.float64) / voxel_size).astype(np.int64))
 
 
-def dilate_keys(keys: np.ndarray) -> np.ndarray:
-    """Sorted unique keys of the voxels within one voxel (26-neighbourhood) of ``keys``."""
+def neighbourhoods(keys: np.ndarray) -> np.ndarray:
+    """(N, 27) keys of each voxel's 3 x 3 x 3 block (itself and its 26 neighbours)."""
     ijk = unpack_voxels(keys)
-    return np.unique(pack_voxels((ijk[:, None, :] + _NEIGHBOURS[None]).reshape(-1, 3)))
+    return pack_voxels((ijk[:, None, :] + _NEIGHBOURS[None]).reshape(-1, 3)).reshape(len(ijk), -1)
 
 
-def near_fraction(keys: np.ndarray, sorted_keys: np.ndarray) -> float:
-    """Fraction of ``keys`` with ``sorted_keys`` holding them or one of their 26 neighbours
-    (two surfaces within a voxel of each other: one object seen twice, sensor noise apart)."""
-    if len(keys) == 0 or len(sorted_keys) == 0:
+def near_fraction(blocks: np.ndarray, sorted_keys: np.ndarray) -> float:
+    """Fraction of voxels (given by their ``neighbourhoods``) with ``sorted_keys`` holding them or one
+    of their 26 neighbours: two surfaces within a voxel of each other (one object seen twice,
+    sensor noise apart)."""
+    if len(blocks) == 0 or len(sorted_keys) == 0:
         return 0.0
-    around = pack_voxels((unpack_voxels(keys)[:, None, :] + _NEIGHBOURS[None]).reshape(-1, 3))
-    at = np.clip(np.searchsorted(sorted_keys, around), 0, len(sorted_keys) - 1)
-    return float(np.count_nonzero((sorted_keys[at] == around).reshape(len(keys), -1).any(axis=1))) / len(keys)
+    at = np.clip(np.searchsorted(sorted_keys, blocks), 0, len(sorted_keys) - 1)
+    return float(np.count_nonzero((sorted_keys[at] == blocks).any(axis=1))) / len(blocks)
 
 
 def fraction_in(keys: np.ndarray, sorted_keys: np.ndarray) -> float:
@@ -157,10 +157,6 @@ class ObjectGeometry:
         """At most ``n`` voxel centroids spread over the object (deterministic), for visibility tests."""
         idx = np.linspace(0, len(self.keys) - 1, num=min(n, len(self.keys))).astype(np.int64) if len(self.keys) else []
         return self.sums[idx] / np.maximum(self.hits[idx], 1)[:, None]
-
-    def near_fraction(self, keys: np.ndarray) -> float:
-        """Fraction of ``keys`` (another object's or a detection's voxels) within one voxel of this geometry."""
-        return near_fraction(np.asarray(keys, dtype=np.int64), self.keys)
 
     def fit_box(self, min_count: int = 1, min_ratio: float = 0.0,
                 trim_percentiles: tuple[float, float] = (2.0, 98.0)) -> np.ndarray | None:

@@ -51,7 +51,7 @@ from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
 from .object_colour import detection_samples
-from .object_geometry import ObjectGeometry, fraction_in, near_fraction, voxel_keys
+from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
 from .track import Track
@@ -123,6 +123,15 @@ class _Queries:
         self.boxes_2d = boxes_2d
         self.exclude = exclude if exclude is not None else [-1] * len(boxes)
         self.tracks = tracks  # the queries are objects (merging), not detections
+        self._blocks: dict[int, np.ndarray] = {}
+
+    def blocks(self, i: int) -> np.ndarray | None:
+        """Query ``i``'s voxels' 3 x 3 x 3 neighbourhoods (computed once, compared with many objects)."""
+        if self.keys[i] is None:
+            return None
+        if i not in self._blocks:
+            self._blocks[i] = neighbourhoods(self.keys[i])
+        return self._blocks[i]
 
 
 class SceneMemory:
@@ -337,7 +346,7 @@ class SceneMemory:
         if lifted and q.tracks is not None and not same:
             hit &= self._compatible(track, name) and self._compatible(q.tracks[i], track.class_name)
         if self._compatible(track, name):
-            geo = self._geometry_fit(q.keys[i], track) if near else 0.0
+            geo = self._geometry_fit(q.blocks(i), track) if near else 0.0
             hit |= geo >= cfg.geometry_match > 0
             fit = max(fit, geo)
             view = views.get(track.id)
@@ -349,11 +358,12 @@ class SceneMemory:
             return None
         return fit
 
-    def _geometry_fit(self, keys: np.ndarray | None, track: Track) -> float:
-        """How much of a query's voxels lie on the object's geometry (0 without either)."""
-        if keys is None or track.geometry is None or len(track.geometry) == 0:
+    @staticmethod
+    def _geometry_fit(blocks: np.ndarray | None, track: Track) -> float:
+        """How much of a query's voxels (their neighbourhoods) lie on the object's geometry (0 without either)."""
+        if blocks is None or track.geometry is None or len(track.geometry) == 0:
             return 0.0
-        return track.geometry.near_fraction(keys)
+        return near_fraction(blocks, track.geometry.keys)
 
     # ------------------------------------------------------------------ existence
 
@@ -462,7 +472,7 @@ class SceneMemory:
         if prior is not None and prior.max_long < LARGE_OBJECT:
             return False
         cut = all(t.n_cut >= 0.5 * t.n_obs for t in (a, b))
-        return cut and near_fraction(smaller.keys, larger.keys) >= self.config.geometry_touch
+        return cut and near_fraction(neighbourhoods(smaller.keys), larger.keys) >= self.config.geometry_touch
 
     def _merge_duplicates(self, obj_id: int) -> list[tuple[int, int]]:
         """Merge every duplicate of ``obj_id`` into the older one, repeatedly."""
