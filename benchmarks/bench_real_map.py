@@ -136,7 +136,8 @@ def main() -> None:
                 t_memory.append(time.perf_counter() - t0)
                 views.merged(result.merged)
                 touched = (memory.get(i) for i in (*result.created, *result.updated))
-                views.observe(perception.frame, ((o.id, o.box) for o in touched if o is not None))
+                views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
+                                                 for o in touched if o is not None))
             n, iou, centre = _score(memory, truth)
             rows.append(Row(detector, name, n, iou, centre, {**ms, "memory": 1e3 * float(np.mean(t_memory))}))
             if args.out is not None:

@@ -154,7 +154,7 @@ def run(
                 result = memory.update(perception)
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
-            views.observe(frame, ((o.id, o.box) for o in touched if o is not None))
+            views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))
             with timer.stage("occupancy"):
                 occupancy.integrate_frame(frame, perception)
             with timer.stage("writing"):

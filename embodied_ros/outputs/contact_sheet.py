@@ -1,9 +1,11 @@
 """One picture of every published object: its box drawn alone on a frame where it was seen.
 
 The fastest way to check a map is to look at each object on its own: a tile per object, cropped
-around its box in the view that showed it largest and whole, captioned with its class, id, score
-and confidence. ``ObjectViews`` keeps that view per object while a run goes (one small JPEG per
-object at most, shared by objects seen in the same frame); ``save_contact_sheet`` tiles them.
+around its box in the view that showed it largest, whole and least hidden (a chair's box reaches
+the floor behind a table: the view from across the table shows the table, not the chair),
+captioned with its class, id, score and confidence. ``ObjectViews`` keeps that view per object while
+a run goes (one small JPEG per object at most, shared by objects seen in the same frame);
+``save_contact_sheet`` tiles them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, box_corners
+from ..memory.visibility import box_samples, visibility
 from .colors import class_color
 from .scene_messages import ObjectLike
 
@@ -55,6 +58,16 @@ def _quality(uv: np.ndarray | None, width: int, height: int) -> float:
     return inside * (inside / area) if area > 0 else 0.0
 
 
+def _shown(box: np.ndarray, surface: np.ndarray, frame: Frame, samples: int = 64) -> float:
+    """How much of an object the frame shows: the fraction of its surface points seen at their depth
+    (without a surface: of its box's inner points not hidden behind something nearer)."""
+    if len(surface):
+        step = max(1, len(surface) // samples)
+        return visibility([surface[::step]], np.zeros(1), frame)[0].seen_fraction
+    view = visibility([box_samples(box)], np.array([0.5 * float(np.max(box[3:6]))]), frame)[0]
+    return 1.0 - view.hidden / max(view.n, 1)
+
+
 class ObjectViews:
     """The best view of each object seen so far (bounded: one per object).
 
@@ -69,15 +82,16 @@ class ObjectViews:
     def __len__(self) -> int:
         return len(self._views)
 
-    def observe(self, frame: Frame, seen: Iterable[tuple[int, np.ndarray]]) -> None:
-        """Offer ``frame`` as a view of the objects detected in it: (id, current world box) pairs."""
+    def observe(self, frame: Frame, seen: Iterable[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """Offer ``frame`` as a view of the objects detected in it: (id, current world box, (P, 3)
+        points of its own surface, possibly none) triples."""
         scale = self.width / frame.width
         size = (self.width, int(round(frame.height * scale)))
         K = frame.K.copy()
         K[:2] *= scale
         encoded: bytes | None = None
-        for obj_id, box in seen:
-            quality = _quality(_project(box, K, frame.T_world_camera), *size)
+        for obj_id, box, surface in seen:
+            quality = _quality(_project(box, K, frame.T_world_camera), *size) * _shown(box, surface, frame) ** 2
             if quality <= 0 or quality <= getattr(self._views.get(obj_id), "quality", 0.0):
                 continue
             if encoded is None:
