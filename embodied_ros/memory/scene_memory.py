@@ -71,6 +71,7 @@ SHORT_FRONT: frozenset[str] = frozenset({"sofa", "couch", "cabinet", "shelf", "b
 LONG_FRONT: frozenset[str] = frozenset({"bed"})
 
 _VIEW_SAMPLES = 64  # surface points per object in the visibility test
+_FRACTION_SAMPLES = 512  # voxels per query whose share on an object's geometry is measured
 LARGE_OBJECT = 1.5  # metres: classes that can be longer than this may be seen in parts that only touch
 _VIEW_RADIUS = 3.0  # metres: objects within twice this of the view's middle are tested
 
@@ -126,11 +127,14 @@ class _Queries:
         self._blocks: dict[int, np.ndarray] = {}
 
     def blocks(self, i: int) -> np.ndarray | None:
-        """Query ``i``'s voxels' 3 x 3 x 3 neighbourhoods (computed once, compared with many objects)."""
-        if self.keys[i] is None:
+        """The 3 x 3 x 3 neighbourhoods of query ``i``'s voxels, of at most ``_FRACTION_SAMPLES`` of them
+        evenly spread (a fraction needs no more), computed once for all the objects it is compared with."""
+        keys = self.keys[i]
+        if keys is None:
             return None
         if i not in self._blocks:
-            self._blocks[i] = neighbourhoods(self.keys[i])
+            step = max(1, len(keys) // _FRACTION_SAMPLES)
+            self._blocks[i] = neighbourhoods(keys[::step])
         return self._blocks[i]
 
 
@@ -472,7 +476,10 @@ class SceneMemory:
         if prior is not None and prior.max_long < LARGE_OBJECT:
             return False
         cut = all(t.n_cut >= 0.5 * t.n_obs for t in (a, b))
-        return cut and near_fraction(neighbourhoods(smaller.keys), larger.keys) >= self.config.geometry_touch
+        if not cut:
+            return False
+        sample = smaller.keys[::max(1, len(smaller.keys) // _FRACTION_SAMPLES)]
+        return near_fraction(neighbourhoods(sample), larger.keys) >= self.config.geometry_touch
 
     def _merge_duplicates(self, obj_id: int) -> list[tuple[int, int]]:
         """Merge every duplicate of ``obj_id`` into the older one, repeatedly."""
