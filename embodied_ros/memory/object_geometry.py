@@ -50,6 +50,11 @@ def voxel_keys(points: np.ndarray, voxel_size: float) -> np.ndarray:
     return pack_voxels(np.floor(np.asarray(points, dtype=np.float64) / voxel_size).astype(np.int64))
 
 
+def _sum_by(index: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """(n, 3) sums of the (M, 3) ``values`` grouped by ``index`` (M,) in [0, n)."""
+    return np.stack([np.bincount(index, weights=values[:, k], minlength=n) for k in range(3)], axis=1)
+
+
 def neighbourhoods(keys: np.ndarray) -> np.ndarray:
     """(N, 27) keys of each voxel's 3 x 3 x 3 block (itself and its 26 neighbours)."""
     ijk = unpack_voxels(keys)
@@ -106,8 +111,7 @@ class ObjectGeometry:
         if len(points) == 0:
             return
         keys, inverse, hits = np.unique(voxel_keys(points, self.voxel_size), return_inverse=True, return_counts=True)
-        sums = np.zeros((len(keys), 3))
-        np.add.at(sums, inverse.reshape(-1), points)
+        sums = _sum_by(inverse.reshape(-1), points, len(keys))
         ones = np.ones(len(keys), np.int32)
         self._combine(keys, ones, ones, sums, hits.astype(np.int32))
 
@@ -131,9 +135,7 @@ class ObjectGeometry:
             return np.bincount(inverse, weights=np.concatenate([a, b]), minlength=n).astype(np.int32)
 
         self.counts, self.seen, self.hits = total(self.counts, counts), total(self.seen, seen), total(self.hits, hits)
-        new_sums = np.zeros((n, 3))
-        np.add.at(new_sums, inverse, np.concatenate([self.sums, sums]))
-        self.keys, self.sums = uniq, new_sums
+        self.keys, self.sums = uniq, _sum_by(inverse, np.concatenate([self.sums, sums]), n)
         if n > self.max_voxels:
             keep = np.sort(np.argsort(-self.counts, kind="stable")[: self.max_voxels])
             self.keys, self.counts, self.seen, self.sums, self.hits = (

@@ -311,8 +311,7 @@ def _voxelize(points: np.ndarray, in_core: np.ndarray,
     key = (idx[:, 0] * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2]
     _, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
-    sums = np.zeros((len(count), 3))
-    np.add.at(sums, inverse, points)
+    sums = np.stack([np.bincount(inverse, weights=points[:, k], minlength=len(count)) for k in range(3)], axis=1)
     core = np.bincount(inverse, weights=in_core.astype(np.float64), minlength=len(count))
     return sums / count[:, None], core, count, inverse
 
@@ -408,7 +407,7 @@ def _class_value(pairs: tuple[tuple[str, float], ...], name: str) -> float | Non
 
 def _core_cluster(vox: np.ndarray, core: np.ndarray, radius: float) -> np.ndarray | None:
     """Indices of the Euclidean cluster (voxels within ``radius`` linked) with most core points."""
-    pairs = cKDTree(vox).query_pairs(radius, output_type="ndarray")
+    pairs = cKDTree(vox, balanced_tree=False, compact_nodes=False).query_pairs(radius, output_type="ndarray")
     n = len(vox)
     graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
     n_comp, comp = connected_components(graph, directed=False)
