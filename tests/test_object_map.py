@@ -13,10 +13,11 @@ from rendered_scenes import look_at, project_box, render_frame
 
 from embodied_ros.detections import Detections2D, Detections3D, FramePerception
 from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.class_shapes import parts_may_touch
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
-NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book")
+NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave")
 CRATE = np.array([0.0, 2.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # 40 cm box on the floor, 2 m ahead
 EYE = np.array([0.0, 0.0, 1.0])
 
@@ -186,6 +187,21 @@ def test_an_object_larger_than_its_class_can_be_is_not_published():
     (published,) = memory.published_objects()
     assert published.box[3] < 0.2
     assert max(o.confidence for o in memory.objects() if o.box[3] > 0.5) <= 0.1
+
+
+def test_an_object_smaller_than_its_class_can_be_is_not_published():
+    memory = SceneMemory()
+    model, oven = _box(0.0, dx=0.15, dy=0.1, dz=0.12), _box(3.0, dx=0.5, dy=0.35, dz=0.3)
+    for i in range(5):  # a small wooden model called "microwave", and a real one
+        memory.update(_boxes_frame(i, [model, oven], [0.7, 0.7], ["microwave", "microwave"]))
+    assert len(memory.objects()) == 2
+    (published,) = memory.published_objects()
+    assert published.box[3] > 0.4
+
+
+def test_only_long_furniture_is_joined_from_parts_that_only_touch():
+    assert parts_may_touch("diningtable") and parts_may_touch("sofa") and parts_may_touch("bed")
+    assert not any(parts_may_touch(c) for c in ("cup", "book", "monitor", "tvmonitor", "chair", "microwave"))
 
 
 def test_neighbours_do_not_merge_past_their_class_size():

@@ -29,7 +29,10 @@ class ShapePrior:
         max_long: largest horizontal extent a real one has, metres.
         max_height: largest height, metres.
         on_floor: stands on the floor (its box is extended down to it).
-        min_short, min_long: least horizontal extents of the whole object, metres (0: none).
+        min_short, min_long: least horizontal extents of the whole object, metres (0: none); amodal
+            completion grows a seen part to them.
+        min_largest: least largest extent a real one has, metres (0: none): a smaller box is a thing
+            mistaken for the class (a wooden model called "microwave"), not a small one of it.
     """
 
     max_long: float
@@ -37,6 +40,7 @@ class ShapePrior:
     on_floor: bool = False
     min_short: float = 0.0
     min_long: float = 0.0
+    min_largest: float = 0.0
 
 
 _FURNITURE = {
@@ -51,23 +55,25 @@ _FURNITURE = {
     "refrigerator": ShapePrior(1.2, 2.3, True, 0.50, 0.50),
     "bench": ShapePrior(2.5, 1.2, True, 0.30, 0.80),
 }
-_THINGS = {  # (max_long, max_height) of objects that stand on other things or are carried
+_THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on other things or are carried
     "person": (1.2, 2.1), "backpack": (0.5, 0.7), "umbrella": (1.3, 1.3), "handbag": (0.6, 0.5),
     "suitcase": (1.0, 1.0), "bottle": (0.18, 0.5), "wineglass": (0.15, 0.3), "cup": (0.22, 0.25),
     "fork": (0.3, 0.06), "knife": (0.4, 0.06), "spoon": (0.3, 0.06), "bowl": (0.45, 0.25),
     "banana": (0.3, 0.1), "apple": (0.12, 0.12), "orange": (0.12, 0.12), "sandwich": (0.3, 0.15),
     "broccoli": (0.3, 0.3), "carrot": (0.3, 0.1), "hotdog": (0.3, 0.1), "pizza": (0.5, 0.1),
     "donut": (0.15, 0.08), "cake": (0.5, 0.3), "pottedplant": (1.2, 2.0), "plant": (1.2, 2.0),
-    "tvmonitor": (2.0, 1.3), "tv": (2.0, 1.3), "monitor": (1.2, 0.9), "laptop": (0.6, 0.45),
-    "mouse": (0.2, 0.08), "remote": (0.35, 0.1), "keyboard": (0.7, 0.1), "cellphone": (0.25, 0.2),
-    "microwave": (0.8, 0.55), "oven": (1.2, 1.2), "toaster": (0.5, 0.35), "sink": (1.2, 0.6),
-    "book": (0.6, 0.45), "clock": (0.6, 0.6), "vase": (0.5, 0.8), "scissors": (0.3, 0.1),
+    "tvmonitor": (2.0, 1.3, 0.3), "tv": (2.0, 1.3, 0.3), "monitor": (1.2, 0.9, 0.25), "laptop": (0.6, 0.45, 0.2),
+    "mouse": (0.2, 0.08), "remote": (0.35, 0.1), "keyboard": (0.7, 0.1, 0.25), "cellphone": (0.25, 0.2),
+    "microwave": (0.8, 0.55, 0.4), "oven": (1.2, 1.2, 0.45), "toaster": (0.5, 0.35), "sink": (1.2, 0.6, 0.35),
+    "book": (0.45, 0.45), "clock": (0.6, 0.6), "vase": (0.5, 0.8), "scissors": (0.3, 0.1),
     "teddybear": (1.0, 1.0), "hairdrier": (0.4, 0.35), "toothbrush": (0.25, 0.25),
     "sportsball": (0.4, 0.4), "skateboard": (1.0, 0.3), "tennisracket": (0.8, 0.4),
     "lamp": (0.8, 2.0), "box": (1.0, 1.0), "bin": (0.8, 1.0),
 }
-SHAPE_PRIORS: dict[str, ShapePrior] = {**_FURNITURE, **{k: ShapePrior(*v) for k, v in _THINGS.items()}}
+SHAPE_PRIORS: dict[str, ShapePrior] = {
+    **_FURNITURE, **{k: ShapePrior(v[0], v[1], min_largest=v[2] if len(v) > 2 else 0.0) for k, v in _THINGS.items()}}
 _SLACK = 1.25  # sizes measured from noisy depth: a little over the prior is still the class
+_LARGE = 1.5  # metres: furniture that can be longer than this may be seen in parts
 
 
 def shape_prior(class_name: str) -> ShapePrior | None:
@@ -76,11 +82,19 @@ def shape_prior(class_name: str) -> ShapePrior | None:
 
 
 def plausible_size(box: np.ndarray, class_name: str) -> bool:
-    """Whether an upright (9,) box is no larger than its class can be (True without a prior)."""
+    """Whether an upright (9,) box has a size its class can have (True without a prior)."""
     prior = shape_prior(class_name)
     if prior is None:
         return True
-    return max(box[3], box[4]) <= _SLACK * prior.max_long and box[5] <= _SLACK * prior.max_height
+    return (max(box[3], box[4]) <= _SLACK * prior.max_long and box[5] <= _SLACK * prior.max_height
+            and max(box[3], box[4], box[5]) >= prior.min_largest / _SLACK)
+
+
+def parts_may_touch(class_name: str) -> bool:
+    """Whether objects of the class can be seen in parts that only touch: furniture standing on the
+    floor that can be longer than a close view holds (a table, a sofa, a bed), not a thing on it."""
+    prior = shape_prior(class_name)
+    return prior is None or (prior.on_floor and prior.max_long >= _LARGE)
 
 
 def union_plausible(box: np.ndarray, other: np.ndarray, class_name: str) -> bool:

@@ -48,7 +48,7 @@ from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume
 from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
-from .class_shapes import shape_prior, union_plausible
+from .class_shapes import parts_may_touch, union_plausible
 from .config import MemoryConfig, ScoreMode
 from .object_colour import detection_samples
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, voxel_keys
@@ -72,7 +72,6 @@ LONG_FRONT: frozenset[str] = frozenset({"bed"})
 
 _VIEW_SAMPLES = 64  # surface points per object in the visibility test
 _FRACTION_SAMPLES = 512  # voxels per query whose share on an object's geometry is measured
-LARGE_OBJECT = 1.5  # metres: classes that can be longer than this may be seen in parts that only touch
 _VIEW_RADIUS = 3.0  # metres: objects within twice this of the view's middle are tested
 
 
@@ -472,8 +471,7 @@ class SceneMemory:
         smaller, larger = sorted((a.geometry, b.geometry), key=len)
         if fraction_in(smaller.keys, larger.keys) >= self.config.geometry_merge:
             return True
-        prior = shape_prior(a.class_name)
-        if prior is not None and prior.max_long < LARGE_OBJECT:
+        if not parts_may_touch(a.class_name):
             return False
         cut = all(t.n_cut >= 0.5 * t.n_obs for t in (a, b))
         if not cut:
