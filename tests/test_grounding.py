@@ -120,14 +120,16 @@ def test_without_encoder_the_message_says_so(table_only: Grounder) -> None:
 
 def test_objects_seen_once_are_a_fallback_or_ignored() -> None:
     once = snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1])], n_obs=1)
-    assert Grounder(load_encoder=False).ground("the cup", once).success  # the only cup: still the answer
+    assert Grounder(load_encoder=False, unconfirmed_weight=0.4).ground("the cup", once).success  # the only cup
     r = Grounder(load_encoder=False, unconfirmed_weight=0.0).ground("the cup", once)
     assert not r.success and "seen often enough" in r.message
     assert Grounder(load_encoder=False, min_observations=1, unconfirmed_weight=0.0).ground("the cup", once).success
-    # A cup seen twice beats a better-scored cup seen once.
+    # With a weight below 1, a cup seen twice beats a better-scored cup seen once; by default the
+    # memory's existence confidence alone says how well an object was seen.
     two = snapshot([("cup", [0, 0, 0, 0.1, 0.1, 0.1]), ("cup", [2, 0, 0, 0.1, 0.1, 0.1])], scores=[0.3, 0.95],
                    n_obs=[2, 1])
-    assert Grounder(load_encoder=False).ground("the cup", two).best.object.id == 0
+    assert Grounder(load_encoder=False, unconfirmed_weight=0.2).ground("the cup", two).best.object.id == 0
+    assert Grounder(load_encoder=False).ground("the cup", two).best.object.id == 1
     with pytest.raises(ValueError, match="unconfirmed_weight"):
         Grounder(load_encoder=False, unconfirmed_weight=1.5)
 

@@ -65,10 +65,11 @@ class GrounderConfig:
     min_score: float = 0.03  # a best total score below this is "no object fits the phrase"
     load_encoder: bool = True  # load the packaged text encoder when none is given
     min_observations: int = 2  # objects seen fewer times are unconfirmed (the memory does not publish them)
-    # Prior factor of unconfirmed objects: a confirmed object of the class wins, but an object seen
-    # once still answers when it is the only fit (0 ignores them). Sparse keyframes see many
-    # objects once: 0.4 raised Acc@0.25 0.459 -> 0.481 on tuning seeds 10004..10011 (0.2..0.5 alike).
-    unconfirmed_weight: float = 0.4
+    # Prior factor of unconfirmed objects (0 ignores them). The existence confidence already weighs
+    # how often and from where an object was seen, so 1 adds nothing to it: synthetic Acc@0.25 on
+    # tuning seeds 10004..10011 / 10028..10043 0.637 / 0.613 with 1, 0.622 / 0.600 with 0.4 (the
+    # weight chosen before objects had a confidence); the redkitchen phrases 43/66 with either.
+    unconfirmed_weight: float = 1.0
     head_weight: float = 1.0  # exponent of a grounding head's text-box score in the product (0 ignores it)
     # An object's detection score s enters its prior as score_floor + (1 - score_floor) * s: memories
     # hold weak false positives (score 0.1..0.3) beside true objects (0.5..0.9), and the score is
@@ -167,7 +168,7 @@ class Grounder:
     def __init__(self, encoder: TextEncoder | None = None, *, min_label_similarity: float = 0.66,
                  max_alternatives: int = 5, max_anchors: int = 48, min_score: float = 0.03,
                  load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
-                 head_weight: float = 1.0, unconfirmed_weight: float = 0.4, score_floor: float = 0.25,
+                 head_weight: float = 1.0, unconfirmed_weight: float = 1.0, score_floor: float = 0.25,
                  room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES, evidence_power: float = 5.0,
                  min_confidence: float = 0.6, unknown_anchor_weight: float = 0.5) -> None:
         for name, value in (("unconfirmed_weight", unconfirmed_weight), ("score_floor", score_floor),
