@@ -115,3 +115,17 @@ def test_embedding_cache_saves_the_model_load(embedding_cache: Path, run_dir: Pa
     assert ground_command(run_dir, "the flatscreen on the table", True, None) == 0
     second = json.loads(capsys.readouterr().out)
     assert second["best"]["id"] == first["best"]["id"] and second["encoder_seconds"] == 0.0
+
+
+def test_the_command_imports_only_what_grounding_needs(run_dir: Path) -> None:
+    """`embodied-ros ground` is a quick call: no network runtimes, bag libraries, ROS or scipy.spatial."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from embodied_ros.cli import main; "
+            "sys.argv = ['embodied-ros', 'ground', sys.argv[1], 'the cup']; code = main(); "
+            "heavy = ('torch', 'onnx', 'onnxruntime', 'rosbags', 'rclpy', 'scipy.spatial', 'av'); "
+            "print(sorted(m for m in heavy if m in sys.modules)); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied_ros.frame import Frame
-from embodied_ros.messages.convert import matrix_from_quat_xyzw
+from embodied_ros.geometry.transforms import matrix_from_quat_xyzw
 from embodied_ros.outputs.driver_topics import Pacer, driver_fields
 from embodied_ros.sources.images import depth_to_metres, image_to_rgb
 

@@ -51,3 +51,24 @@ def gravity_alignment(gravity: np.ndarray) -> np.ndarray:
 
     R, _ = Rotation.align_vectors([[0.0, 0.0, -1.0]], [g / norm])
     return make_transform(R.as_matrix(), np.zeros(3))
+
+
+def quat_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotations -> (..., 4) quaternions in ROS order (x, y, z, w), w >= 0."""
+    from scipy.spatial.transform import Rotation  # here, not at import: `embodied-ros ground` needs no scipy.spatial
+
+    R = np.asarray(R, dtype=np.float64)
+    q = Rotation.from_matrix(R.reshape(-1, 3, 3)).as_quat()  # scipy: (x, y, z, w)
+    q[q[:, 3] < 0] *= -1.0
+    return q.reshape(R.shape[:-2] + (4,))
+
+
+def matrix_from_quat_xyzw(q: np.ndarray) -> np.ndarray:
+    """(4,) quaternion in ROS order (x, y, z, w) -> (3, 3) rotation (normalises q)."""
+    q = np.asarray(q, dtype=np.float64).reshape(4)
+    n = np.linalg.norm(q)
+    if not np.isfinite(n) or n < 1e-9:
+        raise ValueError(f"quaternion {q.tolist()} is zero or not finite")
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_quat(q / n).as_matrix()

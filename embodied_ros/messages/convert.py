@@ -9,27 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.spatial.transform import Rotation
 
 from ..geometry.boxes import as_boxes, box_rotations
+from ..geometry.transforms import matrix_from_quat_xyzw, quat_xyzw_from_matrix
 from ..messages.types import msg_class
-
-
-def quat_xyzw_from_matrix(R: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotations -> (..., 4) quaternions in ROS order (x, y, z, w), w >= 0."""
-    R = np.asarray(R, dtype=np.float64)
-    q = Rotation.from_matrix(R.reshape(-1, 3, 3)).as_quat()  # scipy: (x, y, z, w)
-    q[q[:, 3] < 0] *= -1.0
-    return q.reshape(R.shape[:-2] + (4,))
-
-
-def matrix_from_quat_xyzw(q: np.ndarray) -> np.ndarray:
-    """(4,) quaternion in ROS order (x, y, z, w) -> (3, 3) rotation (normalises q)."""
-    q = np.asarray(q, dtype=np.float64).reshape(4)
-    n = np.linalg.norm(q)
-    if not np.isfinite(n) or n < 1e-9:
-        raise ValueError(f"quaternion {q.tolist()} is zero or not finite")
-    return Rotation.from_quat(q / n).as_matrix()
 
 
 def time_msg(stamp_ns: int) -> Any:

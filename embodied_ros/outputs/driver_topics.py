@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..frame import Frame
-from ..messages.convert import quat_xyzw_from_matrix
+from ..geometry.transforms import quat_xyzw_from_matrix
 from ..sources.images import depth_to_ros, rgb_to_ros
 
 T = TypeVar("T")

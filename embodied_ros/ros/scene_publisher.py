@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..geometry.boxes import as_boxes, box_rotations
+from ..geometry.transforms import quat_xyzw_from_matrix
 from ..memory.occupancy import OccupiedVoxels
-from ..messages.convert import quat_xyzw_from_matrix
 from ..outputs.colors import class_color_float
 from ..outputs.scene_messages import CLOUD_DTYPE, ObjectLike, box_edge_points, cloud_points, label_text, voxel_rgba
 from .cdr import header, serialize, stamp

@@ -11,8 +11,7 @@ import numpy as np
 
 from ..errors import FrameError, InputError
 from ..frame import Frame
-from ..geometry.transforms import camera_pose_from_body, gravity_alignment
-from ..messages.convert import matrix_from_quat_xyzw
+from ..geometry.transforms import camera_pose_from_body, gravity_alignment, matrix_from_quat_xyzw
 from .base import FrameSource
 from .images import read_color_file, read_depth_file
 from .registration import (

@@ -22,8 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..geometry.transforms import camera_pose_from_body
-from ..messages.convert import matrix_from_quat_xyzw
+from ..geometry.transforms import camera_pose_from_body, matrix_from_quat_xyzw
 
 _NS_THRESHOLD = 1_000_000  # integer stamps above this read as nanoseconds (1e6 s would be 11 days)
 

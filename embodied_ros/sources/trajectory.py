@@ -20,7 +20,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation, Slerp
 
 from ..errors import FrameError, InputError
-from ..messages.convert import matrix_from_quat_xyzw
+from ..geometry.transforms import matrix_from_quat_xyzw
 
 MATCH_NS = 20_000_000
 """Stamps this close belong together: colour, depth and pose (TUM's associate.py uses 0.02 s)."""
