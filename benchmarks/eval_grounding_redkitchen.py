@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/eval_grounding_redkitchen.py RUN_DIR [--show]
 
-RUN_DIR is the output of ``embodied-ros run ../shared/data/redkitchen --weights ../shared/data/yolo_fastest
+RUN_DIR is the output of ``embodied-ros run ../shared/data/redkitchen --weights ../shared/data/yolox_nano
 --out RUN_DIR`` (its memory.json). Prints the accuracy per kind of phrase (the old run's answers;
 viewer-centred, colour, material, negation and absent-object phrases answered by ground-truth
 objects) and, with --show, every phrase with the engine's answer. It also runs against older

@@ -7,7 +7,8 @@ tests/layouts.py into a 3DMatch scene (two sequences), a TUM RGB-D sequence, a S
 an image folder with a TUM-line trajectory and one with a 4x4-matrix trajectory; each is run with
 the default detector as a user would (the only options: --intrinsics where the layout has no
 intrinsics file). Prints, per layout, the command, the frames read and skipped, the objects
-published and the gravity and pose lines of `inspect`. Needs ../shared/data (redkitchen, yolo_fastest).
+published and the gravity and pose lines of `inspect`. Needs ../shared/data (redkitchen and the
+default model's weights).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def main() -> None:
     numbers = [10 * i for i in range(0, 100, step)][: args.frames]
     shutil.rmtree(args.out, ignore_errors=True)
     recordings = _layouts(args.out / "recordings", numbers)
-    weights = DATA / "yolo_fastest"
+    weights = DATA  # a folder of model folders: serves the default model
     for name, (folder, extra) in recordings.items():
         out = args.out / "runs" / folder.name
         command = [*CLI, "run", str(folder), "--out", str(out), "--weights", str(weights), *extra]
