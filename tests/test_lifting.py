@@ -20,6 +20,7 @@ from embodied_ros.network.lifting import (
     LiftingParams,
     colour_box_to_depth_px,
     colour_to_depth_px,
+    component_labels,
     lift_detections,
 )
 from embodied_ros.network.perceptor import Perceptor
@@ -447,3 +448,22 @@ def test_depth_poor_detection_is_widened_to_its_image_box():
         np.sin(widened.boxes[0, 6]))
     assert across == pytest.approx(width_at_2m, rel=0.1)
     assert widened.boxes[0, 0] == pytest.approx(0.0, abs=0.05)  # centred on the 2D box's centre ray (u = 320)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_component_labels_are_scipys_components(seed: int) -> None:
+    """The voxel clusters' components equal scipy's connected_components, labelled by their smallest node."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    pairs = rng.integers(0, n, size=(int(rng.integers(0, n)), 2))
+    pairs = np.sort(pairs[pairs[:, 0] != pairs[:, 1]], axis=1)[::-1]  # long chains, joined from their far end
+    labels = component_labels(n, pairs)
+    _, reference = connected_components(coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n)),
+                                        directed=False)
+    same = set(zip(labels.tolist(), reference.tolist(), strict=True))
+    assert len(same) == len(set(reference.tolist())) == len(set(labels.tolist()))
+    assert all(labels[reference == c].min() == np.flatnonzero(reference == c).min() == labels[reference == c].max()
+               for c in np.unique(reference))
