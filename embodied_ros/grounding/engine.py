@@ -232,11 +232,10 @@ class Grounder:
             boxes = snapshot.boxes
             if self.config.room_facing_classes:
                 boxes = face_the_room(boxes, snapshot.class_names, snapshot.scores, self.config.room_facing_classes)
-            confidence = np.array([o.confidence for o in snapshot.objects], dtype=np.float64)
-            confident = confidence >= self.config.min_confidence
+            confidence = np.fromiter((o.confidence for o in snapshot.objects), dtype=np.float64, count=len(snapshot))
             coloured = any(o.colour_name is not None for o in snapshot.objects)
-            hit = _SceneCache(SceneGeometry.from_boxes(boxes), labels, evidence, self._prior(snapshot), confident,
-                              coloured)
+            hit = _SceneCache(SceneGeometry.from_boxes(boxes), labels, evidence, self._prior(snapshot, confidence),
+                              confidence >= self.config.min_confidence, coloured)
             with self._lock:
                 self._scenes[snapshot] = hit
         return hit
@@ -261,11 +260,11 @@ class Grounder:
             weights[i, column[name]] = max(weights[i, column[name]], w)
         return labels, weights
 
-    def _prior(self, snapshot: MemorySnapshot) -> np.ndarray:
+    def _prior(self, snapshot: MemorySnapshot, confidence: np.ndarray) -> np.ndarray:
+        """(N,) each object's prior: its score (above a floor) times its existence ``confidence``."""
         seen = np.fromiter((o.n_observations for o in snapshot.objects), dtype=np.int64, count=len(snapshot))
         weight = np.where(seen >= self.config.min_observations, 1.0, self.config.unconfirmed_weight)
         floor = self.config.score_floor
-        confidence = np.fromiter((o.confidence for o in snapshot.objects), dtype=np.float64, count=len(snapshot))
         return weight * (floor + (1.0 - floor) * np.clip(snapshot.scores, 0.0, 1.0)) * np.clip(confidence, 0.0, 1.0)
 
     def _confidence(self, noun: NounPhrase, scene: _SceneCache,
