@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from embodied_ros.network.ensemble import EnsembleDetector2D, pairwise_iou, weighted_box_fusion
+from embodied_ros.geometry.iou import box_iou_2d
+from embodied_ros.network.ensemble import EnsembleDetector2D, weighted_box_fusion
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 KITCHEN = DATA / "redkitchen"
@@ -22,10 +23,10 @@ def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("EMBODIED_ROS_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
-def test_pairwise_iou_known_values() -> None:
+def test_image_box_iou_known_values() -> None:
     a = np.array([[0.0, 0.0, 10.0, 10.0]])
     b = np.array([[0.0, 0.0, 10.0, 10.0], [5.0, 0.0, 15.0, 10.0], [20.0, 20.0, 30.0, 30.0]])
-    np.testing.assert_allclose(pairwise_iou(a, b), [[1.0, 50 / 150, 0.0]])
+    np.testing.assert_allclose(box_iou_2d(a, b), [[1.0, 50 / 150, 0.0]])
 
 
 def test_weighted_box_fusion_known_cases() -> None:

@@ -1,4 +1,5 @@
-"""Exact intersection volume and IoU of 9-DoF oriented boxes, vectorised over box pairs.
+"""Exact intersection volume and IoU of 9-DoF oriented boxes, vectorised over box pairs (and the
+IoU of axis-aligned image boxes, at the end).
 
 The intersection of two boxes is a convex polytope. Its boundary is made of the faces of
 each box clipped to the other box's six half-spaces, so its volume follows from the
@@ -32,6 +33,7 @@ from .boxes import BOX_FACES, as_boxes, box_corners, box_rotations
 
 __all__ = [
     "box_intersection_volume",
+    "box_iou_2d",
     "box_iou_3d",
     "pairwise_box_intersection_volume",
     "pairwise_box_iou_3d",
@@ -454,3 +456,15 @@ def pairwise_box_iou_3d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
         ValueError: if the inputs are not (N, 9) with the same N.
     """
     return _quietly(_matched_pairs, boxes_a, boxes_b)[1]
+
+
+def box_iou_2d(boxes_a: np.ndarray, boxes_b: np.ndarray) -> np.ndarray:
+    """IoU of every (N, 4) xyxy image box with every (M, 4) one: (N, M), 0.0 where they do not overlap."""
+    a, b = np.asarray(boxes_a, dtype=np.float64).reshape(-1, 4), np.asarray(boxes_b, dtype=np.float64).reshape(-1, 4)
+    lo = np.maximum(a[:, None, :2], b[None, :, :2])
+    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.prod(np.clip(hi - lo, 0.0, None), axis=2)
+    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
+    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
+    union = area_a[:, None] + area_b[None, :] - inter
+    return np.where((inter > 0) & (union > 0), inter / np.where(union > 0, union, 1.0), 0.0)

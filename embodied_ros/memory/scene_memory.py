@@ -45,7 +45,7 @@ from ..detections import FramePerception, class_key
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from ..geometry.boxes import BOX_DIM, box_volumes
-from ..geometry.iou import box_intersection_volume
+from ..geometry.iou import box_intersection_volume, box_iou_2d
 from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import parts_may_touch, union_plausible
@@ -55,7 +55,7 @@ from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbo
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
 from .track import Track
-from .visibility import Visibility, box_iou_2d, box_samples, classify_points, visibility
+from .visibility import Visibility, box_samples, classify_points, visibility
 
 __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
@@ -303,11 +303,16 @@ class SceneMemory:
         n = len(q.boxes)
         near = [{int(c) for c in self._index.query(b) if c != q.exclude[i]} for i, b in enumerate(q.boxes)]
         found = [set(f) for f in near]
-        if q.boxes_2d is not None and self.config.image_match < 1:
-            # Objects seen in this image whose seen region the 2D box covers, wherever their box is.
+        # Per query, the 2D IoU of its box with each object's seen region in this image: objects whose
+        # region the 2D box covers are candidates wherever their box is.
+        seen = ([c for c, v in views.items() if v.box_2d is not None]
+                if q.boxes_2d is not None and self.config.image_match < 1 else [])
+        image_fits: list[dict[int, float]] = [{} for _ in range(n)]
+        if seen:
+            i2d = box_iou_2d(q.boxes_2d, np.array([views[c].box_2d for c in seen]))
             for i in range(n):
-                found[i] |= {c for c, v in views.items() if v.box_2d is not None and c != q.exclude[i]
-                             and box_iou_2d(q.boxes_2d[i], v.box_2d) >= self.config.image_match}
+                image_fits[i] = dict(zip(seen, i2d[i].tolist(), strict=True))
+                found[i] |= {c for c, f in image_fits[i].items() if f >= self.config.image_match and c != q.exclude[i]}
         union = np.array(sorted({c for f in found for c in f}), dtype=np.int64)
         others = [self._tracks[int(c)].box for c in union]
         if with_queries and n > 1 and (len(union) or _spheres_overlap(q.boxes)):
@@ -323,17 +328,19 @@ class SceneMemory:
             ranked = []
             for j in np.flatnonzero(np.isin(union, list(found[i]))):
                 track = self._tracks[int(union[j])]
-                fit = self._fit_of(q, i, track, float(iou[i, j]), float(ios[i, j]), views, track.id in near[i])
+                fit = self._fit_of(q, i, track, float(iou[i, j]), float(ios[i, j]), image_fits[i].get(track.id),
+                                   track.id in near[i])
                 if fit is not None:
                     ranked.append((-fit, -ios[i, j], track.id))
             out.append([t for _, _, t in sorted(ranked)])
         return out, iou_qq
 
-    def _fit_of(self, q: _Queries, i: int, track: Track, iou: float, ios: float, views: dict[int, Visibility],
+    def _fit_of(self, q: _Queries, i: int, track: Track, iou: float, ios: float, i2d: float | None,
                 near: bool) -> float | None:
         """How well query ``i`` fits ``track`` (the best of its IoU, geometry and image fits), or
-        None when it is not that object (module docstring); ``near``: their bounding spheres meet
-        (else they can share no geometry).
+        None when it is not that object (module docstring); ``i2d``: the IoU of the query's 2D box
+        with the object's seen region in this image (None: not seen, or no image match);
+        ``near``: their bounding spheres meet (else they can share no geometry).
 
         Objects built from points (lifted detections) see only parts of things, and their parts
         of neighbours overlap; for them, objects of different classes merge only when each was
@@ -352,9 +359,7 @@ class SceneMemory:
             geo = self._geometry_fit(q.blocks(i), track) if near else 0.0
             hit |= geo >= cfg.geometry_match > 0
             fit = max(fit, geo)
-            view = views.get(track.id)
-            if q.boxes_2d is not None and view is not None and view.box_2d is not None and cfg.image_match < 1:
-                i2d = box_iou_2d(q.boxes_2d[i], view.box_2d)
+            if i2d is not None:
                 hit |= i2d >= cfg.image_match
                 fit = max(fit, i2d)
         if not hit or (lifted and not union_plausible(track.box, q.boxes[i], track.class_name)):

@@ -135,14 +135,3 @@ def visibility(samples: list[np.ndarray], tolerances: np.ndarray, frame: Frame, 
         boxes[o] = np.array([pv.u[mine].min(), pv.v[mine].min(), pv.u[mine].max(), pv.v[mine].max()])
     return [Visibility(int(counts[o]), int(n_seen[o]), int(n_hidden[o]), int(n_through[o]), boxes[o])
             for o in range(n_obj)]
-
-
-def box_iou_2d(a: np.ndarray, b: np.ndarray) -> float:
-    """IoU of two xyxy pixel boxes."""
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0

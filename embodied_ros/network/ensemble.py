@@ -11,20 +11,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..detections import Detections2D, class_key
+from ..geometry.iou import box_iou_2d
 from .image_decode import nms_per_class
 from .lifted_perceptor import Detector2D
 
 FUSION_IOU = 0.55  # boxes of one class from different models overlapping more are one object (WBF's default)
-
-
-def pairwise_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(N, 4) x (M, 4) xyxy boxes -> (N, M) IoU."""
-    lo = np.maximum(a[:, None, :2], b[None, :, :2])
-    hi = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(hi - lo, 0.0, None), axis=2)
-    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
-    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
-    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-12)
 
 
 def weighted_box_fusion(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarray, n_models: int,
@@ -52,7 +43,7 @@ def weighted_box_fusion(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarra
         members: list[list[int]] = []
         for i in idx:
             if fused:
-                iou = pairwise_iou(boxes[i : i + 1], np.asarray(fused))[0]
+                iou = box_iou_2d(boxes[i : i + 1], np.asarray(fused))[0]
                 best = int(np.argmax(iou))
                 if iou[best] > iou_threshold:
                     members[best].append(i)
