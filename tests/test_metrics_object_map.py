@@ -15,6 +15,7 @@ from embodied_ros.metrics.object_map import (
     MatchMode,
     Outcome,
     load_ground_truth,
+    reached_by_detections,
     score_object_map,
 )
 
@@ -114,3 +115,18 @@ def test_the_redkitchen_ground_truth_scores_itself_perfectly():
     s = score_object_map(np.array([g.box for g in required]), [g.class_name for g in required],
                          np.linspace(1, 0.5, len(required)), truth)
     assert s.precision == 1.0 and s.recall == 1.0 and len(s.easy_matched) == 6
+
+
+def test_reached_by_detections_needs_one_fitting_detection_with_one_of_the_names():
+    boxes = np.zeros((4, 9))
+    boxes[0, :6] = [0, 0, 0.4, 2.0, 1.0, 0.8]  # the table, as "dining table"
+    boxes[1, :6] = [0, 1.0, 0.45, 0.5, 0.5, 0.9]  # where the chair is, but called "sofa"
+    boxes[2, :6] = [0.32, 0.0, 0.85, 0.1, 0.1, 0.1]  # the mug (IoU 0.67, centre 2 cm)
+    boxes[3, :6] = [3.0, 0.0, 0.5, 1.0, 0.6, 1.0]  # the optional cabinet: not in the ceiling
+    names = ["dining table", "sofa", "cup", "cabinet"]
+    assert reached_by_detections(boxes, names, TRUTH) == (0, 2)
+    far = boxes.copy()
+    far[2, 0] = 0.5  # 20 cm off: IoU 0, yet within 0.3 m
+    assert reached_by_detections(far, names, TRUTH) == (0,)
+    assert reached_by_detections(far, names, TRUTH, MatchMode.CENTRE) == (0, 2)
+    assert reached_by_detections(np.zeros((0, 9)), [], TRUTH) == ()

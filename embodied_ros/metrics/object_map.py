@@ -33,7 +33,7 @@ from ..geometry.boxes import as_boxes
 from ..geometry.iou import box_iou_3d
 
 __all__ = ["GroundTruthObject", "MapScore", "MatchMode", "Outcome", "PredictionResult", "load_ground_truth",
-           "score_object_map"]
+           "reached_by_detections", "score_object_map"]
 
 
 class MatchMode(Enum):
@@ -241,3 +241,36 @@ def score_object_map(
     easy_matched = tuple(sorted(g.id for g in matched_gt if g.easy))
     final = tuple(r for r in results if r is not None)
     return MapScore(mode, final, matched, len(required), sum(g.easy for g in required), easy_matched)
+
+
+def reached_by_detections(
+    boxes: np.ndarray,
+    class_names: Sequence[str],
+    ground_truth: Sequence[GroundTruthObject],
+    mode: MatchMode = MatchMode.IOU,
+    iou_threshold: float = 0.25,
+    max_centre_distance: float = 0.3,
+) -> tuple[int, ...]:
+    """Ids of the required objects that at least one single detection fits, by the matching rules.
+
+    A ceiling of what the detector gives the map: an object no lifted detection of any frame ever
+    fits (with one of its names) is missed by the detector, not by the memory. Not a strict bound:
+    fusing views can fit an object that no single view fits (a table seen in halves).
+
+    Args:
+        boxes: (N, 9) lifted detections of all frames, world frame.
+        class_names: N detection classes.
+        ground_truth, mode, iou_threshold, max_centre_distance: as for ``score_object_map``.
+    """
+    boxes = as_boxes(boxes)
+    if len(class_names) != len(boxes):
+        raise ValueError(f"boxes ({len(boxes)}) and classes ({len(class_names)}) differ")
+    required = [g for g in ground_truth if not g.optional]
+    if not len(boxes) or not required:
+        return ()
+    fit = _fits(boxes, np.array([g.box for g in required], dtype=np.float64).reshape(-1, 9), mode)
+    good = fit >= iou_threshold if mode is MatchMode.IOU else fit <= max_centre_distance
+    names = np.asarray(class_names, dtype=object)
+    reached = [g.id for j, g in enumerate(required)
+               if any(g.accepts(n) for n in set(names[good[:, j]]))]
+    return tuple(sorted(reached))
