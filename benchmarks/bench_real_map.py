@@ -175,8 +175,8 @@ def main() -> None:
               f"{c.recall:5.2f} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
     print("\nceiling: required objects that at least one single lifted detection fits (any frame, any score "
           "the detector passes)")
+    n = len(required)
     for detector, (by_iou, by_centre) in ceilings.items():
-        n = len(required)
         print(f"{detector:24s} IoU>=0.25 {len(by_iou):2d}/{n}   centre<=0.3m {len(by_centre):2d}/{n}")
     if args.per_class:
         print()
