@@ -29,7 +29,7 @@ import numpy as np
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 FOLDERS = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolo-fastest-1.1": "yolo_fastest", "yolox-nano": "yolox_nano",
-           "nanodet-plus-m-416": "nanodet_plus", "ensemble-yolox-nanodet": ""}
+           "nanodet-plus-m-416": "nanodet_plus", "ensemble-yolox-nanodet": "", "ensemble-yolox-nanodet-map": ""}
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4, 0.5)
 PICTURE_FRAMES = (0, 300, 600, 900)
 PICTURE_SCORE = 0.3
@@ -44,7 +44,8 @@ def _detectors(names: list[str], threads: int, cache: Path) -> dict:
 
     def build(name: str):
         if name in ENSEMBLES:
-            return EnsembleDetector2D([build(m) for m in ENSEMBLES[name]], score_threshold=min(THRESHOLDS))
+            models, method = ENSEMBLES[name]
+            return EnsembleDetector2D([build(m) for m in models], method=method, score_threshold=min(THRESHOLDS))
         files = resolve_known_model(name, search_dirs=[DATA / FOLDERS[name]])
         return build_detector(files, backend="onnxruntime", cache=cache, intra_op_threads=threads,
                               inter_op_threads=1, score_threshold=min(THRESHOLDS))

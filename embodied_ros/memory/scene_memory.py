@@ -50,6 +50,7 @@ from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import parts_may_touch, union_plausible
 from .config import MemoryConfig, ScoreMode
+from .existence import ExistenceEvidence, place_of
 from .object_colour import detection_samples
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
@@ -60,7 +61,7 @@ from .visibility import Visibility, box_samples, classify_points, visibility
 __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
 FORMAT = "embodied_ros/scene_memory"
-FORMAT_VERSION = 2  # 2: geometry and existence evidence per object; version 1 files still load
+FORMAT_VERSION = 3  # 2: geometry and existence evidence per object; 3: that evidence per place. 1 and 2 still load
 _V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 # Classes whose front lies across their depth, along the shorter horizontal extent, and those
@@ -210,7 +211,7 @@ class SceneMemory:
                 self._floor.update(frame)
             views = self._views(frame) if frame is not None else {}
             if len(det) == 0:
-                missed, forgotten = self._existence(views, taken=set())
+                missed, forgotten = self._existence(views, set(), perception)
                 return UpdateResult(missed=missed, forgotten=forgotten)
             self._frame_id = det.frame_id
             valid = np.all(np.isfinite(det.boxes), axis=1) & np.all(det.boxes[:, 3:6] > 0, axis=1)
@@ -256,7 +257,7 @@ class SceneMemory:
                     track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
-            missed, forgotten = self._existence(views, taken)
+            missed, forgotten = self._existence(views, taken, perception)
             merged = self._merge_pass(sorted(taken))
             new = set(created)
             return UpdateResult(
@@ -394,7 +395,8 @@ class SceneMemory:
                 tolerances.append(0.5 * float(track.box[3:6].max()))
         return dict(zip(ids, visibility(samples, np.array(tolerances), frame), strict=True))
 
-    def _existence(self, views: dict[int, Visibility], taken: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    def _existence(self, views: dict[int, Visibility], taken: set[int],
+                   perception: FramePerception) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Evidence against the objects in view but not detected; forget those that fall too low.
 
         Returns:
@@ -415,8 +417,7 @@ class SceneMemory:
             if change == 0.0:
                 continue
             missed.append(obj_id)
-            track.log_odds = float(np.clip(track.log_odds + change, cfg.existence_min, cfg.existence_max))
-            track.cached = None
+            self._evidence(track, change, perception)
             if track.log_odds < cfg.forget_below:
                 del self._tracks[obj_id]
                 self._index.remove(obj_id)
@@ -424,17 +425,27 @@ class SceneMemory:
         return tuple(sorted(missed)), tuple(sorted(forgotten))
 
     def _hit(self, track: Track, score: float, perception: FramePerception) -> None:
-        """A detection's evidence: its score, times how new its viewpoint is (MemoryConfig.existence_baseline)."""
+        """A detection's evidence: its score, times how new its viewpoint is (MemoryConfig.existence_baseline);
+        the first of a new look from a place (memory/existence.py) is new."""
         cfg = self.config
         novelty = 1.0
         if perception.viewpoint is not None:
             camera = np.asarray(perception.viewpoint, dtype=np.float64).reshape(3)
-            if track.last_view is not None and cfg.existence_baseline > 0:
+            place = place_of(camera, cfg.existence_place)
+            again = track.existence.looks_again(place, int(perception.stamp_ns), cfg.existence_revisit_s)
+            if track.last_view is not None and cfg.existence_baseline > 0 and not again:  # a new look is new
                 moved = float(np.linalg.norm(camera - track.last_view))
                 novelty = float(np.clip(moved / cfg.existence_baseline, cfg.existence_min_novelty, 1.0))
             track.last_view = camera
-        track.log_odds = float(np.clip(track.log_odds + cfg.existence_hit * score * novelty, cfg.existence_min,
-                                       cfg.existence_max))
+        self._evidence(track, cfg.existence_hit * score * novelty, perception)
+
+    def _evidence(self, track: Track, value: float, perception: FramePerception) -> None:
+        """Add one frame's existence evidence to the object, in the place the frame looked from."""
+        cfg = self.config
+        track.existence.add(value, place_of(perception.viewpoint, cfg.existence_place), int(perception.stamp_ns),
+                            cfg.existence_revisit_s, cfg.existence_max_places, cfg.existence_min, cfg.existence_max)
+        track.log_odds = track.existence.log_odds(cfg.existence_min, cfg.existence_max)
+        track.cached = None
 
     # ------------------------------------------------------------------ tracks
 
@@ -502,7 +513,8 @@ class SceneMemory:
         self._next_id += 1
         frame, stamp = int(perception.frame_index), int(perception.stamp_ns)
         track = Track(obj_id, canonical_box(det.box), det.score, det.score, {det.name: det.score}, det.name, 1, frame,
-                      frame, stamp, stamp, log_odds=self.config.existence_prior, n_cut=int(det.cut))
+                      frame, stamp, stamp, log_odds=self.config.existence_prior, n_cut=int(det.cut),
+                      existence=ExistenceEvidence(self.config.existence_prior))
         self._hit(track, det.score, perception)
         self._add_points(track, det.points, perception.frame)
         self._seen_from(track, det.score, perception)
@@ -591,7 +603,8 @@ class SceneMemory:
         keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
         keep.n_obs += gone.n_obs
         keep.n_cut += gone.n_cut
-        keep.log_odds = max(keep.log_odds, gone.log_odds)  # two fragments saw mostly the same frames
+        if gone.log_odds > keep.log_odds:  # two fragments saw mostly the same frames: the surer one's evidence
+            keep.log_odds, keep.existence = gone.log_odds, gone.existence
         keep.n_missed = min(keep.n_missed, gone.n_missed)
         keep.seen_from = keep.seen_from + gone.seen_from
         keep.colour.merge(gone.colour)
@@ -690,8 +703,8 @@ class SceneMemory:
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise InputError(f"not a scene memory document (expected format '{FORMAT}')")
         version = data.get("format_version")
-        if version not in (1, FORMAT_VERSION):
-            raise InputError(f"scene memory document version {version!r} is not 1 or {FORMAT_VERSION}")
+        if version not in range(1, FORMAT_VERSION + 1):
+            raise InputError(f"scene memory document version {version!r} is not 1 to {FORMAT_VERSION}")
         try:
             config = MemoryConfig(**data["config"])
         except (KeyError, TypeError) as err:

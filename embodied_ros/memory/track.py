@@ -9,6 +9,7 @@ import numpy as np
 
 from ..geometry.boxes import BOX_DIM
 from .class_shapes import plausible_size
+from .existence import ExistenceEvidence
 from .object_colour import ColourAccumulator, colour_name
 from .object_geometry import ObjectGeometry
 from .scene_object import SceneObject
@@ -30,13 +31,15 @@ class Track:
         class_name: the class with most evidence.
         n_obs: detections fused in (one per frame at most).
         first_frame, last_frame, first_ns, last_ns: first and latest detection.
-        log_odds: existence evidence (natural-log odds that the object is really there).
+        log_odds: existence evidence (natural-log odds that the object is really there), the sum
+            of ``existence``'s places, clamped.
         n_missed: frames in which it was in view, not hidden, and not detected.
         n_cut: detections whose image region touched the image's edge (the object may go on).
         seen_from: (2,) score-weighted sum of unit directions towards its viewpoints.
         geometry: the voxels its detections covered, or None (a network's boxes without points).
         colour: its pixels' colour over all views (memory.object_colour).
         last_view: (3,) camera position of its latest detection, or None.
+        existence: the evidence behind ``log_odds``, per place it was looked at from.
     """
 
     id: int
@@ -57,6 +60,7 @@ class Track:
     geometry: ObjectGeometry | None = None
     colour: ColourAccumulator = field(default_factory=ColourAccumulator)
     last_view: np.ndarray | None = None
+    existence: ExistenceEvidence = field(default_factory=ExistenceEvidence)
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
@@ -99,20 +103,24 @@ class Track:
             "geometry": None if self.geometry is None else self.geometry.to_dict(),
             "colour": self.colour.to_json(),
             "last_view": None if self.last_view is None else [float(v) for v in self.last_view],
+            "existence": self.existence.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, o: dict[str, Any], default_log_odds: float) -> Track:
         """Read ``to_dict``'s form; files without existence evidence get ``default_log_odds``."""
         geometry = o.get("geometry")
+        log_odds = float(o.get("log_odds", default_log_odds))
+        existence = o.get("existence")
         return cls(
             int(o["id"]), np.array(o["box"], dtype=np.float64).reshape(BOX_DIM), float(o["fusion_weight"]),
             float(o["score"]), {str(k): float(v) for k, v in o["class_scores"].items()},
             str(o["class_name"]), int(o["n_observations"]), int(o["first_seen_frame"]),
             int(o["last_seen_frame"]), int(o["first_seen_ns"]), int(o["last_seen_ns"]),
-            float(o.get("log_odds", default_log_odds)), int(o.get("n_missed", 0)), int(o.get("n_cut", 0)),
+            log_odds, int(o.get("n_missed", 0)), int(o.get("n_cut", 0)),
             np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
             None if geometry is None else ObjectGeometry.from_dict(geometry),
             ColourAccumulator.from_json(o.get("colour")),
             None if o.get("last_view") is None else np.array(o["last_view"], dtype=np.float64).reshape(3),
+            ExistenceEvidence(log_odds) if existence is None else ExistenceEvidence.from_dict(existence),
         )

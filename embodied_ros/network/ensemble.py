@@ -1,4 +1,5 @@
-"""Two (or more) 2D detectors on one frame, their boxes fused: weighted box fusion or NMS across models.
+"""Two (or more) 2D detectors on one frame, their boxes fused: weighted box fusion, NMS across models,
+or none (the scene memory fuses them across frames like any two detections of one object).
 
 Class names are matched through the models' own vocabularies (case and spaces ignored), so models
 with different label lists can be fused; the ensemble's vocabulary is their union, in first-seen order.
@@ -15,6 +16,7 @@ from ..geometry.iou import box_iou_2d
 from .image_decode import nms_per_class
 from .lifted_perceptor import Detector2D
 
+METHODS = ("wbf", "nms", "memory")
 FUSION_IOU = 0.55  # boxes of one class from different models overlapping more are one object (WBF's default)
 
 
@@ -64,7 +66,7 @@ def weighted_box_fusion(boxes: np.ndarray, scores: np.ndarray, labels: np.ndarra
 
 
 class EnsembleDetector2D:
-    """Runs every detector on the frame and fuses their boxes (``method``: "wbf" or "nms").
+    """Runs every detector on the frame and fuses their boxes (``method``: "wbf", "nms" or "memory").
 
     Attributes:
         detectors: the member detectors, in order.
@@ -76,15 +78,16 @@ class EnsembleDetector2D:
                  score_threshold: float = 0.0):
         """Args:
             detectors: two or more 2D detectors.
-            method: "wbf" (weighted box fusion) or "nms" (per-class NMS over all models' boxes).
+            method: "wbf" (weighted box fusion), "nms" (per-class NMS over all models' boxes) or "memory"
+                (all boxes, each model's own score: the scene memory fuses them with its object's views).
             iou_threshold: clustering IoU (wbf) or suppression IoU (nms).
             score_threshold: fused boxes below this are dropped.
 
         Raises:
             ValueError: fewer than two detectors, or an unknown method.
         """
-        if len(detectors) < 2 or method not in ("wbf", "nms"):
-            raise ValueError(f"an ensemble needs two or more detectors and method 'wbf' or 'nms', got "
+        if len(detectors) < 2 or method not in METHODS:
+            raise ValueError(f"an ensemble needs two or more detectors and a method of {METHODS}, got "
                              f"{len(detectors)}, {method!r}")
         self.detectors = tuple(detectors)
         self.method, self.iou_threshold, self.score_threshold = method, iou_threshold, score_threshold
@@ -110,9 +113,12 @@ class EnsembleDetector2D:
         labels = np.concatenate([m[r.labels] for m, r in zip(self._maps, results, strict=True)]).astype(np.int64)
         if self.method == "wbf":
             boxes, scores, labels = weighted_box_fusion(boxes, scores, labels, len(self.detectors), self.iou_threshold)
-        else:
+        elif self.method == "nms":
             keep = nms_per_class(boxes, scores, labels, self.iou_threshold)
             keep = keep[np.argsort(-scores[keep], kind="stable")]
             boxes, scores, labels = boxes[keep], scores[keep], labels[keep]
+        else:
+            order = np.argsort(-scores, kind="stable")
+            boxes, scores, labels = boxes[order], scores[order], labels[order]
         keep = scores >= self.score_threshold
         return Detections2D(boxes[keep], labels[keep], scores[keep].astype(np.float64), self.class_names)

@@ -18,8 +18,12 @@ _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
 # The 2D detector keeps candidates well below Darknet's display threshold (0.25): the scene
 # memory applies the project's 0.075 score rule, and repeated weak sightings accumulate.
 DETECTOR_SCORE_THRESHOLD = 0.1
-# Detector ensembles by name: the member models (weights.KNOWN_MODELS), their boxes fused (network/ensemble.py).
-ENSEMBLES = {"ensemble-yolox-nanodet": ("yolox-nano", "nanodet-plus-m-416")}
+# Detector ensembles by name: the member models (weights.KNOWN_MODELS) and how their boxes are fused
+# (network/ensemble.py): in the image, or by the scene memory as two detections of one object.
+ENSEMBLES = {
+    "ensemble-yolox-nanodet": (("yolox-nano", "nanodet-plus-m-416"), "wbf"),
+    "ensemble-yolox-nanodet-map": (("yolox-nano", "nanodet-plus-m-416"), "memory"),
+}
 
 
 def _search_dirs(weights: Path | None) -> list[Path]:
@@ -171,9 +175,11 @@ def build_perceptor(
     if name in ENSEMBLES:
         from .ensemble import EnsembleDetector2D
 
+        models, method = ENSEMBLES[name]
         members = [build_detector(_known_files(m, weights, download), score_threshold=threshold(m), **runtime)
-                   for m in ENSEMBLES[name]]
-        ensemble = EnsembleDetector2D(members, score_threshold=detector_score_threshold or DETECTOR_SCORE_THRESHOLD)
+                   for m in models]
+        ensemble = EnsembleDetector2D(members, method=method,
+                                      score_threshold=detector_score_threshold or DETECTOR_SCORE_THRESHOLD)
         return LiftedPerceptor(ensemble, lifting or LiftingParams(), name=f"{name}+lifting")
     if name in KNOWN_MODELS:
         files = _known_files(name, weights, download)
