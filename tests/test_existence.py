@@ -50,22 +50,23 @@ def test_place_of_a_camera_position() -> None:
     assert place_of(None, 0.5) is None and place_of(np.zeros(3), 0.0) is None
 
 
-def _crate_pass(memory: SceneMemory, start: int, eyes: list[np.ndarray], score: float) -> float:
-    """One pass: from each eye two frames, in the first the crate is detected with ``score``, in the
-    second it is in plain view and not detected. Returns the crate's confidence after the pass."""
+def _crate_pass(memory: SceneMemory, start: int, eyes: list[np.ndarray], score: float, detect: bool = True) -> float:
+    """One pass: from each eye two frames, in the first the crate is detected with ``score`` (if
+    ``detect``), in the second it is in plain view and not detected. Returns the crate's confidence
+    after the pass, 0 once it is forgotten."""
     index = start
     for eye in eyes:
         T = look_at(eye, CRATE[:3])
         for detected in (True, False):
             frame = render_frame(T, [CRATE], index=index)
-            boxes = [project_box(T, CRATE)] if detected else []
+            boxes = [project_box(T, CRATE)] if detected and detect else []
             dets = Detections2D(np.array(boxes).reshape(-1, 4), np.zeros(len(boxes), np.int64),
                                 np.full(len(boxes), score), ("box",))
             memory.update(FramePerception(index, frame.stamp_ns, lift_detections(frame, dets, LiftingParams()), dets,
                                           viewpoint=eye, frame=frame))
             index += 1
-    (obj,) = memory.objects()
-    return obj.confidence
+    objects = memory.objects()
+    return objects[0].confidence if objects else 0.0
 
 
 def test_going_round_again_does_not_make_a_recurring_detection_surer(tmp_path) -> None:
@@ -84,3 +85,11 @@ def test_going_round_again_does_not_make_a_recurring_detection_surer(tmp_path) -
     places.save(tmp_path / "memory.json")
     loaded = SceneMemory.load(tmp_path / "memory.json")
     assert _crate_pass(loaded, 6000, eyes, 0.4) == pytest.approx(_crate_pass(places, 6000, eyes, 0.4))
+
+
+def test_an_object_missed_on_every_later_pass_is_forgotten() -> None:
+    memory = SceneMemory()
+    first = _crate_pass(memory, 0, [EYE], 0.5)
+    later = [_crate_pass(memory, 1000 * k, [EYE], 0.5, detect=False) for k in range(1, 11)]
+    assert first > 0.5 > later[0]  # each later look says "not there" ...
+    assert later[-1] == 0.0 and memory.objects() == []  # ... and all of them together let it go

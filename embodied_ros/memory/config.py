@@ -124,7 +124,8 @@ class MemoryConfig:
     existence_min: float = -4.0
     # Upper clamp of the log-odds (an object that is gone can always go).
     existence_max: float = 6.0
-    # Objects whose log-odds fall below this are forgotten (memory stays bounded).
+    # Objects are forgotten (memory stays bounded) when their evidence summed over all looks falls
+    # below this and their places' latest looks say more likely gone than there (log-odds < 0).
     forget_below: float = -2.5
     # Only objects at least this confident (probability) are published; 0 publishes all.
     publish_confidence: float = 0.7

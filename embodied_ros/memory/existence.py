@@ -5,7 +5,8 @@ sink is taken for one on every pass, so evidence summed over passes makes it cer
 The evidence is therefore kept per place (a cell of camera positions), and a place that looks
 again after a pause replaces what it said before instead of adding to it: a robot circling a
 room for an hour keeps the map of one circle. Within one look evidence adds up, so a camera that
-stays put still sees an object go.
+stays put still sees an object go. The plain sum over all looks is kept too: an object that every
+look misses again falls in it without bound, so the memory can let it go.
 """
 
 from __future__ import annotations
@@ -26,10 +27,17 @@ class ExistenceEvidence:
         base: prior plus the evidence of places let go to bound memory, and of perceptions
             without a viewpoint.
         places: place -> (evidence of its latest look, stamp in ns of its latest evidence).
+        total: all evidence ever added, plainly summed (clamped like the log-odds).
     """
 
     base: float = 0.0
     places: dict[Place, tuple[float, int]] = field(default_factory=dict)
+    total: float = 0.0
+
+    @classmethod
+    def starting_at(cls, log_odds: float) -> ExistenceEvidence:
+        """Evidence of ``log_odds`` and nothing from any place yet (a prior, or a file without places)."""
+        return cls(log_odds, {}, log_odds)
 
     def log_odds(self, lo: float, hi: float) -> float:
         return float(np.clip(self.base + sum(v for v, _ in self.places.values()), lo, hi))
@@ -45,6 +53,7 @@ class ExistenceEvidence:
         """Add one frame's evidence seen from ``place`` (None: to the base), replacing the place's
         previous look if this starts a new one (``looks_again``); ``lo``, ``hi`` clamp each look
         as they clamp the total. Beyond ``max_places`` the place looked from longest ago joins the base."""
+        self.total = float(np.clip(self.total + value, lo, hi))
         if place is None:
             self.base = float(np.clip(self.base + value, lo, hi))
             return
@@ -55,12 +64,12 @@ class ExistenceEvidence:
             self.base = float(np.clip(self.base + self.places.pop(oldest)[0], lo, hi))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"base": self.base, "places": [[*p, v, t] for p, (v, t) in self.places.items()]}
+        return {"base": self.base, "places": [[*p, v, t] for p, (v, t) in self.places.items()], "total": self.total}
 
     @classmethod
     def from_dict(cls, o: dict[str, Any]) -> ExistenceEvidence:
         places = {(int(x), int(y), int(z)): (float(v), int(t)) for x, y, z, v, t in o.get("places", ())}
-        return cls(float(o["base"]), places)
+        return cls(float(o["base"]), places, float(o.get("total", o["base"])))
 
 
 def place_of(viewpoint: np.ndarray | None, edge: float) -> Place | None:

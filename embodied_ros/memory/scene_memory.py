@@ -418,7 +418,7 @@ class SceneMemory:
                 continue
             missed.append(obj_id)
             self._evidence(track, change, perception)
-            if track.log_odds < cfg.forget_below:
+            if track.existence.total < cfg.forget_below and track.log_odds < 0.0:  # missed on every look
                 del self._tracks[obj_id]
                 self._index.remove(obj_id)
                 forgotten.append(obj_id)
@@ -514,7 +514,7 @@ class SceneMemory:
         frame, stamp = int(perception.frame_index), int(perception.stamp_ns)
         track = Track(obj_id, canonical_box(det.box), det.score, det.score, {det.name: det.score}, det.name, 1, frame,
                       frame, stamp, stamp, log_odds=self.config.existence_prior, n_cut=int(det.cut),
-                      existence=ExistenceEvidence(self.config.existence_prior))
+                      existence=ExistenceEvidence.starting_at(self.config.existence_prior))
         self._hit(track, det.score, perception)
         self._add_points(track, det.points, perception.frame)
         self._seen_from(track, det.score, perception)

@@ -122,5 +122,5 @@ class Track:
             None if geometry is None else ObjectGeometry.from_dict(geometry),
             ColourAccumulator.from_json(o.get("colour")),
             None if o.get("last_view") is None else np.array(o["last_view"], dtype=np.float64).reshape(3),
-            ExistenceEvidence(log_odds) if existence is None else ExistenceEvidence.from_dict(existence),
+            ExistenceEvidence.starting_at(log_odds) if existence is None else ExistenceEvidence.from_dict(existence),
         )

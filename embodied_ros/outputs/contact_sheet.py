@@ -47,6 +47,27 @@ def _project(box: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray) -> np.n
     return uv[:, :2] / uv[:, 2:3]
 
 
+def _edges_in_front(box: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray) -> np.ndarray:
+    """(E, 2, 2) pixel segments of the box's edges, each cut where it goes behind the camera (the
+    best view was chosen for an earlier box; the final one may reach behind that camera)."""
+    T = np.linalg.inv(T_world_camera)
+    cam = box_corners(np.asarray(box, dtype=np.float64)[None])[0] @ T[:3, :3].T + T[:3, 3]
+    segments = []
+    for i, j in BOX_EDGES:
+        a, b = cam[i], cam[j]
+        if a[2] < _NEAR_M and b[2] < _NEAR_M:
+            continue
+        if a[2] < _NEAR_M or b[2] < _NEAR_M:
+            inside, outside = (a, b) if a[2] >= _NEAR_M else (b, a)
+            outside = inside + (outside - inside) * (inside[2] - _NEAR_M) / (inside[2] - outside[2])
+            a, b = inside, outside
+        segments.append((a, b))
+    if not segments:
+        return np.zeros((0, 2, 2))
+    uv = np.asarray(segments) @ K.T
+    return uv[..., :2] / uv[..., 2:3]
+
+
 def _quality(uv: np.ndarray | None, width: int, height: int) -> float:
     """Visible area of a projected box, in pixels, times the fraction of it inside the image."""
     if uv is None:
@@ -115,13 +136,12 @@ class ObjectViews:
         if view is not None:
             frame = cv2.cvtColor(cv2.imdecode(np.frombuffer(view.jpeg, np.uint8), cv2.IMREAD_COLOR),
                                  cv2.COLOR_BGR2RGB)
-            uv = _project(obj.box, view.K, view.T_world_camera)
-            if uv is not None:
+            segments = _edges_in_front(obj.box, view.K, view.T_world_camera)
+            if len(segments):
                 colour = class_color(obj.class_name)
-                for i, j in BOX_EDGES:
-                    cv2.line(frame, tuple(int(v) for v in uv[i]), tuple(int(v) for v in uv[j]), colour, 2,
-                             cv2.LINE_AA)
-                image = _crop_square(frame, uv, size)
+                for a, b in segments:
+                    cv2.line(frame, tuple(int(v) for v in a), tuple(int(v) for v in b), colour, 2, cv2.LINE_AA)
+                image = _crop_square(frame, segments.reshape(-1, 2), size)
         band = np.full((22, size, 3), 255, np.uint8)
         cv2.putText(band, caption, (4, 15), cv2.FONT_HERSHEY_SIMPLEX, 0.38, (0, 0, 0), 1, cv2.LINE_AA)
         return np.concatenate([image, band], axis=0)
