@@ -83,7 +83,9 @@ def test_ensemble_on_a_real_frame_with_vocabularies_matched_by_name(tmp_path: Pa
     with pytest.raises(ValueError, match="two or more"):
         EnsembleDetector2D([yolox])
     # Fused by the memory instead: every member's box, with its own score, best first.
-    passed = EnsembleDetector2D([yolox, nanodet], method="memory", score_threshold=0.0).detect(image)
+    by_map = build_perceptor("ensemble-yolox-nanodet-map", weights=DATA, backend="onnxruntime").detector
+    assert by_map.method == "memory" and by_map.name == ensemble.name
+    passed = by_map.detect(image)
     assert len(passed) == len(a) + len(b) and np.all(np.diff(passed.scores) <= 0)
     mine = sorted(zip(np.concatenate([a.scores, b.scores]).round(6), np.concatenate([a.labels, b.labels]), strict=True))
     assert sorted(zip(passed.scores.round(6), passed.labels, strict=True)) == mine

@@ -40,6 +40,7 @@ class ExistenceEvidence:
         return cls(log_odds, {}, log_odds)
 
     def log_odds(self, lo: float, hi: float) -> float:
+        """The base plus every place's latest look, clamped to [lo, hi]."""
         return float(np.clip(self.base + sum(v for v, _ in self.places.values()), lo, hi))
 
     def looks_again(self, place: Place | None, stamp_ns: int, revisit_s: float) -> bool:

@@ -31,8 +31,8 @@ class Track:
         class_name: the class with most evidence.
         n_obs: detections fused in (one per frame at most).
         first_frame, last_frame, first_ns, last_ns: first and latest detection.
-        log_odds: existence evidence (natural-log odds that the object is really there), the sum
-            of ``existence``'s places, clamped.
+        log_odds: existence evidence (natural-log odds that the object is really there):
+            ``existence``'s base plus its places' latest looks, clamped.
         n_missed: frames in which it was in view, not hidden, and not detected.
         n_cut: detections whose image region touched the image's edge (the object may go on).
         seen_from: (2,) score-weighted sum of unit directions towards its viewpoints.
