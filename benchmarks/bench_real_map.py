@@ -169,8 +169,8 @@ def main() -> None:
                     touched = (memory.get(i) for i in (*result.created, *result.updated))
                     views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
                                                      for o in touched if o is not None))
-                passes.append(_score(memory, truth)[1])
-            n, iou, centre = _score(memory, truth)
+                n, iou, centre = _score(memory, truth)
+                passes.append(iou)
             rows.append(Row(detector, name, n, iou, centre, {**ms, "memory": 1e3 * float(np.mean(t_memory))}, passes))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)

@@ -50,7 +50,7 @@ from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import parts_may_touch, union_plausible
 from .config import MemoryConfig, ScoreMode
-from .existence import ExistenceEvidence, place_of
+from .existence import ExistenceEvidence, Place, place_of
 from .object_colour import detection_samples
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
@@ -403,6 +403,7 @@ class SceneMemory:
             (ids that lost evidence, ids forgotten).
         """
         cfg = self.config
+        place = place_of(perception.viewpoint, cfg.existence_place)
         missed, forgotten = [], []
         for obj_id, view in views.items():
             track = self._tracks.get(obj_id)
@@ -417,7 +418,7 @@ class SceneMemory:
             if change == 0.0:
                 continue
             missed.append(obj_id)
-            self._evidence(track, change, perception)
+            self._evidence(track, change, place, perception.stamp_ns)
             if track.existence.total < cfg.forget_below and track.log_odds < 0.0:  # missed on every look
                 del self._tracks[obj_id]
                 self._index.remove(obj_id)
@@ -429,21 +430,21 @@ class SceneMemory:
         the first of a new look from a place (memory/existence.py) is new."""
         cfg = self.config
         novelty = 1.0
+        place = place_of(perception.viewpoint, cfg.existence_place)
         if perception.viewpoint is not None:
             camera = np.asarray(perception.viewpoint, dtype=np.float64).reshape(3)
-            place = place_of(camera, cfg.existence_place)
             again = track.existence.looks_again(place, int(perception.stamp_ns), cfg.existence_revisit_s)
             if track.last_view is not None and cfg.existence_baseline > 0 and not again:  # a new look is new
                 moved = float(np.linalg.norm(camera - track.last_view))
                 novelty = float(np.clip(moved / cfg.existence_baseline, cfg.existence_min_novelty, 1.0))
             track.last_view = camera
-        self._evidence(track, cfg.existence_hit * score * novelty, perception)
+        self._evidence(track, cfg.existence_hit * score * novelty, place, perception.stamp_ns)
 
-    def _evidence(self, track: Track, value: float, perception: FramePerception) -> None:
+    def _evidence(self, track: Track, value: float, place: Place | None, stamp_ns: int) -> None:
         """Add one frame's existence evidence to the object, in the place the frame looked from."""
         cfg = self.config
-        track.existence.add(value, place_of(perception.viewpoint, cfg.existence_place), int(perception.stamp_ns),
-                            cfg.existence_revisit_s, cfg.existence_max_places, cfg.existence_min, cfg.existence_max)
+        track.existence.add(value, place, int(stamp_ns), cfg.existence_revisit_s, cfg.existence_max_places,
+                            cfg.existence_min, cfg.existence_max)
         track.log_odds = track.existence.log_odds(cfg.existence_min, cfg.existence_max)
         track.cached = None
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, box_corners
+from ..geometry.transforms import invert_transform, transform_points
 from ..memory.visibility import box_samples, visibility
 from .colors import class_color
 from .scene_messages import ObjectLike
@@ -37,10 +38,14 @@ class _View:
     quality: float
 
 
+def _corners_in_camera(box: np.ndarray, T_world_camera: np.ndarray) -> np.ndarray:
+    """(8, 3) corners of a world box in the camera's frame."""
+    return transform_points(invert_transform(T_world_camera), box_corners(np.asarray(box, dtype=np.float64)[None])[0])
+
+
 def _project(box: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray) -> np.ndarray | None:
     """(8, 2) pixel corners of a world box, or None when a corner is behind the camera."""
-    T = np.linalg.inv(T_world_camera)
-    cam = box_corners(np.asarray(box, dtype=np.float64)[None])[0] @ T[:3, :3].T + T[:3, 3]
+    cam = _corners_in_camera(box, T_world_camera)
     if (cam[:, 2] < _NEAR_M).any():
         return None
     uv = cam @ K.T
@@ -50,8 +55,7 @@ def _project(box: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray) -> np.n
 def _edges_in_front(box: np.ndarray, K: np.ndarray, T_world_camera: np.ndarray) -> np.ndarray:
     """(E, 2, 2) pixel segments of the box's edges, each cut where it goes behind the camera (the
     best view was chosen for an earlier box; the final one may reach behind that camera)."""
-    T = np.linalg.inv(T_world_camera)
-    cam = box_corners(np.asarray(box, dtype=np.float64)[None])[0] @ T[:3, :3].T + T[:3, 3]
+    cam = _corners_in_camera(box, T_world_camera)
     segments = []
     for i, j in BOX_EDGES:
         a, b = cam[i], cam[j]
