@@ -142,6 +142,29 @@ def test_a_chair_seen_over_a_table_reaches_the_floor():
     assert part.box[2] - 0.5 * part.box[5] > 0.6  # only what showed above the table top
 
 
+def test_furniture_completed_to_a_table_top_taken_for_the_floor_reaches_the_real_floor_once_seen():
+    # The first views see only a wide table top (the floor estimate's lowest dense layer) and a chair's
+    # back above it; later views see the floor but no longer the chair: the chair must still reach it.
+    table = np.array([0.0, 2.0, 0.375, 4.0, 3.0, 0.75, 0.0, 0.0, 0.0])
+    chair = np.array([0.0, 3.8, 0.45, 0.45, 0.45, 0.9, 0.0, 0.0, 0.0])
+    memory = SceneMemory()
+    for i in range(4):
+        T = look_at(np.array([0.2 * i - 0.3, 1.0, 1.7]), np.array([0.0, 3.8, 0.7]))
+        frame = render_frame(T, [chair, table], wall_y=4.3, index=i)
+        top = project_box(T, chair)
+        top[3] = project_box(T, np.array([0.0, 3.5, 0.75, 0.01, 0.01, 0.01, 0, 0, 0]), margin=0.0)[1]  # far edge
+        memory.update(_perceive(frame, [chair], ["chair"], boxes_xyxy=[top]))
+    assert memory.floor_z == pytest.approx(0.75, abs=0.05)  # the table top
+    (obj,) = memory.objects()
+    assert obj.box[2] - 0.5 * obj.box[5] > 0.6
+    for i in range(4, 8):  # back from the table, looking down at the floor before it; the chair out of view
+        T = look_at(np.array([0.2 * i - 1.1, -2.0, 1.2]), np.array([0.0, -0.5, 0.0]))
+        memory.update(_perceive(render_frame(T, [chair, table], wall_y=4.3, index=i), [], []))
+    assert memory.floor_z == pytest.approx(0.0, abs=0.05)
+    (obj,) = memory.objects()
+    assert obj.box[2] - 0.5 * obj.box[5] == pytest.approx(0.0, abs=0.05)
+
+
 def _box(x: float, y: float = 0.0, z: float = 0.5, dx: float = 0.5, dy: float = 0.5, dz: float = 0.5) -> np.ndarray:
     return np.array([x, y, z, dx, dy, dz, 0.0, 0.0, 0.0])
 

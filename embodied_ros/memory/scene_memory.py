@@ -48,7 +48,7 @@ from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume, box_iou_2d
 from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
-from .class_shapes import parts_may_touch, union_plausible
+from .class_shapes import parts_may_touch, shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
 from .existence import ExistenceEvidence, Place, place_of
 from .object_colour import detection_samples
@@ -74,6 +74,7 @@ LONG_FRONT: frozenset[str] = frozenset({"bed"})
 _VIEW_SAMPLES = 64  # surface points per object in the visibility test
 _FRACTION_SAMPLES = 512  # voxels per query whose share on an object's geometry is measured
 _VIEW_RADIUS = 3.0  # metres: objects within twice this of the view's middle are tested
+_FLOOR_MOVED = 0.05  # metres the floor estimate moves before floor-standing objects are refitted
 
 
 def _overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -154,6 +155,7 @@ class SceneMemory:
         self._tracks: dict[int, Track] = {}
         self._index = SpatialHashGrid(self.config.cell_size)
         self._floor = FloorEstimate()
+        self._completed_to: float | None = None  # the floor the furniture's boxes reach down to
         self._next_id = 0
         self._frame_id = ""
         self._vocabulary: tuple[str, ...] = ()
@@ -209,6 +211,7 @@ class SceneMemory:
                                  f"the scene memory holds objects in '{self._frame_id}'")
             if frame is not None and self.config.amodal:
                 self._floor.update(frame)
+                self._follow_floor()
             views = self._views(frame) if frame is not None else {}
             if len(det) == 0:
                 missed, forgotten = self._existence(views, set(), perception)
@@ -570,6 +573,21 @@ class SceneMemory:
         track.box = box
         self._turn_front(track)
 
+    def _follow_floor(self) -> None:
+        """Refit the floor-standing objects when the floor estimate has moved: frames that saw only
+        a table top took it for the floor, and a chair completed to it, and not seen since, would
+        keep that box."""
+        z = self._floor.z
+        if z is None or (self._completed_to is not None and abs(z - self._completed_to) <= _FLOOR_MOVED):
+            return
+        self._completed_to = z
+        for track in self._tracks.values():
+            prior = shape_prior(track.class_name)
+            if prior is not None and prior.on_floor:
+                self._fit(track)
+                track.cached = None
+                self._index.update(track.id, track.box)
+
     def _seen_from(self, track: Track, score: float, perception: FramePerception) -> None:
         """Add a sighting's direction to the track's evidence and turn its front that way."""
         if not self.config.front_from_views or perception.viewpoint is None:
@@ -671,6 +689,7 @@ class SceneMemory:
             self._tracks.clear()
             self._index.clear()
             self._floor.reset()
+            self._completed_to = None
             self._frame_id = ""
             self._last_frame = (-1, 0)
             self._n_updates = 0
@@ -716,6 +735,7 @@ class SceneMemory:
             memory._vocabulary = tuple(str(n) for n in data.get("vocabulary", ()))
             if data.get("floor_z") is not None:
                 memory._floor.assume(float(data["floor_z"]))
+                memory._completed_to = memory._floor.z
             for o in data["objects"]:
                 track = Track.from_dict(o, _V1_LOG_ODDS)
                 memory._tracks[track.id] = track
