@@ -16,7 +16,8 @@ Memory variants (MemoryConfig overrides):
             evidence was kept per place: the baseline of ``--passes``.
 
     .venv/bin/python benchmarks/bench_real_map.py [--detectors yolo-fastest-1.1-xl,yolox-nano]
-        [--memories legacy,full] [--frames 100] [--passes 1] [--registration auto] [--out DIR] [--per-class]
+        [--memories legacy,full] [--frames 100] [--subsets all] [--passes 1] [--registration auto]
+        [--out DIR] [--per-class]
 
 Prints one row per detector x memory, per-stage milliseconds per frame, each detector's ceiling
 (the required objects that at least one single lifted detection fits: what the detector gives the
@@ -24,7 +25,10 @@ map; the objects outside it are the detector's misses, not the memory's), and (`
 the matches per ground-truth class and the objects outside each detector's ceiling; ``--out``
 also writes the contact sheet and top-down picture of every combination. ``--passes N`` replays
 the frames N times, each pass a minute after the previous one ended (a robot going round its room
-again), scores after the last and prints precision and recall after each pass.
+again), scores after the last and prints precision and recall after each pass. ``--subsets``
+also scores other walks through the room, made of the same frames: ``first`` and ``last`` half of
+the walk, and ``even`` and ``odd`` (every other frame: the walk at half the frame rate); ``all`` is
+every frame.
 """
 
 from __future__ import annotations
@@ -64,11 +68,19 @@ MEMORIES: dict[str, dict] = {
     "one-sum": dict(existence_revisit_s=0.0),
 }
 PASS_GAP_NS = 60 * 10**9  # between the end of one pass and the start of the next
+SUBSETS = ("all", "first", "last", "even", "odd")
+
+
+def _subset(name: str, n: int) -> slice:
+    """The frames of one walk among ``n`` (see the module notes)."""
+    return {"all": slice(None), "first": slice(0, n // 2), "last": slice(n // 2, None),
+            "even": slice(0, None, 2), "odd": slice(1, None, 2)}[name]
 
 
 @dataclass
 class Row:
     detector: str
+    subset: str
     memory: str
     n: int
     iou: MapScore
@@ -108,6 +120,29 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
             reached_by_detections(boxes, names, truth, MatchMode.CENTRE))
 
 
+def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth
+            ) -> tuple[ObjectViews, list[float], list[tuple[int, MapScore, MapScore]]]:
+    """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
+    times (s) and the score (``_score``) after each pass."""
+    views = ObjectViews()
+    t_memory = []
+    scores = []
+    span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
+    for k in range(passes):
+        for perception in perceptions:
+            perception = replace(perception, frame_index=perception.frame_index + k * len(perceptions),
+                                 stamp_ns=perception.stamp_ns + k * span)
+            t0 = time.perf_counter()
+            result = memory.update(perception)
+            t_memory.append(time.perf_counter() - t0)
+            views.merged(result.merged)
+            touched = (memory.get(i) for i in (*result.created, *result.updated))
+            views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
+                                             for o in touched if o is not None))
+        scores.append(_score(memory, truth))
+    return views, t_memory, scores
+
+
 def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore]:
     objects = memory.published_objects()
     boxes = np.array([o.box for o in objects]).reshape(-1, 9)
@@ -136,11 +171,15 @@ def main() -> None:
     p.add_argument("--detectors", default="yolo-fastest-1.1-xl,yolox-nano,nanodet-plus-m-416,ensemble-yolox-nanodet")
     p.add_argument("--memories", default="legacy,evidence,geometry,full")
     p.add_argument("--frames", type=int, default=100)
+    p.add_argument("--subsets", default="all", help=f"walks made of the frames, among {','.join(SUBSETS)}")
     p.add_argument("--passes", type=int, default=1, help="replay the frames this many times")
     p.add_argument("--registration", default="auto", choices=[r.value for r in Registration])
     p.add_argument("--out", type=Path, default=None, help="write each combination's pictures here")
     p.add_argument("--per-class", action="store_true", help="matches per ground-truth class")
     args = p.parse_args()
+    subsets = args.subsets.split(",")
+    if not set(subsets) <= set(SUBSETS):
+        p.error(f"--subsets: choose among {','.join(SUBSETS)}, got {args.subsets}")
     scene = args.data / "redkitchen"
     truth = load_ground_truth(scene / "ground_truth.json")
     frames = _frames(scene, args.registration, args.frames)
@@ -152,45 +191,33 @@ def main() -> None:
     for detector in args.detectors.split(","):
         perceptions, ms = _perceptions(detector, args.data, frames)
         ceilings[detector] = _ceiling(perceptions, truth)
-        for name in args.memories.split(","):
+        for subset, name in ((subset, name) for subset in subsets for name in args.memories.split(",")):
+            walk = perceptions[_subset(subset, len(perceptions))]
             memory = SceneMemory(**MEMORIES[name])
-            views = ObjectViews()
-            t_memory = []
-            passes = []
-            span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
-            for k in range(args.passes):
-                for perception in perceptions:
-                    perception = replace(perception, frame_index=perception.frame_index + k * len(perceptions),
-                                         stamp_ns=perception.stamp_ns + k * span)
-                    t0 = time.perf_counter()
-                    result = memory.update(perception)
-                    t_memory.append(time.perf_counter() - t0)
-                    views.merged(result.merged)
-                    touched = (memory.get(i) for i in (*result.created, *result.updated))
-                    views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
-                                                     for o in touched if o is not None))
-                n, iou, centre = _score(memory, truth)
-                passes.append(iou)
-            rows.append(Row(detector, name, n, iou, centre, {**ms, "memory": 1e3 * float(np.mean(t_memory))}, passes))
+            views, t_memory, scores = _replay(walk, memory, args.passes, truth)
+            n, iou, centre = scores[-1]
+            rows.append(Row(detector, subset, name, n, iou, centre, {**ms, "memory": 1e3 * float(np.mean(t_memory))},
+                            [s[1] for s in scores]))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 objects = memory.published_objects()
-                tag = f"{detector}_{name}"
+                tag = f"{detector}_{name}" + ("" if subset == "all" else f"_{subset}")
                 save_contact_sheet(args.out / f"objects_{tag}.png", objects, views,
-                                   title=f"{detector}, memory {name}: {iou.summary()}")
-                cams = np.array([f.T_world_camera[:3, 3] for f in frames])
-                save_top_down_map(args.out / f"top_down_{tag}.png", objects, None, cams, title=f"{detector}, {name}")
-    print(f"\n{'detector':24s} {'memory':9s} {'pub':>4s} | IoU>=0.25: {'prec':>5s} {'rec':>5s} easy dup false "
-          f"(mislab) | centre<=0.3m: prec   rec | ms/frame detect lift memory")
+                                   title=f"{detector}, memory {name}, frames {subset}: {iou.summary()}")
+                cams = np.array([p.frame.T_world_camera[:3, 3] for p in walk])
+                save_top_down_map(args.out / f"top_down_{tag}.png", objects, None, cams,
+                                  title=f"{detector}, {name}, {subset}")
+    print(f"\n{'detector':24s} {'frames':6s} {'memory':9s} {'pub':>4s} | IoU>=0.25: {'prec':>5s} {'rec':>5s} "
+          f"easy dup false (mislab) | centre<=0.3m: prec   rec | ms/frame detect lift memory")
     for r in rows:
         i, c = r.iou, r.centre
-        print(f"{r.detector:24s} {r.memory:9s} {r.n:4d} | {i.precision:16.2f} {i.recall:5.2f} {len(i.easy_matched):2d}/"
-              f"{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} ({i.n_mislabelled:2d})    | {c.precision:17.2f} "
-              f"{c.recall:5.2f} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
+        print(f"{r.detector:24s} {r.subset:6s} {r.memory:9s} {r.n:4d} | {i.precision:16.2f} {i.recall:5.2f} "
+              f"{len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} ({i.n_mislabelled:2d})    | "
+              f"{c.precision:17.2f} {c.recall:5.2f} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
     if args.passes > 1:
         print(f"\nafter each of {args.passes} passes: precision / recall (easy), IoU >= 0.25")
         for r in rows:
-            print(f"{r.detector:24s} {r.memory:9s} " + "  ".join(
+            print(f"{r.detector:24s} {r.subset:6s} {r.memory:9s} " + "  ".join(
                 f"{s.precision:.2f}/{s.recall:.2f} ({len(s.easy_matched)})" for s in r.passes))
     print("\nceiling: required objects that at least one single lifted detection fits (any frame, any score "
           "the detector passes)")
@@ -200,7 +227,7 @@ def main() -> None:
     if args.per_class:
         print()
         for r in rows:
-            print(f"{r.detector} / {r.memory}: {_per_class(r, truth)}")
+            print(f"{r.detector} / {r.subset} / {r.memory}: {_per_class(r, truth)}")
         print()
         for detector, (by_iou, _) in ceilings.items():
             outside = sorted(f"{g.class_name} {g.id}" for g in required if g.id not in by_iou)

@@ -17,7 +17,7 @@ from embodied_ros.memory.class_shapes import parts_may_touch
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
-NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave")
+NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave", "tvmonitor")
 CRATE = np.array([0.0, 2.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # 40 cm box on the floor, 2 m ahead
 EYE = np.array([0.0, 0.0, 1.0])
 
@@ -221,6 +221,16 @@ def test_an_object_smaller_than_its_class_can_be_is_not_published():
     (published,) = memory.published_objects()
     assert published.box[3] > 0.4
 
+
+
+def test_a_screen_lifted_as_a_strip_is_not_published():
+    memory = SceneMemory()
+    strip, monitor = _box(0.0, dx=0.6, dy=0.1, dz=0.05), _box(3.0, dx=0.6, dy=0.1, dz=0.4)
+    for i in range(5):  # a panel that returned no depth leaves the strip below it; the other screen did return depth
+        memory.update(_boxes_frame(i, [strip, monitor], [0.7, 0.7], ["tvmonitor", "tvmonitor"]))
+    assert len(memory.objects()) == 2
+    (published,) = memory.published_objects()
+    assert published.box[5] > 0.3
 
 def test_only_long_furniture_is_joined_from_parts_that_only_touch():
     assert parts_may_touch("diningtable") and parts_may_touch("sofa") and parts_may_touch("bed")

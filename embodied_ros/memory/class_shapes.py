@@ -33,6 +33,8 @@ class ShapePrior:
             completion grows a seen part to them.
         min_largest: least largest extent a real one has, metres (0: none): a smaller box is a thing
             mistaken for the class (a wooden model called "microwave"), not a small one of it.
+        min_height: least height of an upright one, metres (0: none): a screen is not a 5 cm strip
+            (its panel returns no depth, so a strip below it is all that was lifted).
     """
 
     max_long: float
@@ -41,6 +43,7 @@ class ShapePrior:
     min_short: float = 0.0
     min_long: float = 0.0
     min_largest: float = 0.0
+    min_height: float = 0.0
 
 
 _FURNITURE = {
@@ -62,7 +65,7 @@ _THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on ot
     "banana": (0.3, 0.1), "apple": (0.12, 0.12), "orange": (0.12, 0.12), "sandwich": (0.3, 0.15),
     "broccoli": (0.3, 0.3), "carrot": (0.3, 0.1), "hotdog": (0.3, 0.1), "pizza": (0.5, 0.1),
     "donut": (0.15, 0.08), "cake": (0.5, 0.3), "pottedplant": (1.2, 2.0), "plant": (1.2, 2.0),
-    "tvmonitor": (2.0, 1.3, 0.3), "tv": (2.0, 1.3, 0.3), "monitor": (1.2, 0.9, 0.25), "laptop": (0.6, 0.45, 0.2),
+    "laptop": (0.6, 0.45, 0.2),
     "mouse": (0.2, 0.08), "remote": (0.35, 0.1), "keyboard": (0.7, 0.1, 0.25), "cellphone": (0.25, 0.2),
     "microwave": (0.8, 0.55, 0.4), "oven": (1.2, 1.2, 0.45), "toaster": (0.5, 0.35), "sink": (1.2, 0.6, 0.35),
     "book": (0.45, 0.45), "clock": (0.6, 0.6), "vase": (0.5, 0.8), "scissors": (0.3, 0.1),
@@ -70,8 +73,14 @@ _THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on ot
     "sportsball": (0.4, 0.4), "skateboard": (1.0, 0.3), "tennisracket": (0.8, 0.4),
     "lamp": (0.8, 2.0), "box": (1.0, 1.0), "bin": (0.8, 1.0),
 }
+_SCREENS = {
+    "tvmonitor": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15),
+    "tv": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15),
+    "monitor": ShapePrior(1.2, 0.9, min_largest=0.25, min_height=0.15),
+}
 SHAPE_PRIORS: dict[str, ShapePrior] = {
-    **_FURNITURE, **{k: ShapePrior(v[0], v[1], min_largest=v[2] if len(v) > 2 else 0.0) for k, v in _THINGS.items()}}
+    **_FURNITURE, **_SCREENS,
+    **{k: ShapePrior(v[0], v[1], min_largest=v[2] if len(v) > 2 else 0.0) for k, v in _THINGS.items()}}
 _SLACK = 1.25  # sizes measured from noisy depth: a little over the prior is still the class
 _LARGE = 1.5  # metres: furniture that can be longer than this may be seen in parts
 
@@ -87,7 +96,7 @@ def plausible_size(box: np.ndarray, class_name: str) -> bool:
     if prior is None:
         return True
     return (max(box[3], box[4]) <= _SLACK * prior.max_long and box[5] <= _SLACK * prior.max_height
-            and max(box[3], box[4], box[5]) >= prior.min_largest / _SLACK)
+            and max(box[3], box[4], box[5]) >= prior.min_largest / _SLACK and box[5] >= prior.min_height / _SLACK)
 
 
 def parts_may_touch(class_name: str) -> bool:
