@@ -223,14 +223,15 @@ def test_an_object_smaller_than_its_class_can_be_is_not_published():
 
 
 
-def test_a_screen_lifted_as_a_strip_is_not_published():
+def test_a_screen_lifted_as_a_strip_or_two_screens_as_one_are_not_published():
     memory = SceneMemory()
-    strip, monitor = _box(0.0, dx=0.6, dy=0.1, dz=0.05), _box(3.0, dx=0.6, dy=0.1, dz=0.4)
-    for i in range(5):  # a panel that returned no depth leaves the strip below it; the other screen did return depth
-        memory.update(_boxes_frame(i, [strip, monitor], [0.7, 0.7], ["tvmonitor", "tvmonitor"]))
-    assert len(memory.objects()) == 2
+    strip, pair = _box(0.0, dx=0.6, dy=0.1, dz=0.05), _box(-3.0, dx=1.9, dy=0.1, dz=0.47)
+    monitor = _box(3.0, dx=1.05, dy=0.1, dz=0.45)
+    for i in range(5):  # a panel that returned no depth leaves the strip below it; two monitors side by side
+        memory.update(_boxes_frame(i, [strip, pair, monitor], [0.7] * 3, ["tvmonitor"] * 3))
+    assert len(memory.objects()) == 3
     (published,) = memory.published_objects()
-    assert published.box[5] > 0.3
+    assert published.box[0] == pytest.approx(3.0, abs=0.05)
 
 def test_only_long_furniture_is_joined_from_parts_that_only_touch():
     assert parts_may_touch("diningtable") and parts_may_touch("sofa") and parts_may_touch("bed")

@@ -35,6 +35,8 @@ class ShapePrior:
             mistaken for the class (a wooden model called "microwave"), not a small one of it.
         min_height: least height of an upright one, metres (0: none): a screen is not a 5 cm strip
             (its panel returns no depth, so a strip below it is all that was lifted).
+        max_aspect: largest ratio of its long horizontal extent to its height (0: none): no screen
+            is four times as wide as it is tall, two monitors side by side are.
     """
 
     max_long: float
@@ -44,6 +46,7 @@ class ShapePrior:
     min_long: float = 0.0
     min_largest: float = 0.0
     min_height: float = 0.0
+    max_aspect: float = 0.0
 
 
 _FURNITURE = {
@@ -73,10 +76,10 @@ _THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on ot
     "sportsball": (0.4, 0.4), "skateboard": (1.0, 0.3), "tennisracket": (0.8, 0.4),
     "lamp": (0.8, 2.0), "box": (1.0, 1.0), "bin": (0.8, 1.0),
 }
-_SCREENS = {
-    "tvmonitor": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15),
-    "tv": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15),
-    "monitor": ShapePrior(1.2, 0.9, min_largest=0.25, min_height=0.15),
+_SCREENS = {  # up to ultra-wide 21:9 (2.4)
+    "tvmonitor": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15, max_aspect=2.5),
+    "tv": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15, max_aspect=2.5),
+    "monitor": ShapePrior(1.2, 0.9, min_largest=0.25, min_height=0.15, max_aspect=2.5),
 }
 SHAPE_PRIORS: dict[str, ShapePrior] = {
     **_FURNITURE, **_SCREENS,
@@ -95,8 +98,10 @@ def plausible_size(box: np.ndarray, class_name: str) -> bool:
     prior = shape_prior(class_name)
     if prior is None:
         return True
-    return (max(box[3], box[4]) <= _SLACK * prior.max_long and box[5] <= _SLACK * prior.max_height
-            and max(box[3], box[4], box[5]) >= prior.min_largest / _SLACK and box[5] >= prior.min_height / _SLACK)
+    long, height = max(box[3], box[4]), box[5]
+    return (long <= _SLACK * prior.max_long and height <= _SLACK * prior.max_height
+            and max(long, height) >= prior.min_largest / _SLACK and height >= prior.min_height / _SLACK
+            and (prior.max_aspect <= 0 or long <= _SLACK * prior.max_aspect * height))
 
 
 def parts_may_touch(class_name: str) -> bool:
