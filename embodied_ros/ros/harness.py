@@ -209,7 +209,9 @@ class InProcessRos:
     def close(self, nodes: list[Any]) -> None:
         import rclpy
 
-        self.executor.shutdown()
+        from embodied_ros.ros.node import stop_executor
+
+        stop_executor(self.executor, self._thread)
         for node in nodes:
             node.destroy_node()
         self.client.destroy_node()

@@ -284,10 +284,27 @@ class _Answer:
     message = ""
 
 
+def stop_executor(executor: MultiThreadedExecutor, spinning: threading.Thread | None = None,
+                  timeout: float = 10.0) -> None:
+    """Stop ``executor`` and let the callbacks it started finish, before any node is destroyed.
+
+    rclpy's shutdown does not wait for a MultiThreadedExecutor's worker threads: a node destroyed
+    under a running callback leaves "The following exception was never retrieved: cannot use
+    Destroyable ..." at exit. ``spinning``: the thread running ``executor.spin``, joined first (no
+    callback is handed to the workers after that).
+    """
+    executor.shutdown(timeout_sec=timeout)
+    if spinning is not None:
+        spinning.join(timeout)
+    workers = getattr(executor, "_executor", None)  # the worker pool: rclpy offers no public wait
+    if workers is not None and (spinning is None or not spinning.is_alive()):
+        workers.shutdown(wait=True)
+
+
 def main(args: list[str] | None = None) -> None:
     """``ros2 run embodied_ros embodied_perception``: spin; quiet on Ctrl-C; exit code 2 after a fatal line."""
     rclpy.init(args=args)
-    node = None
+    node = executor = None
     code = 0
     try:
         node = EmbodiedPerceptionNode()
@@ -302,6 +319,8 @@ def main(args: list[str] | None = None) -> None:
         code = 2
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
+        if executor is not None:
+            stop_executor(executor)
         if node is not None:
             node.destroy_node()
         if rclpy.ok():
