@@ -76,11 +76,9 @@ _THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on ot
     "sportsball": (0.4, 0.4), "skateboard": (1.0, 0.3), "tennisracket": (0.8, 0.4),
     "lamp": (0.8, 2.0), "box": (1.0, 1.0), "bin": (0.8, 1.0),
 }
-_SCREENS = {  # up to ultra-wide 21:9 (2.4)
-    "tvmonitor": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15, max_aspect=2.5),
-    "tv": ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15, max_aspect=2.5),
-    "monitor": ShapePrior(1.2, 0.9, min_largest=0.25, min_height=0.15, max_aspect=2.5),
-}
+_TV = ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15, max_aspect=2.5)  # up to ultra-wide 21:9 (2.4)
+_SCREENS = {"tvmonitor": _TV, "tv": _TV,
+            "monitor": ShapePrior(1.2, 0.9, min_largest=0.25, min_height=0.15, max_aspect=2.5)}
 SHAPE_PRIORS: dict[str, ShapePrior] = {
     **_FURNITURE, **_SCREENS,
     **{k: ShapePrior(v[0], v[1], min_largest=v[2] if len(v) > 2 else 0.0) for k, v in _THINGS.items()}}
