@@ -17,7 +17,7 @@ from embodied_ros.memory.class_shapes import parts_may_touch
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
-NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave", "tvmonitor")
+NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave", "tvmonitor", "remote")
 CRATE = np.array([0.0, 2.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # 40 cm box on the floor, 2 m ahead
 EYE = np.array([0.0, 0.0, 1.0])
 
@@ -232,6 +232,16 @@ def test_a_screen_lifted_as_a_strip_or_two_screens_as_one_are_not_published():
     assert len(memory.objects()) == 3
     (published,) = memory.published_objects()
     assert published.box[0] == pytest.approx(3.0, abs=0.05)
+
+def test_a_food_box_called_remote_is_not_published_a_game_controller_is():
+    memory = SceneMemory()
+    food_box, controller = _box(0.0, dx=0.33, dy=0.23, dz=0.08), _box(2.0, dx=0.17, dy=0.12, dz=0.05)
+    for i in range(5):  # remotes and phones are held in one hand: at most ~12 cm across
+        memory.update(_boxes_frame(i, [food_box, controller], [0.7] * 2, ["remote"] * 2))
+    assert len(memory.objects()) == 2
+    (published,) = memory.published_objects()
+    assert published.box[0] == pytest.approx(2.0, abs=0.05)
+
 
 def test_only_long_furniture_is_joined_from_parts_that_only_touch():
     assert parts_may_touch("diningtable") and parts_may_touch("sofa") and parts_may_touch("bed")
