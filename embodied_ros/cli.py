@@ -6,17 +6,22 @@ import argparse
 import logging
 import math
 import os
-import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
-from .errors import EmbodiedError, InputError, ModelError
+from .errors import EmbodiedError, InputError, ModelError, os_error_line
 from .memory.config import MemoryConfig
 from .network.weights import DEFAULT_MODEL
 from .sources.base import FrameSource
 from .sources.pose_check import PoseConvention, PoseUnits
 from .sources.preflight import RecordingOptions
 from .sources.registration import Registration
+
+if TYPE_CHECKING:
+    from .memory.occupancy import OccupancyMap
+    from .memory.scene_memory import SceneMemory
+    from .network.perceptor import Perceptor
 
 log = logging.getLogger("embodied_ros")
 
@@ -45,8 +50,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-fallback", action="store_true",
                    help="if --backend tensorrt cannot run here, use ONNX Runtime instead of stopping")
     p.add_argument("--fp16", action="store_true", help="half-precision TensorRT engine")
-    p.add_argument("--max-frames", type=int, default=None, help="stop after N frames")
-    p.add_argument("--stride", type=int, default=1, help="use every K-th frame (default: 1)")
+    p.add_argument("--max-frames", type=_positive_int, default=None, help="stop after N frames")
+    p.add_argument("--stride", type=_positive_int, default=1, help="use every K-th frame (default: 1)")
     mem = MemoryConfig()
     p.add_argument("--score-threshold", type=float, default=mem.score_threshold, help="(default: %(default)s)")
     p.add_argument("--iou-threshold", type=float, default=mem.iou_threshold, help="(default: %(default)s)")
@@ -67,6 +72,17 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     _add_recording_options(p)
     p.add_argument("--no-inputs", action="store_true", help="do not copy colour/depth/camera_info/tf into the bag")
     p.add_argument("--overwrite", action="store_true", help="replace outputs already in --out")
+
+
+def _positive_int(text: str) -> int:
+    """--stride, --max-frames: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: at least 1")
+    return value
 
 
 def _gravity(text: str) -> tuple[float, float, float] | str:
@@ -130,75 +146,99 @@ def _open_recording(args: argparse.Namespace) -> tuple[FrameSource, RecordingOpt
     return open_source(args.source, options, **bag_options), options
 
 
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    if (out / "scene.mcap").exists():
-        if not overwrite:
-            raise InputError(f"{out} already holds a run (scene.mcap); pass --overwrite or choose another --out")
-        for name in ("scene.mcap", "metadata.yaml", "objects.json", "memory.json", "camera_poses.json"):
-            (out / name).unlink(missing_ok=True)
-        for png in out.glob("*.png"):
-            png.unlink()
-        shutil.rmtree(out / "scene", ignore_errors=True)
+def _frames_to_run(total: int, stride: int, max_frames: int | None) -> int | None:
+    """How many frames a run over ``total`` reads (None: unknown, a live camera)."""
+    n = (total + stride - 1) // stride if total else None
+    if max_frames is not None:
+        n = min(n, max_frames) if n is not None else max_frames
+    return n
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     from .memory.occupancy import OccupancyMap
     from .memory.scene_memory import SceneMemory
     from .network.lifting import LiftingParams
     from .network.registry import build_perceptor
-    from .pipeline import run
+    from .outputs.run_folder import check_free_space, check_output_folder
     from .sources.preflight import prepare_or_stop
 
-    _prepare_out(args.out, args.overwrite)
+    check_output_folder(args.out, args.overwrite)  # first, and touching nothing: a refusal loses nothing
     recording, options = _open_recording(args)
-    try:
+    with recording:
         source = prepare_or_stop(recording, options)
-    except BaseException:
-        recording.close()
-        raise
-    lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
-    perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
-                                backend=args.backend, allow_fallback=args.allow_fallback, fp16=args.fp16,
-                                lifting=lifting)
-    memory = SceneMemory.from_config(MemoryConfig(
-        score_threshold=args.score_threshold, iou_threshold=args.iou_threshold, max_per_class=args.max_per_class,
-        containment_threshold=args.containment_threshold, min_observations=args.min_observations,
-        publish_confidence=args.publish_confidence,
-        class_agnostic=not args.per_class))
-    occupancy = OccupancyMap()
-    total = len(source)
-    n = (total + args.stride - 1) // args.stride if total else None
-    if n is not None and args.max_frames is not None:
-        n = min(n, args.max_frames)
-    with source:
-        summary = run(source, perceptor, memory, occupancy, args.out, stride=args.stride,
-                      max_frames=args.max_frames, write_inputs=not args.no_inputs,
-                      progress=lambda it: tqdm(it, total=n, unit="frame", desc=Path(str(args.source)).name))
+        lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
+        perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
+                                    backend=args.backend, allow_fallback=args.allow_fallback, fp16=args.fp16,
+                                    lifting=lifting)
+        memory = SceneMemory.from_config(MemoryConfig(
+            score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
+            max_per_class=args.max_per_class, containment_threshold=args.containment_threshold,
+            min_observations=args.min_observations, publish_confidence=args.publish_confidence,
+            class_agnostic=not args.per_class))
+        n = _frames_to_run(len(source), args.stride, args.max_frames)
+        check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)
+        return _run_into_folder(args, source, perceptor, memory, OccupancyMap(), n)
+
+
+def _run_into_folder(args: argparse.Namespace, source: FrameSource, perceptor: Perceptor, memory: SceneMemory,
+                     occupancy: OccupancyMap, n: int | None) -> int:
+    """The run itself, written beside --out's previous run and swapped in; Ctrl-C/SIGTERM keep the work."""
+    from tqdm import tqdm
+
+    from .interrupts import StopRequest
+    from .outputs.run_folder import BAG_FILES, RunFolder
+    from .pipeline import run
+
+    with StopRequest() as stop, RunFolder(args.out, args.overwrite) as folder:
+        try:
+            summary = run(source, perceptor, memory, occupancy, folder.path, stride=args.stride,
+                          max_frames=args.max_frames, write_inputs=not args.no_inputs, should_stop=stop,
+                          progress=lambda it: tqdm(it, total=n, unit="frame", desc=Path(str(args.source)).name))
+        except KeyboardInterrupt:
+            if not stop():
+                raise
+            with stop.shielded():
+                kept = folder.commit(f"stopped at once by {stop.name}: the bag only", names=BAG_FILES,
+                                     source=source.name)
+            print(f"embodied-ros: stopped at once by a second {stop.name}: "
+                  + (f"the bag so far is in {args.out} (no map)" if kept else "nothing was kept"), file=sys.stderr)
+            return stop.exit_code
+        if summary.stopped and summary.frames_processed == 0:
+            print(f"embodied-ros: {stop.name} before the first frame: nothing was written", file=sys.stderr)
+            return stop.exit_code
+        how_far = f"{summary.frames_read} of {n if n is not None else 'unknown'} frames"
+        state = f"stopped by {stop.name} after {how_far}" if summary.stopped else "complete"
+        with stop.shielded():
+            outputs = folder.commit(state, source=source.name, frames_processed=summary.frames_processed,
+                                    frames_skipped=len(summary.skipped))
     print(f"{summary.frames_processed} frames processed, {len(summary.skipped)} skipped, "
           f"{len(summary.objects)} objects published ({len(summary.all_objects)} in memory)")
     print("objects: " + ", ".join(f"{k} x{v}" for k, v in summary.class_counts().items()))
     print("mean ms per frame: " + ", ".join(f"{k} {v:.1f}" for k, v in summary.stage_ms.items()))
-    print(f"outputs in {args.out}: " + ", ".join(p.name for p in summary.outputs))
+    print(f"outputs in {args.out}: " + ", ".join(p.name for p in outputs))
+    if summary.stopped:
+        print(f"embodied-ros: {state}: the map of those frames is in {args.out}", file=sys.stderr)
+        return stop.exit_code
     return 0
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    """Print what a run would see; exit 1 when a run would not go ahead (the line says why)."""
     from tqdm import tqdm
 
-    from .inspection import inspect_recording
+    from .inspection import inspect_recording, refusal_text
 
-    source, options = _open_recording(args)
+    try:
+        source, options = _open_recording(args)
+    except InputError as err:  # a whole-recording fault: the report is its one line
+        print(refusal_text(str(args.source), str(err)))
+        return 1
     with source:
-        total = len(source)
-        n = (total + args.stride - 1) // args.stride if total else None
-        if n is not None and args.max_frames is not None:
-            n = min(n, args.max_frames)
+        n = _frames_to_run(len(source), args.stride, args.max_frames)
         report = inspect_recording(source, options, stride=args.stride, max_frames=args.max_frames,
                                    progress=lambda it: tqdm(it, total=n, unit="frame", desc="reading", leave=False))
     print(report.text())
-    return 0
+    return 1 if report.stop else 0
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -225,11 +265,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _synthetic_demo(args: argparse.Namespace, weights: Path) -> int:
     from .demo import DEMO_SEED, run_demo
+    from .outputs.run_folder import RunFolder
 
-    _prepare_out(args.out, overwrite=True)
-    result = run_demo(args.out, weights, seed=args.seed if args.seed is not None else DEMO_SEED,
-                      frames=args.max_frames or 40)
-    s = result.summary
+    with RunFolder(args.out, overwrite=True) as folder:
+        result = run_demo(folder.path, weights, seed=args.seed if args.seed is not None else DEMO_SEED,
+                          frames=args.max_frames or 40)
+        s = result.summary
+        folder.commit(source=f"synthetic scene, seed {args.seed if args.seed is not None else DEMO_SEED}",
+                      frames_processed=s.frames_processed)
     print(f"synthetic scene (seed {args.seed if args.seed is not None else DEMO_SEED}, never trained on): "
           f"{s.frames_processed} frames, {len(s.objects)} objects published")
     print("objects: " + ", ".join(f"{k} x{v}" for k, v in s.class_counts().items()))
@@ -318,8 +361,15 @@ def cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse answering a bad option with one line, as every other error is (the usage is a --help away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"embodied-ros: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="embodied-ros", description=__doc__)
+    parser = _Parser(prog="embodied-ros", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -332,8 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_inspect = sub.add_parser("inspect", help="what `run` would see in a recording: layout, frames, intrinsics, "
                                               "depth, registration, gravity, pose sanity, bad frames")
     p_inspect.add_argument("source", help="a recording, as for `run`")
-    p_inspect.add_argument("--max-frames", type=int, default=None, help="read at most N frames (default: all)")
-    p_inspect.add_argument("--stride", type=int, default=1, help="read every K-th frame (default: 1)")
+    p_inspect.add_argument("--max-frames", type=_positive_int, default=None,
+                           help="read at most N frames (default: all)")
+    p_inspect.add_argument("--stride", type=_positive_int, default=1, help="read every K-th frame (default: 1)")
     _add_recording_options(p_inspect)
     p_inspect.set_defaults(func=cmd_inspect)
 
@@ -399,7 +450,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p_demo = sub.add_parser("demo", help="run on the built-in scene")
     p_demo.add_argument("--out", type=Path, default=Path("out/demo"), help="output folder (default: %(default)s)")
-    p_demo.add_argument("--max-frames", type=int, default=None, help="frames of the scene (default: 40) or recording")
+    p_demo.add_argument("--max-frames", type=_positive_int, default=None,
+                        help="frames of the scene (default: 40) or recording")
     p_demo.add_argument("--weights", type=Path, default=None,
                         help="Embodied Perceptron weights (default: models/embodied_perceptron.pt)")
     p_demo.add_argument("--seed", type=int, default=None, help="synthetic scene seed (default: a held-out one)")
@@ -415,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except EmbodiedError as err:
         print(f"embodied-ros: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # one the commands did not expect (a read-only cache, a vanished file): still one line
+        print(f"embodied-ros: error: {os_error_line(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("embodied-ros: interrupted", file=sys.stderr)

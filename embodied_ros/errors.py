@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 class EmbodiedError(Exception):
     """Base of every error this package raises on purpose; its message is one line for the user."""
@@ -21,3 +23,35 @@ class ModelError(EmbodiedError):
 
 class ConfigError(EmbodiedError):
     """A parameter has a value that cannot work."""
+
+
+class OutputError(EmbodiedError):
+    """The outputs cannot be written where asked (not a folder, not this tool's, read-only, full)."""
+
+
+def os_error_line(err: OSError, path: object = None) -> str:
+    """``PATH: cause`` for an OSError, without Python's ``[Errno N]`` noise.
+
+    Args:
+        err: the error.
+        path: the path to name when the error carries none (e.g. a write to an open file).
+    """
+    where = err.filename if err.filename is not None else path
+    cause = err.strerror or str(err) or type(err).__name__
+    if err.filename2 is not None:
+        where = f"{where} -> {err.filename2}"
+    return f"{where}: {cause}" if where is not None else cause
+
+
+def json_error_line(err: ValueError) -> str:
+    """What is wrong with a JSON file, in words: a file cut short says so, not a parser position."""
+    if isinstance(err, UnicodeDecodeError):
+        return "not a text file"
+    if not isinstance(err, json.JSONDecodeError):
+        return str(err)
+    if not err.doc.strip():
+        return "the file is empty"
+    if err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string"):
+        return (f"the file is cut short (its JSON stops mid-way, after {len(err.doc)} characters): whatever wrote it "
+                "did not finish (stopped, or the disk was full)")
+    return f"not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})"

@@ -30,7 +30,7 @@ class Inspection:
         depth_valid: fraction of pixels with valid depth.
         notes: {line label: text} from the source and the preflight checks.
         problems: one message per frame that a run would skip.
-        stop: the line a run would stop with, or None.
+        stop: the line a run would stop with (a pose problem, no usable frame), or None.
     """
 
     name: str
@@ -75,8 +75,17 @@ class Inspection:
             lines += [("", f"  {p}") for p in shown] + ([("", f"  ... and {more} more")] if more else [])
         else:
             lines.append(("problems", "none in the frames read"))
-        lines.append(("a run would", f"stop: {self.stop}" if self.stop else "go ahead"))
-        return "\n".join(f"{label + ':' if label else '':13s} {text}" for label, text in lines)
+        lines.append(("a run would", f"not go ahead: {self.stop}" if self.stop else "go ahead"))
+        return _lines_text(lines)
+
+
+def _lines_text(lines: list[tuple[str, str]]) -> str:
+    return "\n".join(f"{label + ':' if label else '':13s} {text}" for label, text in lines)
+
+
+def refusal_text(name: str, reason: str) -> str:
+    """``inspect``'s report on a recording that cannot even be opened: why a run would not go ahead."""
+    return _lines_text([("recording", name), ("a run would", f"not go ahead: {reason}")])
 
 
 def inspect_recording(source: FrameSource, options: RecordingOptions, stride: int = 1, max_frames: int | None = None,
@@ -119,5 +128,9 @@ def inspect_recording(source: FrameSource, options: RecordingOptions, stride: in
         "poses": check.summary() if check is not None else "not checked (exact by construction)",
         "details": source.details,
     }
+    stop = preflight.problem
+    if stop is None and not stamps:  # the run's own words (pipeline.run)
+        reason = problems[0] if problems else "the source yielded no frames"
+        stop = f"{source.name}: no usable frame ({len(problems)} skipped; first: {reason})"
     return Inspection(source.name, source.layout, len(source), read, np.asarray(stamps, dtype=np.int64), size, K,
-                      depth_range, valid / total if total else 0.0, notes, tuple(problems), preflight.problem)
+                      depth_range, valid / total if total else 0.0, notes, tuple(problems), stop)

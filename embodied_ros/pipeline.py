@@ -63,6 +63,8 @@ class RunSummary:
         all_objects: every object in memory at the end.
         stage_ms: mean milliseconds per frame for each stage.
         outputs: files written.
+        stopped: ``should_stop`` ended the run before the source's end; the outputs hold the
+            frames up to there.
     """
 
     frames_read: int
@@ -72,6 +74,7 @@ class RunSummary:
     all_objects: tuple[SceneObject, ...]
     stage_ms: dict[str, float]
     outputs: tuple[Path, ...]
+    stopped: bool = False
 
     def class_counts(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
@@ -98,6 +101,7 @@ def run(
     n_pictures: int = 4,
     write_inputs: bool = True,
     progress: Callable[[Iterator], Iterator] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> RunSummary:
     """Run the whole pipeline over a recording and write every output into ``out_dir``.
 
@@ -113,9 +117,12 @@ def run(
         n_pictures: frames on which the final boxes are drawn.
         write_inputs: also write colour, depth, camera_info and /tf into the bag.
         progress: wraps the frame iterator (e.g. tqdm); identity when None.
+        should_stop: asked before each frame; True ends the run there and the outputs are
+            written for the frames so far (interrupts.StopRequest: Ctrl-C, SIGTERM).
 
     Raises:
-        InputError: when no frame at all could be used.
+        InputError: when no frame at all could be used (and no stop was asked for).
+        KeyboardInterrupt: passed on after closing the bag, which stays readable.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     timer = StageTimer()
@@ -129,6 +136,7 @@ def run(
     camera_poses: list[CameraPose] = []
     frames_read = processed = 0
     last_frame_id = "world"
+    stopped = False
 
     views = ObjectViews()
     writer = SceneBagWriter(out_dir, write_inputs=write_inputs)
@@ -138,6 +146,9 @@ def run(
             frames = progress(frames)
         t_decode = time.perf_counter()
         for item in frames:
+            if should_stop is not None and should_stop():
+                stopped = True
+                break
             timer.add("decode", time.perf_counter() - t_decode)
             frames_read += 1
             if isinstance(item, FrameError):
@@ -167,9 +178,16 @@ def run(
                                            frame.width, frame.height))
             processed += 1
             t_decode = time.perf_counter()
-    finally:
-        bag_path = writer.close()
+    except KeyboardInterrupt:
+        writer.close()  # stopped at once: what was written stays a readable bag
+        raise
+    except BaseException:
+        writer.abort()  # failed (an OS error, a full disk): no second error from closing
+        raise
+    bag_path = writer.close()
 
+    if processed == 0 and stopped:
+        return RunSummary(frames_read, 0, tuple(skipped), (), (), timer.mean_ms(), (), stopped=True)
     if processed == 0:
         reason = skipped[0] if skipped else "the source yielded no frames"
         raise InputError(f"{source.name}: no usable frame ({len(skipped)} skipped; first: {reason})")
@@ -194,4 +212,4 @@ def run(
                                                    "each on a frame where it was seen")
     outputs += [top, sheet]
     return RunSummary(frames_read, processed, tuple(skipped), objects, tuple(memory.objects()),
-                      timer.mean_ms(), tuple(outputs))
+                      timer.mean_ms(), tuple(outputs), stopped)

@@ -194,6 +194,49 @@ def test_save_map_then_load_map_in_a_new_node_and_at_start(ros: Any, live: Any) 
     assert at_start.state.memory.objects() == node.state.memory.objects()
 
 
+@pytest.mark.parametrize("disk", ["full", "read-only"])
+def test_a_save_on_a_full_or_read_only_map_dir_says_why_and_keeps_the_saved_map(
+        ros: Any, live: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, disk: str) -> None:
+    import shutil
+    from contextlib import ExitStack
+
+    from embodied_ros.srv import LoadMap, SaveMap
+    from filesystems import disk_full_after, fill, mount_tmpfs, remount_read_only, unmount
+
+    maps = tmp_path / "maps"
+    mounted = mount_tmpfs(maps, 16 << 20)  # a real small disk where the machine allows; else the stand-ins
+    if not mounted and disk == "read-only" and os.geteuid() == 0:
+        pytest.skip("cannot mount a read-only tmpfs here, and root writes through permission bits")
+    maps.mkdir(exist_ok=True)
+    with ExitStack() as stack:
+        if mounted:
+            stack.callback(unmount, maps)
+        node = ros.node(ros.perceptor, namespace=f"small_{disk[:4]}", pose_topic="camera_pose", world_frame="world",
+                        map_dir=str(maps))
+        ros.nodes.append(node)
+        prefix = f"/small_{disk[:4]}/embodied_perception"
+        assert ros.call(SaveMap, "/embodied_perception/save_map", SaveMap.Request(name=f"for_{disk[:4]}")).success
+        shutil.copytree(Path(ros.map_dir) / f"for_{disk[:4]}", maps / "kitchen")
+        assert ros.call(LoadMap, f"{prefix}/load_map", LoadMap.Request(name="kitchen")).success
+        saved = {p.name: p.read_bytes() for p in (maps / "kitchen").iterdir()}
+        if disk == "full" and mounted:
+            fill(maps, leave_free=0)
+        elif disk == "full":
+            stack.enter_context(disk_full_after(monkeypatch, maps, 0))
+        elif mounted:
+            remount_read_only(maps)
+        else:
+            maps.chmod(0o555)
+            stack.callback(maps.chmod, 0o755)
+        answer = ros.call(SaveMap, f"{prefix}/save_map", SaveMap.Request(name="kitchen"))
+        reason = "No space left on device" if disk == "full" else ("Read-only file system" if mounted else
+                                                                  "Permission denied")
+        assert not answer.success and answer.message == (
+            f"map not saved to {maps / 'kitchen'}: {reason}; the previous map is kept"), answer.message
+        assert {p.name: p.read_bytes() for p in (maps / "kitchen").iterdir()} == saved
+        assert sorted(p.name for p in maps.iterdir() if p.name != "filler.bin") == ["kitchen"]  # no temporary left
+
+
 @pytest.mark.parametrize("name", ["/etc/embodied_test", "../escaped", "a/b", ".hidden", "x" * 65, "kitchen\n"])
 def test_map_names_outside_map_dir_are_refused(ros: Any, live: Any, name: str) -> None:
     from embodied_ros.srv import LoadMap, SaveMap

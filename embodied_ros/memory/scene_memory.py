@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..detections import FramePerception, class_key
-from ..errors import FrameError, InputError
+from ..errors import FrameError, InputError, json_error_line, os_error_line
 from ..frame import Frame
 from ..geometry.boxes import BOX_DIM, box_volumes
 from ..geometry.iou import box_intersection_volume, box_iou_2d
@@ -761,8 +761,10 @@ class SceneMemory:
         """
         try:
             data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as err:
-            raise InputError(f"{path}: cannot read the scene memory: {err}") from None
+        except OSError as err:
+            raise InputError(f"cannot read the scene memory: {os_error_line(err, path)}") from None
+        except ValueError as err:
+            raise InputError(f"{path}: cannot read the scene memory: {json_error_line(err)}") from None
         try:
             return cls.from_dict(data, **overrides)
         except InputError as err:

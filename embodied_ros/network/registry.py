@@ -28,14 +28,17 @@ ENSEMBLES = {
 
 def _search_dirs(weights: Path | None) -> list[Path]:
     """Where a known model's files are looked for, in order."""
-    dirs: list[Path] = []
-    if weights is not None:
-        folder = weights if weights.is_dir() else weights.parent
-        dirs += [folder, *sorted(d for d in folder.iterdir() if d.is_dir())]  # or a folder of model folders
+    dirs = _weights_dirs(weights) if weights is not None else []
     if os.environ.get(MODELS_ENV):
         dirs.append(Path(os.environ[MODELS_ENV]))
     dirs.append(_REPO_MODELS)
     return dirs
+
+
+def _weights_dirs(weights: Path) -> list[Path]:
+    """The --weights folder (a file's folder) and its sub-folders: it may be a folder of model folders."""
+    folder = weights if weights.is_dir() else weights.parent
+    return [folder, *sorted(d for d in folder.iterdir() if d.is_dir())]
 
 
 def _custom_darknet_files(weights: Path) -> ModelFiles:
@@ -196,8 +199,27 @@ def build_perceptor(
 
 def _known_files(name: str, weights: Path | None, download: bool) -> ModelFiles:
     """A registered model's verified files, or a ModelError that says which files to provide."""
+    if weights is not None and not download:
+        _check_weights_folder(name, weights)
     try:
         return resolve_known_model(name, search_dirs=_search_dirs(weights), download=download)
     except ModelError as err:
         wanted = ", ".join(f.filename for f in KNOWN_MODELS[name].files)
         raise ModelError(f"{err} (or pass --weights DIR holding {wanted})") from err
+
+
+def _check_weights_folder(name: str, weights: Path) -> None:
+    """ModelError naming the files of ``name`` that the --weights folder (and its sub-folders) lacks.
+
+    A user who names a folder means that folder: a model found elsewhere, or a word about the
+    download cache, would hide that it holds another model's files.
+    """
+    dirs = _weights_dirs(weights)
+    folder = dirs[0]
+    missing = [f.filename for f in KNOWN_MODELS[name].files if not any((d / f.filename).is_file() for d in dirs)]
+    if missing:
+        held = sorted(p.name for p in folder.iterdir() if p.is_file())
+        listed = ", ".join(held[:6]) + (" ..." if len(held) > 6 else "") or "no files"
+        raise ModelError(f"--weights {folder} has no {' or '.join(missing)} (nor its sub-folders), which --model "
+                         f"{name} needs; it holds {listed}: pass the folder holding them, another --model, or "
+                         "--download-weights")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,14 @@ class SceneBagWriter:
             shutil.move(str(self._tmp / name), target)
         self._tmp.rmdir()
         return self.out_dir / BAG_FILE
+
+    def abort(self) -> None:
+        """Stop without finishing the bag, after a failure (a full disk): never raises a second error.
+
+        The unfinished file stays in ``DIR/scene/``, for the caller to remove.
+        """
+        with suppress(Exception):
+            self._writer.abort()
 
     def __enter__(self) -> SceneBagWriter:
         return self

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, json_error_line, os_error_line
 
 __all__ = ["CAMERA_POSES_FILE", "CameraPose", "read_camera_poses", "write_camera_poses"]
 
@@ -65,5 +65,8 @@ def read_camera_poses(path: str | os.PathLike[str]) -> list[CameraPose]:
         return [CameraPose(int(f["index"]), int(f["stamp_ns"]), np.array(f["T_world_camera"], dtype=np.float64),
                            np.array(f["K"], dtype=np.float64), int(f["width"]), int(f["height"]))
                 for f in doc["frames"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise InputError(f"{path}: cannot read the camera poses: {err}") from None
+    except OSError as err:
+        raise InputError(f"cannot read the camera poses: {os_error_line(err, path)}") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        why = json_error_line(err) if isinstance(err, ValueError) else f"not a camera poses document ({err!r})"
+        raise InputError(f"{path}: cannot read the camera poses: {why}") from None

@@ -22,6 +22,7 @@ from ..geometry.boxes import BOX_EDGES, box_corners
 from ..geometry.transforms import invert_transform, transform_points
 from ..memory.visibility import box_samples, visibility
 from .colors import class_color
+from .pictures import save_rgb
 from .scene_messages import ObjectLike
 
 _NEAR_M = 0.1
@@ -177,5 +178,4 @@ def save_contact_sheet(path: Path, objects: Sequence[ObjectLike], views: ObjectV
         band = np.full((28, sheet.shape[1], 3), 255, np.uint8)
         cv2.putText(band, title, (6, 20), cv2.FONT_HERSHEY_SIMPLEX, 0.55, (0, 0, 0), 1, cv2.LINE_AA)
         sheet = np.concatenate([band, sheet])
-    if not cv2.imwrite(str(path), cv2.cvtColor(sheet, cv2.COLOR_RGB2BGR)):
-        raise OSError(f"cannot write {path}")
+    save_rgb(path, sheet)

@@ -100,9 +100,15 @@ def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: 
 
 
 def save_rgb(path: Path, rgb: np.ndarray) -> None:
-    """Write an RGB uint8 image as PNG."""
-    if not cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)):
-        raise OSError(f"cannot write {path}")
+    """Write an RGB uint8 image as PNG.
+
+    Encoded in memory and written by Python, so a full or read-only disk is an OSError that names
+    its cause (cv2.imwrite only answers False).
+    """
+    ok, png = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise ValueError(f"cannot encode a {rgb.shape} {rgb.dtype} image as PNG")
+    Path(path).write_bytes(png.tobytes())
 
 
 def _occupancy_raster(occupancy: OccupiedVoxels) -> tuple[np.ndarray, tuple[float, float, float, float]]:

@@ -145,10 +145,13 @@ def scene_graph_json(state: Any, min_observations: int) -> str:
 def save_map(node: Any, request: Any, response: Any) -> Any:
     """Save memory and occupancy as the map named in the request (under map_dir, atomically)."""
     try:
-        path = map_path(node.config.map_dir, request.name or node.config.start_map)
+        path = map_path(node.config.map_dir, request.name or node.config.start_map)  # InputError, not OSError
         response.message, response.success = node.state.save(path), True
-    except (OSError, EmbodiedError) as err:
+    except EmbodiedError as err:
         response.message, response.success = f"map not saved: {err}", False
+    except OSError as err:  # a full disk, a read-only map_dir: save_atomically left the previous map as it was
+        kept = "the previous map is kept" if path.is_dir() else "nothing was written"
+        response.message, response.success = f"map not saved to {path}: {err.strerror or err}; {kept}", False
     _log(node, response)
     return response
 

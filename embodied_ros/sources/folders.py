@@ -49,6 +49,26 @@ def read_matrix(path: Path, shapes: tuple[tuple[int, int], ...], what: str) -> n
     return values
 
 
+def check_intrinsics(K: np.ndarray, where: str) -> np.ndarray:
+    """``K`` when it can be a pinhole camera's, else InputError naming ``where`` and the value.
+
+    Checked once when a recording opens: a zero or negative focal length (an uncalibrated camera,
+    a file of zeros) makes every frame unusable, which is one fault of the recording, not one per frame.
+    """
+    for name, value, least in (("fx", K[0, 0], None), ("fy", K[1, 1], None), ("cx", K[0, 2], 0.0),
+                               ("cy", K[1, 2], 0.0)):
+        if not np.isfinite(value) or (value <= 0 if least is None else value < least):
+            why = ("a focal length is a positive number of pixels" if least is None else
+                   "the principal point lies in the image (pixels from its top-left corner)")
+            raise InputError(f"{where}: {name} = {value:g}, but {why}; these intrinsics cannot be used")
+    return K
+
+
+def read_intrinsics(path: Path, shapes: tuple[tuple[int, int], ...], what: str = "intrinsics") -> np.ndarray:
+    """The (3, 3) K of a 3x3 or 4x4 matrix file, checked (``check_intrinsics``)."""
+    return check_intrinsics(read_matrix(path, shapes, what)[:3, :3].copy(), f"{what} file {path}")
+
+
 def _here_or_above(folder: Path, name: str) -> Path:
     """``folder/name``, else ``folder/../name`` when only that exists (3DMatch scene files)."""
     here, above = folder / name, folder.parent / name
@@ -109,7 +129,7 @@ class SevenScenesFolder(FrameSource):
         intrinsics = _here_or_above(self.path, "camera-intrinsics.txt")
         if not intrinsics.is_file():
             raise InputError(f"7-Scenes folder {self.path}: no camera-intrinsics.txt in it or in its parent folder")
-        self.K = read_matrix(intrinsics, ((3, 3),), "intrinsics")
+        self.K = read_intrinsics(intrinsics, ((3, 3),))
         stems: dict[int, str] = {}  # frame number -> "frame-NNNNNN" as the files spell it
         for entry in self.path.iterdir():
             match = _FRAME_FILE.match(entry.name)
@@ -230,7 +250,7 @@ class EmbodiedScanDemoFolder(FrameSource):
         self._lines = [(n, line.split()) for n, line in enumerate(lines, start=2) if line.strip()]
         if not self._lines:
             raise InputError(f"{poses_file} has no pose lines after its header line")
-        self.K = read_matrix(self.path / "intrinsic.txt", ((4, 4), (3, 3)), "intrinsics")[:3, :3].copy()
+        self.K = read_intrinsics(self.path / "intrinsic.txt", ((4, 4), (3, 3)))
         align_file = self.path / "axis_align_matrix.txt"
         if align_file.is_file():
             self.T_align = read_matrix(align_file, ((4, 4),), "axis-align")

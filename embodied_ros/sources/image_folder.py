@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from .base import FrameSource
-from .folders import read_matrix, read_rgbd
+from .folders import check_intrinsics, read_intrinsics, read_rgbd
 from .registration import Registration, resolve_registration
 from .trajectory import MATCH_NS, read_trajectory, stamp_ns
 from .tum import associate
@@ -126,10 +126,11 @@ class ImageFolder(FrameSource):
     def _intrinsics(self, given: tuple[float, float, float, float] | None) -> tuple[np.ndarray, str]:
         if given is not None:
             fx, fy, cx, cy = given
-            return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]]), "given (--intrinsics)"
+            return check_intrinsics(np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]]),
+                                    "--intrinsics"), "given (--intrinsics)"
         for name in INTRINSICS_FILES:
             if (self.path / name).is_file():
-                return read_matrix(self.path / name, ((3, 3), (4, 4)), "intrinsics")[:3, :3].copy(), name
+                return read_intrinsics(self.path / name, ((3, 3), (4, 4))), name
         raise InputError(f"image folder {self.path}: no intrinsics file ({', '.join(INTRINSICS_FILES)}); "
                          "pass --intrinsics FX FY CX CY")
 

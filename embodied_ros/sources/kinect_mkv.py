@@ -46,6 +46,44 @@ _GRAVITY_RANGE = (8.8, 10.8)  # |mean accel| outside this: not at rest, or not a
 _MAX_ACCEL_SPREAD = 0.5  # m/s^2 RMS around the mean; more means the camera moved
 
 
+_EBML_HEADER, _SEGMENT = b"\x1a\x45\xdf\xa3", b"\x18\x53\x80\x67"
+
+
+def _vint(data: bytes, at: int) -> tuple[int, int, bool]:
+    """An EBML variable-length size at ``at``: (value, its length in bytes, all value bits set = unknown)."""
+    first = data[at]
+    length = next((n for n in range(1, 9) if first & (0x80 >> (n - 1))), 8)
+    value = first & (0xFF >> length)
+    for b in data[at + 1: at + length]:
+        value = (value << 8) | b
+    return value, length, value == (1 << (7 * length)) - 1
+
+
+def matroska_truncation(path: Path) -> str | None:
+    """Why a Matroska file is shorter than its Segment says (k4arecorder writes the size on close), or None.
+
+    A file cut while recording (a killed recorder, a full disk) keeps the frames before the cut;
+    without this, its last colour frame reads as a depth timing problem.
+    """
+    with path.open("rb") as f:
+        head = f.read(64)
+        size = path.stat().st_size
+    try:
+        if not head.startswith(_EBML_HEADER):
+            return None
+        header, n, _ = _vint(head, 4)
+        at = 4 + n + header
+        if head[at: at + 4] != _SEGMENT:
+            return None
+        segment, n, unknown = _vint(head, at + 4)
+    except IndexError:
+        return None
+    end = at + 4 + n + segment
+    if unknown or size >= end:
+        return None
+    return f"truncated: {size} of the {end} bytes its Matroska header gives"
+
+
 def _reason(err: Exception) -> str:
     """Short cause of a PyAV/OS error without the file name it repeats."""
     return str(getattr(err, "strerror", None) or err)
@@ -95,6 +133,13 @@ class KinectMkvSource(FrameSource):
         if not self.path.is_file():
             raise InputError(f"{self.path}: no such recording")
         self.gravity_accel: np.ndarray | None = None  # (3,) mean accelerometer used to level the pose
+        try:
+            self.truncation = matroska_truncation(self.path) or ""
+        except OSError as err:
+            raise InputError(f"{self.path}: cannot read it: {err.strerror or err}") from None
+        if self.truncation:
+            log.warning("%s is %s: reading the frames before the cut", self.path, self.truncation)
+            self.details = f"{self.truncation}; the frames before the cut are read"
         with self._open() as container:
             self._probe(container)
             self.calibration = self._load_calibration(container, calibration_path)
@@ -167,7 +212,8 @@ class KinectMkvSource(FrameSource):
         except (av.FFmpegError, EOFError, OSError) as err:
             raise InputError(f"{self.path}: unreadable before its first colour frame ({_reason(err)})") from None
         if first is None:
-            raise InputError(f"{self.path}: no colour frame in the recording (empty or truncated)")
+            why = self.truncation or "empty or truncated"
+            raise InputError(f"{self.path}: no colour frame in the recording ({why})")
         self._first_color_ns = first
         # The recorder's segment duration is the time of its last block (microseconds here).
         duration_ns = (container.duration or 0) * 1000
@@ -310,7 +356,8 @@ class KinectMkvSource(FrameSource):
             try:
                 packet = next(demux, None)
             except (av.FFmpegError, EOFError, OSError) as err:
-                yield FrameError(f"{self.path} frame {index}: recording unreadable from here on ({_reason(err)})")
+                why = f"{_reason(err)}; {self.truncation}" if self.truncation else _reason(err)
+                yield FrameError(f"{self.path} frame {index}: recording unreadable from here on ({why})")
                 return
             done = packet is None
             if not done and packet.pts is not None and packet.size > 0:
@@ -329,8 +376,9 @@ class KinectMkvSource(FrameSource):
                     _, dstamp, dpkt = depths.popleft()
                     yield i, (stamp, cpkt), (dstamp, dpkt), None
                 elif depths or done:
-                    error = FrameError(f"{self.path} frame {i}: no depth image within {tol / 1e6:.1f} ms of its colour")
-                    yield i, None, None, error
+                    why = (f"its depth image is cut off (the recording is {self.truncation})"
+                           if done and self.truncation else f"no depth image within {tol / 1e6:.1f} ms of its colour")
+                    yield i, None, None, FrameError(f"{self.path} frame {i}: {why}")
                 else:
                     break
                 colors.popleft()

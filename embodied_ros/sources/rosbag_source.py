@@ -44,7 +44,9 @@ from ..errors import FrameError, InputError
 from ..frame import Frame
 from ..messages.convert import matrix_from_transform_msg, stamp_ns_from_msg
 from .base import FrameSource
+from .folders import check_intrinsics
 from .images import decode_compressed_depth, decode_compressed_rgb, depth_to_metres, image_to_rgb
+from .mcap_truncation import TruncatedMcap, mcap_truncation
 from .tf_buffer import TransformBuffer, normalise_frame_id
 
 log = logging.getLogger(__name__)
@@ -172,6 +174,7 @@ class RosbagSource(FrameSource):
         self._tf = TransformBuffer(extrapolation_ns=pose_tolerance_ns)
         self._pose_child: str | None = None
         self._warned_frames = False
+        self.truncation = ""  # how a truncated .mcap is read, else ""
         self._reader = self._open()
         try:
             topics = self._reader.topics
@@ -187,7 +190,8 @@ class RosbagSource(FrameSource):
             self._K, self._info_size = self._first_camera_info()
             self.intrinsics_note = f"CameraInfo on {self.info_topic}"
             self.details = f"colour {self.color_topic}, depth {self.depth_topic}, poses " + (
-                f"{pose_topic}" if pose_topic else f"/tf ({self.world_frame} -> the image frame)")
+                f"{pose_topic}" if pose_topic else f"/tf ({self.world_frame} -> the image frame)") + (
+                f"; {self.truncation}" if self.truncation else "")
         except BaseException:
             self._reader.close()
             raise
@@ -202,13 +206,36 @@ class RosbagSource(FrameSource):
             problem = _sqlite_truncation(db_file)
             if problem:
                 raise InputError(f"rosbag {self.path} is truncated or corrupt: {problem}")
+        target: Any = self._readable_mcap() or self.path
         try:
             # Bags from ROS 2 Foxy and older carry no message definitions: fall back to Humble's.
-            reader = AnyReader([self.path], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
+            reader = AnyReader([target], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
             reader.open()
         except Exception as err:  # rosbags, sqlite (apsw) and mcap raise many unrelated types
             raise InputError(f"cannot read rosbag {self.path}: {_one_line(err)}") from None
         return reader
+
+    def _readable_mcap(self) -> TruncatedMcap | None:
+        """The readable part of a truncated .mcap (the file, or a rosbag2 folder's only one), or None.
+
+        Raises:
+            InputError: truncated before its first complete record.
+        """
+        files = sorted(self.path.glob("*.mcap")) if self.path.is_dir() else [self.path]
+        if len(files) != 1 or files[0].suffix != ".mcap":
+            return None
+        try:
+            cut = mcap_truncation(files[0])
+        except OSError as err:
+            raise InputError(f"cannot read rosbag {files[0]}: {err.strerror or err}") from None
+        if cut is None:
+            return None
+        if not (cut.chunks or cut.messages):
+            raise InputError(f"rosbag {files[0]} is truncated before its first complete chunk ({cut.size} bytes, "
+                             "without MCAP's closing magic): nothing in it can be read")
+        self.truncation = cut.summary()
+        log.warning("rosbag %s is %s", files[0], self.truncation)
+        return TruncatedMcap(files[0], cut)
 
     def _check_type(self, topics: dict[str, Any], topic: str, allowed: tuple[str, ...]) -> None:
         msgtype = topics[topic].msgtype
@@ -285,7 +312,9 @@ class RosbagSource(FrameSource):
 
     def _first_camera_info(self) -> tuple[np.ndarray, tuple[int, int]]:
         for _, _, msg in self._messages([self.info_topic]):
-            return np.asarray(msg.k, dtype=np.float64).reshape(3, 3), (int(msg.width), int(msg.height))
+            K = check_intrinsics(np.asarray(msg.k, dtype=np.float64).reshape(3, 3),
+                                 f"{self.name}: camera info on {self.info_topic} (the first one)")
+            return K, (int(msg.width), int(msg.height))
         raise InputError(f"{self.name}: camera info topic {self.info_topic} has no messages")
 
     # ---- streaming -----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from ..errors import FrameError, InputError
 from ..frame import Frame
 from ..geometry.transforms import invert_transform
 from .base import FrameSource
-from .folders import check_sizes, read_matrix
+from .folders import check_sizes, read_intrinsics, read_matrix
 from .images import read_color_file, read_depth_file
 from .registration import CameraPair, Registration, register_color, resolve_registration
 
@@ -53,8 +53,8 @@ class ScanNetExport(FrameSource):
         self._numbers = sorted(colors)
         self._colors = colors
         intrinsic = self.path / "intrinsic"
-        self.K = read_matrix(intrinsic / "intrinsic_depth.txt", ((4, 4), (3, 3)), "depth intrinsics")[:3, :3].copy()
-        K_color = read_matrix(intrinsic / "intrinsic_color.txt", ((4, 4), (3, 3)), "colour intrinsics")[:3, :3].copy()
+        self.K = read_intrinsics(intrinsic / "intrinsic_depth.txt", ((4, 4), (3, 3)), "depth intrinsics")
+        K_color = read_intrinsics(intrinsic / "intrinsic_color.txt", ((4, 4), (3, 3)), "colour intrinsics")
         extrinsics = [read_matrix(intrinsic / name, ((4, 4),), "extrinsics")
                       if (intrinsic / name).is_file() else np.eye(4)
                       for name in ("extrinsic_color.txt", "extrinsic_depth.txt")]

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import FrameError, InputError
 from ..frame import Frame
 from .base import FrameSource
-from .folders import read_rgbd
+from .folders import check_intrinsics, read_rgbd
 from .registration import Registration, resolve_registration
 from .trajectory import MATCH_NS, read_trajectory, stamp_ns
 
@@ -113,7 +113,7 @@ class TumFolder(FrameSource):
             why = (f"published TUM {kinect} intrinsics (from the folder name)" if kinect else
                    "ROS default, as TUM recommends when the Kinect is unknown (the folder name says no "
                    "freiburg1/2/3); --intrinsics FX FY CX CY gives others")
-        self.K = np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+        self.K = check_intrinsics(np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]]), "--intrinsics")
         self.intrinsics_note = why
         self.registration, self.registration_note = resolve_registration(registration, self.name)
         self.details = (f"depth factor {self.depth_factor:g} per metre; {len(self._pairs)} of {len(self._rgb)} colour "
