@@ -24,8 +24,11 @@ import pytest
 
 
 def mount_tmpfs(where: Path, size_bytes: int) -> bool:
-    """Mount a tmpfs of ``size_bytes`` at ``where`` (created); False when this machine does not allow it."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
+    """Mount a tmpfs of ``size_bytes`` at ``where`` (created); False when this machine does not allow it.
+
+    ``EMBODIED_ROS_TEST_NO_MOUNT=1`` answers False anyway: the stand-ins CI may get, tried on a machine that mounts.
+    """
+    if os.geteuid() != 0 or shutil.which("mount") is None or os.environ.get("EMBODIED_ROS_TEST_NO_MOUNT"):
         return False
     where.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_bytes}", "tmpfs", str(where)],
@@ -50,6 +53,30 @@ def tmpfs(where: Path, size_bytes: int) -> Iterator[Path]:
         yield where
     finally:
         unmount(where)
+
+
+@contextmanager
+def read_only(where: Path) -> Iterator[str]:
+    """``where`` (created) read-only for the ``with`` block; yields the cause a write there reports.
+
+    A read-only tmpfs where one can be mounted, else a folder without write permission (which
+    root writes through: the test skips there).
+    """
+    if mount_tmpfs(where, 1 << 20):
+        try:
+            remount_read_only(where)
+            yield "Read-only file system"
+        finally:
+            unmount(where)
+        return
+    if os.geteuid() == 0:
+        pytest.skip("cannot mount a read-only tmpfs here, and root writes through permission bits")
+    where.mkdir(parents=True, exist_ok=True)
+    where.chmod(0o555)
+    try:
+        yield "Permission denied"
+    finally:
+        where.chmod(0o755)
 
 
 def fill(where: Path, leave_free: int) -> Path:

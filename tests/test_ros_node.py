@@ -205,8 +205,6 @@ def test_a_save_on_a_full_or_read_only_map_dir_says_why_and_keeps_the_saved_map(
 
     maps = tmp_path / "maps"
     mounted = mount_tmpfs(maps, 16 << 20)  # a real small disk where the machine allows; else the stand-ins
-    if not mounted and disk == "read-only" and os.geteuid() == 0:
-        pytest.skip("cannot mount a read-only tmpfs here, and root writes through permission bits")
     maps.mkdir(exist_ok=True)
     with ExitStack() as stack:
         if mounted:
@@ -225,6 +223,8 @@ def test_a_save_on_a_full_or_read_only_map_dir_says_why_and_keeps_the_saved_map(
             stack.enter_context(disk_full_after(monkeypatch, maps, 0))
         elif mounted:
             remount_read_only(maps)
+        elif os.geteuid() == 0:
+            pytest.skip("cannot mount a read-only tmpfs here, and root writes through permission bits")
         else:
             maps.chmod(0o555)
             stack.callback(maps.chmod, 0o755)
