@@ -197,11 +197,13 @@ def _run_into_folder(args: argparse.Namespace, source: FrameSource, perceptor: P
         except KeyboardInterrupt:
             if not stop():
                 raise
-            with stop.shielded():
-                kept = folder.commit(f"stopped at once by {stop.name}: the bag only", names=BAG_FILES,
-                                     source=source.name)
+            closed = all((folder.path / name).is_file() for name in BAG_FILES)
+            if closed:
+                with stop.shielded():
+                    folder.commit(f"stopped at once by {stop.name}: the bag only", names=BAG_FILES,
+                                  source=source.name)
             print(f"embodied-ros: stopped at once by a second {stop.name}: "
-                  + (f"the bag so far is in {args.out} (no map)" if kept else "nothing was kept"), file=sys.stderr)
+                  + (f"the bag so far is in {args.out} (no map)" if closed else "nothing was kept"), file=sys.stderr)
             return stop.exit_code
         if summary.stopped and summary.frames_processed == 0:
             print(f"embodied-ros: {stop.name} before the first frame: nothing was written", file=sys.stderr)

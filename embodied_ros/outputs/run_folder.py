@@ -83,7 +83,10 @@ def _nearest_existing(path: Path) -> Path:
 
 
 def check_output_folder(out: Path, overwrite: bool) -> PreviousRun | None:
-    """Everything about ``--out`` that can be known before writing; touches nothing.
+    """Everything about ``--out`` that can be known before writing; leaves nothing behind.
+
+    Writability is tried with a folder made and removed at once (root passes permission bits,
+    and a read-only file system shows only on a write).
 
     Returns:
         The run already in ``out`` (``overwrite`` given), or None for a new or empty folder.
@@ -100,7 +103,7 @@ def check_output_folder(out: Path, overwrite: bool) -> PreviousRun | None:
             raise OutputError(f"--out {out} is a file, not a folder")
         raise OutputError(f"--out {out}: {existing} is a file, not a folder")
     previous = _check_contents(out, overwrite) if existing == out else None
-    try:  # root writes through permission bits, so only a real write says whether it can
+    try:
         os.rmdir(tempfile.mkdtemp(prefix=WORK_PREFIX, dir=existing))
     except OSError as err:
         raise OutputError(f"--out {out}: cannot write in {existing}: {err.strerror or err}") from None
