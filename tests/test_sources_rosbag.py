@@ -184,6 +184,10 @@ def test_truncated_bag_is_an_input_error(tmp_path, storage):
     raw = data_file.read_bytes()
     for keep in (len(raw) // 2, len(raw) - 100):
         data_file.write_bytes(raw[:keep])
+        if storage == "mcap" and keep == len(raw) - 100:  # cut in its summary: the one chunk is whole
+            with RosbagSource(path) as src:  # read up to its last complete record (sources/mcap_truncation.py)
+                assert len(list(src.frames())) == 40 and "truncated" in src.details
+            continue
         with pytest.raises(InputError) as info:
             with RosbagSource(path) as src:
                 list(src.frames())
