@@ -122,15 +122,28 @@ def label_rects(view: OrbitView, labels: list[dict]) -> np.ndarray:
     return np.array(rects).reshape(-1, 4)
 
 
-def label_ink(image: np.ndarray, rect: np.ndarray, colour: np.ndarray, tolerance: float = 90.0) -> tuple[float, float]:
+def lines_mask(view: OrbitView, shape: tuple[int, ...], line_lists: list[np.ndarray], width: int = 7) -> np.ndarray:
+    """(H, W) bool: where the projected LINE_LISTs (each (2K, 3) points) are drawn, ``width`` px wide."""
+    mask = np.zeros(shape[:2], np.uint8)
+    for points in line_lists:
+        pixels, depth = view.project(points)
+        for (a, b), (da, db) in zip(pixels.reshape(-1, 2, 2), depth.reshape(-1, 2), strict=True):
+            if da > 0 and db > 0:
+                cv2.line(mask, tuple(int(v) for v in np.round(a)), tuple(int(v) for v in np.round(b)), 1, width)
+    return mask > 0
+
+
+def label_ink(image: np.ndarray, rect: np.ndarray, colour: np.ndarray, ignore: np.ndarray,
+              tolerance: float = 90.0) -> tuple[float, float]:
     """How a label is drawn: (share of its rectangle in its colour, pixels of that colour in the bands of the
-    same width left and right of it per pixel inside). Text torn apart, or drawn elsewhere, spills."""
+    same width left and right of it per such pixel inside), not counting the ``ignore`` mask (lines, other
+    labels). Text torn apart, or drawn elsewhere, spills out of its rectangle."""
     x0, y0, x1, y1 = np.round(rect).astype(int)
     w = x1 - x0
-    close = np.linalg.norm(image.astype(np.float64) - colour, axis=2) <= tolerance
-    inside = close[y0:y1, x0:x1]
+    close = (np.linalg.norm(image.astype(np.float64) - colour, axis=2) <= tolerance) & ~ignore
+    inside = close[y0:y1, x0:x1].sum()
     beside = close[y0:y1, max(0, x0 - w):x0].sum() + close[y0:y1, x1:x1 + w].sum()
-    return float(inside.mean()) if inside.size else 0.0, float(beside / max(1, inside.sum()))
+    return float(inside / max(1, (~ignore[y0:y1, x0:x1]).sum())), float(beside / max(1, inside))
 
 
 def overlap_fraction(rects: np.ndarray) -> float:

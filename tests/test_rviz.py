@@ -29,6 +29,7 @@ from rviz_view import (
     error_pixels,
     label_ink,
     label_rects,
+    lines_mask,
     orbit_view,
     overlap_fraction,
     render_panel,
@@ -83,7 +84,13 @@ def test_rviz_draws_the_kitchen_map_where_its_view_looks_legibly(shot: rviz_sess
     span = (pixels.max(axis=0) - pixels.min(axis=0)) / rect[2:]  # of the view's width and height
     middle = ((pixels.max(axis=0) + pixels.min(axis=0)) / 2 - rect[:2]) / rect[2:]
     rects = label_rects(view, texts)
-    ink = {m["text"]: label_ink(image, r, 255 * np.array(m["colour"][:3])) for m, r in zip(texts, rects, strict=True)}
+    lines = lines_mask(view, image.shape, [np.array(b["points"]) for b in shot.sent["boxes"]])  # boxes, leaders
+    ink = {}  # per label: share of its rectangle in its colour, and that colour beside it per pixel inside
+    for k, (m, r) in enumerate(zip(texts, rects, strict=True)):
+        others = lines.copy()
+        for x0, y0, x1, y1 in np.delete(rects, k, axis=0).round().astype(int):
+            others[max(0, y0):y1, max(0, x0):x1] = True
+        ink[m["text"]] = label_ink(image, r, 255 * np.array(m["colour"][:3]), others)
     overlap = overlap_fraction(rects)
     errors = error_pixels(image, (0, rect[1], rect[0] // 2, int(0.4 * rect[3])))  # red names in the Displays tree
     lower_left = image[rect[1] + rect[3] // 2: rect[1] + rect[3], : rect[0]]  # the Detections image panel

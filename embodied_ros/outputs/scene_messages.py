@@ -25,15 +25,16 @@ a new layer is added here and there together. ``unknown_objects`` is kept for th
 (what no detector names but the geometry shows) so they get their own switch; ``occupancy`` is off because
 the ``~/occupancy`` cloud shows the same voxels as small points that do not hide the boxes.
 """
-LINE_WIDTH = 0.03
-"""Box edge width in metres: about 3 px at RViz's view distance, so thin boxes still read."""
-TEXT_HEIGHT = 0.13
-"""Label text height in metres (RViz scales it with distance like the boxes: about 15 px across a room)."""
+LINE_WIDTH = 0.02
+"""Box edge width in metres: about 3 px at the shipped view's 5 m; wider lines cover the labels behind them."""
+TEXT_HEIGHT = 0.10
+"""Label text height in metres: RViz draws it smaller with distance like the boxes, about 17 px at the shipped
+view's 5 m; larger text needs its labels stacked higher to stay apart."""
 _CHAR_WIDTH = 0.45
 """Mean width of one label character in text heights (RViz's Liberation Sans), to keep labels apart."""
 LABEL_GAP = 1.8
 """Text heights between the middles of stacked labels, plus 0.3 m per metre between their boxes: seen from
-35 degrees above, height shrinks on screen and the nearer label of two sinks, the farther one rises."""
+above (the shipped view looks down 26 degrees), height shrinks on screen and the nearer label sinks."""
 LEADERS_ID = -1
 """Marker id of the LINE_LIST (namespace ``labels``) joining lifted labels to their boxes (objects' ids are >= 0)."""
 SPACE_WIDTH = 0.3
@@ -97,28 +98,35 @@ def label_text(obj: ObjectLike) -> str:
     return f"{obj.class_name} #{obj.id} {obj.score:.2f}"
 
 
+def _label_base(objects: Sequence[ObjectLike], text_height: float) -> np.ndarray:
+    """(N,) height of each label's middle before any is lifted: clear of its box's top face as the shipped
+    view sees it (looking down 26 degrees, the top face reaches tan 26 ~ 0.5 x its radius higher on screen)."""
+    tops = box_edge_points(objects)[:, :, 2].max(axis=1)
+    return tops + 0.75 * text_height + 0.5 * np.array([np.hypot(o.box[3], o.box[4]) / 2 for o in objects])
+
+
 def label_positions(objects: Sequence[ObjectLike], text_height: float = TEXT_HEIGHT) -> np.ndarray:
-    """(N, 3) world positions of the objects' labels: centred over each box, just above its top.
+    """(N, 3) world positions of the objects' labels: centred over each box, above its top.
 
     RViz turns text to face the camera, so two labels closer horizontally than their half widths summed
-    (plus two text heights for the views in between) overlap when seen from the side they line up on
-    (and a nearer label hides a farther one). Going up
-    from the lowest box, a label that would share its height band with such a neighbour is lifted above
-    it (``label_leaders`` draws the line down to its box). Seen from above, height shrinks on screen and
-    the nearer of two labels sinks, so the band grows with the boxes' distance (``LABEL_GAP``): labels
-    stay apart from the shipped view and most others, not from every one.
+    (plus a text height for the views in between) overlap when seen from the side they line up on, and
+    a nearer label hides a farther one. Going up from the lowest box, a label that would share its
+    height band with such a neighbour is lifted above it (``label_leaders`` draws the line down to its
+    box). Seen from above, height shrinks on screen and the nearer of two labels sinks, so the band grows
+    with the boxes' distance (``LABEL_GAP``): labels stay apart from the shipped view and most others,
+    not from every one.
     """
     if not objects:
         return np.zeros((0, 3))
     tops = box_edge_points(objects)[:, :, 2].max(axis=1)
     centres = np.array([[o.box[0], o.box[1]] for o in objects], dtype=np.float64)
     half_widths = np.array([0.5 * _CHAR_WIDTH * text_height * len(label_text(o)) for o in objects])
-    z = tops + 0.75 * text_height  # the text's middle: a quarter of its height clear of the box
+    z = _label_base(objects, text_height)
     placed: list[int] = []
     for i in sorted(range(len(objects)), key=lambda k: (tops[k], objects[k].id)):
         apart = {j: float(np.hypot(*(centres[i] - centres[j]))) for j in placed}
         gaps = {j: LABEL_GAP * text_height + 0.3 * d for j, d in apart.items()
-                if d < half_widths[i] + half_widths[j] + 2 * text_height}
+                if d < half_widths[i] + half_widths[j] + text_height}
         for _ in range(len(gaps) + 1):  # each pass clears the bands it met; only higher ones can meet it next
             clash = [j for j, gap in gaps.items() if abs(z[i] - z[j]) < gap - 1e-6]  # 1e-6: rounding
             if not clash:
@@ -136,7 +144,7 @@ def label_leaders(objects: Sequence[ObjectLike], positions: np.ndarray,
         return np.zeros((0, 2, 3)), np.zeros(0, dtype=np.int64)
     tops = box_edge_points(objects)[:, :, 2].max(axis=1)
     bottoms = positions[:, 2] - 0.6 * text_height
-    lifted = np.flatnonzero(bottoms - tops > 0.5 * text_height)
+    lifted = np.flatnonzero(positions[:, 2] - _label_base(objects, text_height) > 0.5 * text_height)
     segments = np.stack([np.column_stack([positions[lifted, :2], tops[lifted]]),
                          np.column_stack([positions[lifted, :2], bottoms[lifted]])], axis=1)
     return segments.reshape(-1, 2, 3), lifted
