@@ -75,8 +75,7 @@ def _world_frame(params_file: str, overrides: dict[str, typing.Any]) -> str:
     except (OSError, yaml.YAMLError):
         params = {}
     for section in params.values():  # "/**", "embodied_perception", ...
-        frame = (section or {}).get("ros__parameters", {}).get("world_frame") if isinstance(section, dict) else None
-        if frame:
+        if isinstance(section, dict) and (frame := (section.get("ros__parameters") or {}).get("world_frame")):
             return str(frame)
     return "map"
 

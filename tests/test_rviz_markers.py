@@ -6,6 +6,8 @@ tests/test_rviz.py looks at the picture RViz makes of them; these run without RO
 
 from __future__ import annotations
 
+import ast
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,3 +141,18 @@ def test_the_shipped_rviz_config_shows_what_the_node_sends() -> None:
     assert view["Target Frame"] == NodeConfig().view_frame == params["view_frame"]
     window = config["Window Geometry"]
     assert window["Width"] <= 1280 and window["Height"] <= 800  # fits a laptop screen (and the tests' Xvfb)
+
+
+def test_the_launch_hands_rviz_the_nodes_world_frame(tmp_path: Path) -> None:
+    """perception.launch.py's ``_world_frame`` (run here without ROS) picks what ``rviz2 -f`` gets."""
+    source = (REPO / "launch" / "perception.launch.py").read_text()
+    function = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "_world_frame")
+    namespace: dict = {"yaml": yaml, "Path": Path, "typing": typing}
+    exec(compile(ast.Module([function], type_ignores=[]), "perception.launch.py", "exec"), namespace)  # noqa: S102
+    world_frame = namespace["_world_frame"]
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"/**": {"ros__parameters": {"world_frame": "odom", "model": "x"}}}))
+    assert world_frame(str(params), {"world_frame": "kitchen"}) == "kitchen"  # the launch line's
+    assert world_frame(str(params), {}) == "odom"  # else the params file's
+    assert world_frame(str(tmp_path / "absent.yaml"), {}) == NodeConfig().world_frame == "map"
+    assert '"-f", world]' in source  # and rviz2 is started with it
