@@ -7,7 +7,8 @@
 Every node parameter (config/params.yaml; params_file:=... for your own copy) can also be given
 on the launch line as ``name:=value`` (``memory.iou_threshold:=0.2`` or ``memory_iou_threshold:=0.2``);
 only the ones given override the params file. An argument that names no parameter is reported, not
-silently dropped. ``rviz:=true`` without rviz2 installed starts the node alone, with a warning. When
+silently dropped. ``rviz:=true`` opens config/embodied.rviz with the node's ``world_frame`` as RViz's fixed
+frame (``rviz2 -f``); without rviz2 installed it starts the node alone, with a warning. When
 the node ends with an error (a missing model, camera or Python module: its last line says which),
 the launch ends too, with a non-zero exit code.
 """
@@ -65,6 +66,20 @@ def _value(text: str, kind: type) -> typing.Any:
     return kind(text)
 
 
+def _world_frame(params_file: str, overrides: dict[str, typing.Any]) -> str:
+    """The node's world_frame: the launch line's, else the params file's, else the node's default."""
+    if overrides.get("world_frame"):
+        return str(overrides["world_frame"])
+    try:
+        params = yaml.safe_load(Path(params_file).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        params = {}
+    for section in params.values():  # "/**", "embodied_perception", ...
+        if isinstance(section, dict) and (frame := (section.get("ros__parameters") or {}).get("world_frame")):
+            return str(frame)
+    return "map"
+
+
 def _node_ended(context: typing.Any) -> list:
     code = context.locals.event.returncode
     if code > 0:  # its own last line says why (missing model, camera, module, bad parameter)
@@ -104,8 +119,9 @@ def _launch(context: typing.Any) -> list:
             log.warning("rviz:=true but rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2): "
                         "starting without RViz")
         else:
+            world = _world_frame(context.launch_configurations["params_file"], overrides)
             actions.append(Node(package="rviz2", executable="rviz2", name="rviz2", output="screen",
-                                arguments=["-d", str(SHARE / "config" / "embodied.rviz")]))
+                                arguments=["-d", str(SHARE / "config" / "embodied.rviz"), "-f", world]))
     return actions
 
 

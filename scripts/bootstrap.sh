@@ -67,3 +67,18 @@ if [ -f ../shared/ros2/ros2-jazzy-min-debian12-py311.tar.zst ] && command -v apt
       echo "bootstrap: could not install the ROS 2 tree's Debian packages; those tests will skip" >&2
   fi
 fi
+
+# RViz 2 on top of that tree, rendered headless (tests/test_rviz.py: Xvfb, Mesa's software OpenGL, a
+# screenshot): the overlay's runtime libraries and the X tools its README lists; same rule as above.
+if [ -f ../shared/ros2/rviz2-jazzy-debian12-overlay.tar.zst ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  rviz_debs="libogre1.12.10 libqt5core5a libqt5gui5 libqt5widgets5 libqt5svg5 libassimp5 liburdfdom-model3.0
+    liborocos-kdl1.5 libcurl4 libfreetype6 libgl1 libx11-6 fontconfig fonts-dejavu-core
+    xvfb libgl1-mesa-dri x11-utils x11-apps imagemagick"
+  # shellcheck disable=SC2086
+  if [ "$(dpkg-query -W -f '${db:Status-Status}\n' $rviz_debs 2>/dev/null | grep -c '^installed$')" != \
+       "$(echo $rviz_debs | wc -w)" ]; then
+    echo "bootstrap: installing the Debian packages for headless RViz (tests/test_rviz.py)" >&2
+    (apt-get update -qq && apt-get install -y -qq --no-install-recommends $rviz_debs) >/dev/null 2>&1 ||
+      echo "bootstrap: could not install the headless RViz packages; tests/test_rviz.py will skip" >&2
+  fi
+fi

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from embodied_ros.outputs.scene_messages import CLOUD_DTYPE, box_edge_points
+from embodied_ros.outputs.pictures import draw_detections
+from embodied_ros.outputs.scene_messages import CLOUD_DTYPE, box_edge_points, view_centre
 from embodied_ros.ros.harness import InProcessRos, prepare, wait_until
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
@@ -58,7 +59,7 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def live(ros: Any) -> Any:
     """The main node after six real frames went through it; records what it published."""
     from embodied_ros.msg import SceneObjectArray
-    from sensor_msgs.msg import PointCloud2
+    from sensor_msgs.msg import Image, PointCloud2
     from visualization_msgs.msg import MarkerArray
 
     from embodied_ros.ros.harness import FramePublisher
@@ -67,8 +68,9 @@ def live(ros: Any) -> Any:
     node = ros.node(ros.perceptor, pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
                     map_dir=ros.map_dir, memory__publish_confidence=0.0)
     ros.nodes.append(node)
-    got: dict[str, list[Any]] = {"markers": [], "objects": [], "detections": [], "cloud": []}
+    got: dict[str, list[Any]] = {"markers": [], "objects": [], "detections": [], "cloud": [], "image": [], "tf": []}
     ros.client.create_subscription(PointCloud2, "/embodied_perception/occupancy", got["cloud"].append, 10)
+    ros.client.create_subscription(Image, "/embodied_perception/detections_image", got["image"].append, 10)
     ros.client.create_subscription(MarkerArray, "/embodied_perception/markers", got["markers"].append, 10)
     ros.client.create_subscription(SceneObjectArray, "/embodied_perception/objects", got["objects"].append, 10)
     try:
@@ -77,6 +79,11 @@ def live(ros: Any) -> Any:
                                        got["detections"].append, 10)
     except ImportError:
         pass
+    if _importable("tf2_msgs"):
+        from rclpy.qos import DurabilityPolicy, QoSProfile
+        from tf2_msgs.msg import TFMessage
+        ros.client.create_subscription(TFMessage, "/tf_static", got["tf"].append,
+                                       QoSProfile(depth=10, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     publisher = FramePublisher(ros.client)
     assert publisher.wait_for_subscribers()
     stamps = []
@@ -118,6 +125,29 @@ def test_frames_in_markers_and_objects_out(ros: Any, live: Any) -> None:
         det = {d.id: d for d in got["detections"][-1].detections}[str(objects.objects[0].id)]
         assert det.results[0].hypothesis.class_id == objects.objects[0].class_name
         assert det.bbox.size.x == pytest.approx(objects.objects[0].size.x)
+
+
+def test_rviz_gets_the_camera_image_with_its_detections(ros: Any, live: Any) -> None:
+    node, got, stamps, _ = live
+    image = got["image"][-1]  # the last keyframe's colour image, detections drawn as the core draws them
+    frame = ros.frames[-1]
+    assert image.header.stamp.sec * 10**9 + image.header.stamp.nanosec == stamps[-1]
+    assert (image.encoding, image.height, image.width) == ("rgb8", frame.height, frame.width)
+    drawn = np.frombuffer(bytes(image.data), np.uint8).reshape(frame.height, frame.width, 3)
+    expected = draw_detections(frame.color, ros.perceptor.perceive(frame).detections_2d, node.config.image_min_score)
+    assert (expected != frame.color).any(), "no detection to draw in this frame"
+    np.testing.assert_array_equal(drawn, expected)
+
+
+@pytest.mark.skipif(not _importable("tf2_msgs"), reason="tf2_msgs is not installed (no PyPI wheel; runs on the ROS 2 "
+                                                        "tree through test_ros2_tree.py)")
+def test_rviz_view_follows_a_frame_at_the_middle_of_the_map(live: Any) -> None:
+    node, got, _, _ = live
+    view = [t for m in got["tf"] for t in m.transforms if t.child_frame_id == node.config.view_frame][-1]
+    centre = view_centre(node.state.memory.published_objects(), None)
+    assert view.header.frame_id == "world"
+    v = view.transform.translation
+    np.testing.assert_allclose([v.x, v.y, v.z], centre, atol=0.05)  # sent again once it moves 5 cm
 
 
 def test_occupancy_cloud_holds_the_occupied_voxels(live: Any) -> None:

@@ -6,13 +6,13 @@ import zlib
 
 import numpy as np
 
-# Tableau-like palette: distinct on dark (RViz) and light (pictures) backgrounds.
+# Vivid, distinct hues: boxes and labels must stand out on RViz's dark grey background and its grey
+# occupancy points (the pale Tableau colours did not), and still read on photos and on white figures.
 _PALETTE = np.array(
     [
-        (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
-        (140, 86, 75), (227, 119, 194), (188, 189, 34), (23, 190, 207), (255, 187, 120),
-        (152, 223, 138), (255, 152, 150), (197, 176, 213), (196, 156, 148), (247, 182, 210),
-        (219, 219, 141), (158, 218, 229), (174, 199, 232),
+        (255, 64, 64), (64, 224, 64), (64, 160, 255), (255, 200, 0), (255, 96, 255), (0, 230, 230),
+        (255, 140, 0), (170, 110, 255), (160, 255, 0), (255, 120, 170), (0, 200, 140), (255, 240, 80),
+        (120, 200, 255), (230, 160, 90), (200, 255, 160), (255, 170, 120),
     ],
     dtype=np.uint8,
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from ..detections import Detections2D
 from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners
 from ..geometry.transforms import invert_transform, transform_points
@@ -96,6 +97,37 @@ def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: 
             org = (int(np.clip(top_left[0], 0, w - 80)), int(np.clip(top_left[1] - 6, 14, h - 4)))
             cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, font, (0, 0, 0), 3, cv2.LINE_AA)
             cv2.putText(image, label, org, cv2.FONT_HERSHEY_SIMPLEX, font, color, 1, cv2.LINE_AA)
+    return image
+
+
+def draw_detections(rgb: np.ndarray, detections: Detections2D, min_score: float = 0.0,
+                    thickness: int = 2) -> np.ndarray:
+    """A copy of an RGB image with its 2D detections drawn: a box and "class score" per detection.
+
+    Args:
+        rgb: (H, W, 3) uint8 RGB image the detections were made on.
+        detections: boxes in that image's pixels.
+        min_score: detections below it are left out (a detector's low-score boxes would bury the rest).
+        thickness: line width in pixels at 640 px image width (scaled with the width).
+
+    Returns:
+        (H, W, 3) uint8 RGB image.
+    """
+    image = np.ascontiguousarray(rgb.copy())
+    h, w = image.shape[:2]
+    scale = max(1.0, w / 640)
+    font, line = 0.5 * scale, max(1, round(thickness * scale))
+    keep = np.flatnonzero(np.asarray(detections.scores) >= min_score)
+    for k in keep[np.argsort(np.asarray(detections.scores)[keep])]:  # the best drawn last, on top
+        name = detections.class_names[int(detections.labels[k])]
+        colour = class_color(name)
+        x0, y0, x1, y1 = (int(round(v)) for v in np.clip(detections.boxes_xyxy[k], 0, [w - 1, h - 1, w - 1, h - 1]))
+        cv2.rectangle(image, (x0, y0), (x1, y1), colour, line, cv2.LINE_AA)
+        text = f"{name} {detections.scores[k]:.2f}"
+        (tw, th), base = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, font, 1)
+        ty = y0 - 4 if y0 - th - base - 4 >= 0 else y0 + th + 4  # above the box, or inside it at the top edge
+        cv2.rectangle(image, (x0, ty - th - 3), (min(w - 1, x0 + tw + 4), ty + base - 1), (0, 0, 0), cv2.FILLED)
+        cv2.putText(image, text, (x0 + 2, ty), cv2.FONT_HERSHEY_SIMPLEX, font, colour, 1, cv2.LINE_AA)
     return image
 
 

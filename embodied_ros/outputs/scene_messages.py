@@ -17,8 +17,29 @@ from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vec
 from ..messages.types import msg_class
 from .colors import OCCUPANCY_GREY, class_color, class_color_float
 
-MARKER_NAMESPACES = ("boxes", "labels", "occupancy")
-"""One namespace per layer, so RViz can toggle each."""
+MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True}
+"""Every marker namespace (one per layer, so RViz can toggle each) -> whether config/embodied.rviz shows it.
+
+The one list of them: the shipped RViz config's MarkerArray display names exactly these (a test checks), so
+a new layer is added here and there together. ``unknown_objects`` is kept for the class-agnostic objects
+(what no detector names but the geometry shows) so they get their own switch; ``occupancy`` is off because
+the ``~/occupancy`` cloud shows the same voxels as small points that do not hide the boxes.
+"""
+LINE_WIDTH = 0.02
+"""Box edge width in metres: about 3 px at the shipped view's 5 m; wider lines cover the labels behind them."""
+TEXT_HEIGHT = 0.10
+"""Label text height in metres: RViz draws it smaller with distance like the boxes, about 17 px at the shipped
+view's 5 m; larger text needs its labels stacked higher to stay apart."""
+_CHAR_WIDTH = 0.45
+"""Mean width of one label character in text heights (RViz's Liberation Sans), to keep labels apart."""
+LABEL_GAP = 1.8
+"""Text heights between the middles of stacked labels, plus 0.3 m per metre between their boxes: seen from
+above (the shipped view looks down 26 degrees), height shrinks on screen and the nearer label sinks."""
+LEADERS_ID = -1
+"""Marker id of the LINE_LIST (namespace ``labels``) joining lifted labels to their boxes (objects' ids are >= 0)."""
+SPACE_WIDTH = 0.3
+"""Width of a space in label text heights, sent as the text marker's scale.x: RViz 2 (Jazzy) takes scale.x as
+the space width and otherwise uses one fixed from a 1 m font, which tore "chair #3 0.74" into three words."""
 
 _ADD, _DELETEALL = 0, 3
 _LINE_LIST, _CUBE_LIST, _TEXT_VIEW_FACING = 5, 6, 9
@@ -73,8 +94,76 @@ def box_edge_points(objects: Sequence[ObjectLike]) -> np.ndarray:
 
 
 def label_text(obj: ObjectLike) -> str:
-    """The RViz label of an object: "class #id score"."""
+    """The RViz label of an object, one text: "class #id score"."""
     return f"{obj.class_name} #{obj.id} {obj.score:.2f}"
+
+
+def _label_base(objects: Sequence[ObjectLike], text_height: float) -> np.ndarray:
+    """(N,) height of each label's middle before any is lifted: clear of its box's top face as the shipped
+    view sees it (looking down 26 degrees, the top face reaches tan 26 ~ 0.5 x its radius higher on screen)."""
+    tops = box_edge_points(objects)[:, :, 2].max(axis=1)
+    return tops + 0.75 * text_height + 0.5 * np.array([np.hypot(o.box[3], o.box[4]) / 2 for o in objects])
+
+
+def label_positions(objects: Sequence[ObjectLike], text_height: float = TEXT_HEIGHT) -> np.ndarray:
+    """(N, 3) world positions of the objects' labels: centred over each box, above its top.
+
+    RViz turns text to face the camera, so two labels closer horizontally than their half widths summed
+    (plus a text height for the views in between) overlap when seen from the side they line up on, and
+    a nearer label hides a farther one. Going up from the lowest box, a label that would share its
+    height band with such a neighbour is lifted above it (``label_leaders`` draws the line down to its
+    box). Seen from above, height shrinks on screen and the nearer of two labels sinks, so the band grows
+    with the boxes' distance (``LABEL_GAP``): labels stay apart from the shipped view and most others,
+    not from every one.
+    """
+    if not objects:
+        return np.zeros((0, 3))
+    tops = box_edge_points(objects)[:, :, 2].max(axis=1)
+    centres = np.array([[o.box[0], o.box[1]] for o in objects], dtype=np.float64)
+    half_widths = np.array([0.5 * _CHAR_WIDTH * text_height * len(label_text(o)) for o in objects])
+    z = _label_base(objects, text_height)
+    placed: list[int] = []
+    for i in sorted(range(len(objects)), key=lambda k: (tops[k], objects[k].id)):
+        apart = {j: float(np.hypot(*(centres[i] - centres[j]))) for j in placed}
+        gaps = {j: LABEL_GAP * text_height + 0.3 * d for j, d in apart.items()
+                if d < half_widths[i] + half_widths[j] + text_height}
+        for _ in range(len(gaps) + 1):  # each pass clears the bands it met; only higher ones can meet it next
+            clash = [j for j, gap in gaps.items() if abs(z[i] - z[j]) < gap - 1e-6]  # 1e-6: rounding
+            if not clash:
+                break
+            z[i] = max(z[j] + gaps[j] for j in clash)
+        placed.append(i)
+    return np.column_stack([centres, z])
+
+
+def label_leaders(objects: Sequence[ObjectLike], positions: np.ndarray,
+                  text_height: float = TEXT_HEIGHT) -> tuple[np.ndarray, np.ndarray]:
+    """Leader lines of the labels ``label_positions`` lifted: (M, 2, 3) segments from the top of the box
+    to just under its label, and (M,) indices of their objects."""
+    if not objects:
+        return np.zeros((0, 2, 3)), np.zeros(0, dtype=np.int64)
+    tops = box_edge_points(objects)[:, :, 2].max(axis=1)
+    bottoms = positions[:, 2] - 0.6 * text_height
+    lifted = np.flatnonzero(positions[:, 2] - _label_base(objects, text_height) > 0.5 * text_height)
+    segments = np.stack([np.column_stack([positions[lifted, :2], tops[lifted]]),
+                         np.column_stack([positions[lifted, :2], bottoms[lifted]])], axis=1)
+    return segments.reshape(-1, 2, 3), lifted
+
+
+def view_centre(objects: Sequence[ObjectLike], occupancy: OccupiedVoxels | None) -> np.ndarray | None:
+    """(3,) world point for RViz's orbit view to follow: the middle of the map (None while it is empty).
+
+    The middle of the published objects' boxes, what users look for; before there are any, of the
+    occupied voxels' 5th-95th percentiles along each axis (a few stray depth hits far away do not pull
+    the view off the room).
+    """
+    if objects:
+        points = box_edge_points(objects).reshape(-1, 3)
+    elif occupancy is not None and len(occupancy.centers):
+        points = np.percentile(occupancy.centers, [5, 95], axis=0)
+    else:
+        return None
+    return (points.min(axis=0) + points.max(axis=0)) / 2
 
 
 def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: int, **fields: Any) -> Any:
@@ -111,8 +200,8 @@ def marker_array(
     occupancy: OccupiedVoxels | None,
     frame_id: str,
     stamp_ns: int,
-    line_width: float = 0.02,
-    text_height: float = 0.12,
+    line_width: float = LINE_WIDTH,
+    text_height: float = TEXT_HEIGHT,
 ) -> Any:
     """One MarkerArray for the whole scene: DELETEALL first, then every layer's ADDs.
 
@@ -122,18 +211,26 @@ def marker_array(
     """
     markers = [_marker("", 0, _LINE_LIST, frame_id, stamp_ns, action=_DELETEALL)]
     edges = box_edge_points(objects)
-    for i, obj in enumerate(objects):
+    labels = label_positions(objects, text_height)
+    for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
         rgb = class_color_float(obj.class_name)
         markers.append(
             _marker("boxes", obj.id, _LINE_LIST, frame_id, stamp_ns,
                     scale=vector3_msg((line_width, 0.0, 0.0)), color=_rgba(rgb),
                     points=[_point(p) for p in edges[i]])
         )
-        label_pos = np.array([obj.box[0], obj.box[1], edges[i][:, 2].max() + text_height])
         markers.append(
             _marker("labels", obj.id, _TEXT_VIEW_FACING, frame_id, stamp_ns,
-                    pose=pose_msg(np.eye(3), label_pos), scale=vector3_msg((0.0, 0.0, text_height)),
+                    pose=pose_msg(np.eye(3), label_pos),
+                    scale=vector3_msg((SPACE_WIDTH * text_height, 0.0, text_height)),
                     color=_rgba(rgb), text=label_text(obj))
+        )
+    leaders, owners = label_leaders(objects, labels, text_height)
+    if len(leaders):
+        markers.append(
+            _marker("labels", LEADERS_ID, _LINE_LIST, frame_id, stamp_ns, scale=vector3_msg((line_width / 3, 0.0, 0.0)),
+                    points=_points(leaders.reshape(-1, 3)),
+                    colors=[_rgba(class_color_float(objects[k].class_name)) for k in np.repeat(owners, 2)])
         )
     if occupancy is not None and len(occupancy.centers):
         s = occupancy.voxel_size

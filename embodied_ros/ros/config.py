@@ -84,6 +84,11 @@ class NodeConfig:
     diagnostics_period: float = 1.0
     # Also publish vision_msgs/Detection3DArray on ~/detections (when vision_msgs is installed).
     publish_detections: bool = True
+    # ~/detections_image (the keyframe's colour image, for RViz) draws its 2D detections from this score up.
+    image_min_score: float = 0.3
+    # TF frame (child of world_frame) at the middle of the map, which config/embodied.rviz's view follows;
+    # "" = none.
+    view_frame: str = "embodied_view"
 
     def __post_init__(self) -> None:
         try:
@@ -97,7 +102,7 @@ class NodeConfig:
         if self.backend not in ("auto", "tensorrt", "onnxruntime", "torch"):
             raise ConfigError(f"backend must be auto, tensorrt, onnxruntime or torch, got {self.backend!r}")
         for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
-                     "keyframe_max_interval"):
+                     "keyframe_max_interval", "image_min_score"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -38,6 +38,7 @@ from .keyframes import KeyframePolicy, KeyframeWorker
 from .params import declare_config
 from .scene_publisher import ScenePublisher
 from .scene_state import SceneState
+from .view_publisher import ViewPublisher
 
 NODE_NAME = "embodied_perception"
 UNPAIRED_WARNING = 0.05  # warn when more than this fraction of colour/depth messages go unpaired
@@ -79,6 +80,7 @@ class EmbodiedPerceptionNode(Node):
                                    "~/objects carries the same objects")
         self.scene = ScenePublisher(self, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE), detections)
         self.pub_scene_graph = self.create_publisher(String, "~/scene_graph", 2)  # JSON, when subscribed
+        self.view = ViewPublisher(self, config.view_frame, config.image_min_score)
         self._min_observations = memory_config.min_observations
         from diagnostic_msgs.msg import DiagnosticArray
 
@@ -204,8 +206,9 @@ class EmbodiedPerceptionNode(Node):
         perception, stages = self.state.remember(frame)
         start = time.perf_counter()
         if self.context.ok():
-            self.scene.publish_objects(self.state.memory.published_objects(), self.state.occupancy.occupied_voxels(),
-                                       world, stamp)
+            objects, voxels = self.state.memory.published_objects(), self.state.occupancy.occupied_voxels()
+            self.scene.publish_objects(objects, voxels, world, stamp)
+            self.view.publish(frame, perception, objects, voxels, world)
             if self.pub_scene_graph.get_subscription_count() > 0:
                 self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.state,
                                                                                    self._min_observations)))

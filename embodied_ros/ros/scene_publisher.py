@@ -23,13 +23,25 @@ from ..geometry.boxes import as_boxes, box_rotations
 from ..geometry.transforms import quat_xyzw_from_matrix
 from ..memory.occupancy import OccupiedVoxels
 from ..outputs.colors import class_color_float
-from ..outputs.scene_messages import CLOUD_DTYPE, ObjectLike, box_edge_points, cloud_points, label_text, voxel_rgba
+from ..outputs.scene_messages import (
+    CLOUD_DTYPE,
+    LEADERS_ID,
+    LINE_WIDTH,
+    SPACE_WIDTH,
+    TEXT_HEIGHT,
+    ObjectLike,
+    box_edge_points,
+    cloud_points,
+    label_leaders,
+    label_positions,
+    label_text,
+    voxel_rgba,
+)
 from .cdr import header, serialize, stamp
 
 _ADD, _DELETEALL = 0, 3
 _LINE_LIST, _CUBE_LIST, _TEXT_VIEW_FACING = 5, 6, 9
 _FLOAT32 = 7  # sensor_msgs/PointField datatype
-LINE_WIDTH, TEXT_HEIGHT = 0.02, 0.12  # metres, as in the bag's markers
 
 
 def _vector(v: Any) -> dict[str, float]:
@@ -55,15 +67,21 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     markers: list[dict[str, Any]] = [{"header": head, "action": _DELETEALL, "type": _LINE_LIST, "pose": identity,
                                       "scale": {"x": 1.0, "y": 1.0, "z": 1.0}, "color": white}]
     edges = box_edge_points(objects)
-    for obj, points in zip(objects, edges, strict=True):
+    labels = label_positions(objects)
+    for obj, points, label in zip(objects, edges, labels, strict=True):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
         markers.append({"header": head, "ns": "boxes", "id": int(obj.id), "type": _LINE_LIST, "pose": identity,
                         "scale": {"x": LINE_WIDTH}, "color": colour, "points": points})
-        top = float(points[:, 2].max()) + TEXT_HEIGHT
         markers.append({"header": head, "ns": "labels", "id": int(obj.id), "type": _TEXT_VIEW_FACING,
-                        "pose": {"position": {"x": float(obj.box[0]), "y": float(obj.box[1]), "z": top},
-                                 "orientation": {"w": 1.0}},
-                        "scale": {"z": TEXT_HEIGHT}, "color": colour, "text": label_text(obj)})
+                        "pose": {"position": _vector(label), "orientation": {"w": 1.0}},
+                        "scale": {"x": SPACE_WIDTH * TEXT_HEIGHT, "z": TEXT_HEIGHT}, "color": colour,
+                        "text": label_text(obj)})
+    leaders, owners = label_leaders(objects, labels)
+    if len(leaders):
+        colours = np.array([(*class_color_float(objects[k].class_name), 1.0) for k in np.repeat(owners, 2)])
+        markers.append({"header": head, "ns": "labels", "id": LEADERS_ID, "type": _LINE_LIST, "pose": identity,
+                        "scale": {"x": LINE_WIDTH / 3}, "color": white, "points": leaders.reshape(-1, 3),
+                        "colors": colours.astype(np.float32)})
     if voxels is not None and len(voxels):
         s = float(voxels.voxel_size)
         markers.append({"header": head, "ns": "occupancy", "id": 0, "type": _CUBE_LIST, "pose": identity,
