@@ -29,7 +29,10 @@ def test_phrase_file_is_well_formed() -> None:
     assert "written by the embodied_ros team" in doc["note"]
     phrases = doc["phrases"]
     assert sum(p.get("first_set", False) for p in phrases) >= 20
-    assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent"}
+    assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent",
+                                            "compound", "missing anchor", "weak relation", "colour contradiction",
+                                            "unknown words"}
+    assert sum(p.get("set") == "issue31" for p in phrases) >= 50
     assert all(isinstance(p["expected_gt"], list) for p in phrases)
     if KITCHEN.is_dir():
         gt = ground_truth_boxes(KITCHEN)
