@@ -17,9 +17,12 @@ Conventions:
   weak one) decides between them. Ranking against the closest pair over all anchors let a
   false-positive anchor next to some candidate push the true pair's score to nothing.
 * support ("A on B"): A's centre lies over B's (oriented) footprint, A is not lower than B
-  and A's bottom is within ``CONTACT_M`` of B's top (lifted boxes of objects on a surface
-  often overlap its top: any overlap counts as contact), or A lies inside B's box, raised
-  above its floor (on a shelf board, score 0.8); and B's footprint is not much smaller than A's
+  and A's bottom is within ``CONTACT_M`` above B's top or ``MAX_OVERLAP_M`` below it (lifted boxes of
+  objects on a surface often overlap its top), or A lies inside B's box, raised
+  above its floor and well below its top (on a shelf board, score 0.8: a cup on a table beside a
+  chair pushed under it is inside the chair's box, and not on the chair); B is A's best support
+  (``support_exclusivity``: what rests on the table is not also on the chair whose box reaches
+  the table top); and B's footprint is not much smaller than A's
   (lifted boxes of a table top and a remote on it are equally thin and at one height: the
   remote is on the table, not the table on the remote). "A under B": A is beneath B's
   footprint, or B is on A ("the table under the cup"); "A supporting B": B is on A.
@@ -33,6 +36,8 @@ Conventions:
   towards where it was seen from (``MemoryConfig.front_from_views``); chairs at a table, seen
   from behind, get it wrong. For objects that stand against walls the grounder reads the front
   from the room instead (``room_frame.py``: on the room's axes, facing its interior).
+* end ("A at the end of B"): A lies beyond the outer third of B's long axis (in B's box frame),
+  within B's width, and not far past its end.
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
   (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
   the segment's length (half score at min(0.6 m, 0.35 x length) off the line).
@@ -49,19 +54,29 @@ from .phrases import Relation, RelationType
 
 __all__ = [
     "FRONT_LOCAL", "LEFT_LOCAL", "SATISFIED", "SATISFIED_ALLOCENTRIC", "SATISFIED_NEAR", "SceneGeometry",
-    "between_scores", "pair_scores", "satisfied_threshold",
+    "between_scores", "pair_scores", "satisfied_threshold", "support_exclusivity", "supporter_scores",
 ]
 
-SATISFIED = 0.2  # a relation score below this means "not true of this pair"
-# "near"/"next to" ranks by distance; it is false only when far (score 0.05: ~2.4 m apart), since
-# people say "next to" of the closest object even a metre or two away.
+# A relation holds for a pair when its score reaches its threshold; an answer needs every relation of the
+# phrase to hold (engine.py). Stated per kind of relation:
+SATISFIED = 0.2  # closest / farthest (comparative: 1 for the anchor's closest candidate)
+# "near"/"next to": false when far (score 0.05: ~2.4 m apart); people say "next to" of the closest
+# object a metre or two away, not across the room ("the gamepad next to the sink", 2.9 m: false).
 SATISFIED_NEAR = 0.05
+SATISFIED_SUPPORT = 0.5  # on / under / supporting: the mug on the table scored 0.40 "on" the chair beside it
+SATISFIED_VERTICAL = 0.3  # above / below
+SATISFIED_BETWEEN = 0.3
+SATISFIED_END = 0.3  # at the end of
 # Allocentric scores also decay with distance; the direction is what the relation asserts.
 SATISFIED_ALLOCENTRIC = 0.1
 NEAR_SCALE_M = 0.8  # "near": score e^-1 at this distance (gap + centre distance / 4)
 CONTACT_M = 0.10  # "on": largest gap between the bottom of A and the top of B still counted as contact
+MAX_OVERLAP_M = 0.15  # "on": how far A's bottom may reach below B's top (lifted boxes overlap their support)
 INNER_SURFACE_M = 0.15  # "on": an object inside B's box at least this far above B's bottom rests on an inner surface
 INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's top)
+INNER_HEADROOM_M = 0.05  # ...when its top is at least this far below B's top (it is inside, not beside it)
+# "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
+EXCLUSIVE_POWER = 4.0
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
 SUPPORT_AREA = 0.5  # "A on B": full score while B's footprint is at least this fraction of A's, less below
 # "closest"/"farthest": score e^-1 for a candidate this much farther (nearer) than the anchor's
@@ -140,16 +155,48 @@ def _over_footprint(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarra
 
 def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
     gap = g.bottom[t, None] - g.top[None, a]  # > 0: floating above the anchor's top
-    contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05)
+    # Touching the top: a lifted box may reach into its support a little (MAX_OVERLAP_M), not stand in it
+    # (a chair pushed under a table is beside it, not on it).
+    contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05) * np.exp(-np.maximum(-gap - MAX_OVERLAP_M, 0.0) / 0.05)
     not_lower = np.exp(-np.maximum(g.centers[None, a, 2] - g.centers[t, None, 2], 0.0) / 0.05)
     on_top = contact * not_lower
     # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
     # What lies on the floor inside a box (a book under a table) is not on it.
     raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
-    inside = raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M)
+    inside = raised & (g.top[t, None] <= g.top[None, a] - INNER_HEADROOM_M)
     area = 4.0 * np.prod(g.half_local, axis=1)
     big_enough = np.clip(area[None, a] / np.maximum(SUPPORT_AREA * area[t, None], 1e-9), 0.0, 1.0)
     return _over_footprint(g, t, a) * np.maximum(on_top, INNER_SUPPORT_SCORE * inside) * big_enough
+
+
+def supporter_scores(g: SceneGeometry, t: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(T,) each target's best "on" score over ``others`` (itself excluded): how well it rests on anything."""
+    if len(others) == 0 or len(t) == 0:
+        return np.zeros(len(t))
+    s = np.where(t[:, None] == others[None, :], 0.0, _on(g, t, others))
+    return np.nan_to_num(s, nan=0.0).max(axis=1)
+
+
+def support_exclusivity(g: SceneGeometry, t: np.ndarray, a: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """(T, A) factor of "t on a": 1 when a is t's best support among ``others`` (and a), less when t
+    rests better on something else ((on / best) ** EXCLUSIVE_POWER)."""
+    own = np.nan_to_num(_on(g, t, a), nan=0.0)
+    best = np.maximum(supporter_scores(g, t, others), own.max(axis=1, initial=0.0))
+    return np.clip(own / np.maximum(best, 1e-9)[:, None], 0.0, 1.0) ** EXCLUSIVE_POWER
+
+
+def _end(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) "t at the end of a": beyond the outer third of a's long axis, within its width, near its end."""
+    local = np.abs(_local_xy(g, t, a))  # (T, A, 2)
+    half = g.half_local[a]  # (A, 2)
+    long = np.argmax(half, axis=1)  # (A,)
+    cols = np.arange(len(a))
+    along, across = local[:, cols, long], local[:, cols, 1 - long]  # (T, A)
+    hl, hs = half[cols, long][None], half[cols, 1 - long][None]
+    beyond = np.clip((along - 0.6 * hl) / np.maximum(0.3 * hl, 1e-6), 0.0, 1.0)
+    within = np.exp(-np.maximum(across - hs, 0.0) / 0.3)
+    close = np.exp(-np.maximum(along - hl, 0.0) / NEAR_SCALE_M)
+    return beyond * within * close
 
 
 def _under(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -195,9 +242,11 @@ def satisfied_threshold(relation: Relation) -> float:
     """The score below which ``relation`` is considered false of a pair."""
     if relation is Relation.NEAR:
         return SATISFIED_NEAR
-    if relation.type is RelationType.ALLOCENTRIC:
-        return SATISFIED_ALLOCENTRIC
-    return SATISFIED
+    if relation is Relation.END:
+        return SATISFIED_END
+    return {RelationType.ALLOCENTRIC: SATISFIED_ALLOCENTRIC, RelationType.SUPPORT: SATISFIED_SUPPORT,
+            RelationType.VERTICAL: SATISFIED_VERTICAL, RelationType.BETWEEN: SATISFIED_BETWEEN}.get(relation.type,
+                                                                                                   SATISFIED)
 
 
 def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -215,8 +264,13 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
     """
     if relation is Relation.NEAR:
         s = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
-    elif relation in (Relation.CLOSEST, Relation.FARTHEST):
-        s = _comparative(g, t, a, farthest=relation is Relation.FARTHEST)
+    elif relation is Relation.CLOSEST:  # the closest one, and not across the room
+        near = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
+        s = _comparative(g, t, a, farthest=False) * np.clip(near / SATISFIED_NEAR, 0.0, 1.0)
+    elif relation is Relation.FARTHEST:
+        s = _comparative(g, t, a, farthest=True)
+    elif relation is Relation.END:
+        s = _end(g, t, a)
     elif relation is Relation.ABOVE:
         s = _vertical(g, t, a, 1.0)
     elif relation is Relation.BELOW:
