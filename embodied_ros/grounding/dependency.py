@@ -390,9 +390,9 @@ class _Reader:
             self.unknown.append(key)
             self.used.update(t.i for t in pobj.subtree)
             return clauses, viewer
-        second = [c for c in pobj.children if c.dep_ == "conj" and self._nominal(c)]
+        second = [c for c in pobj.children if c.dep_ == "conj" and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ")]
         if relation is Relation.BETWEEN and not second:
-            self.notes.append("'between' needs two objects (between A and B)")
+            self.unknown.append(f"{text} (between needs two objects)")
             return clauses, viewer
         if relation is Relation.BETWEEN:
             self.used.add(second[0].i)  # the first anchor's reading leaves it to be the second

@@ -9,7 +9,13 @@ heights ("the largest table"), two relations ("the cup on the table next to the 
 proposed only when its relations hold for i and not, or clearly less, for every distractor
 (scored with ``relations.py``, as the grounder scores them); with ``verify`` (the default) it is
 accepted only when the grounder, given the phrase, answers i, clearly ahead of the runner-up.
-An object with no accepted candidate keeps the best one, marked not unique.
+Grounding is all-or-nothing (every relation and colour of the phrase must hold for its answer), so a
+checked description is also true. An object with no accepted candidate keeps the first candidate that
+is still true of it (the grounder counts it among the objects that fit), else the bare class ("the
+chair"), marked not unique.
+
+Colours are said as people say them (``colours.spoken_colour``): wooden furniture is brown, never the
+grey of a shadowed measurement; an object whose colour was never seen gets no colour word.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
+from .colours import object_colours, spoken_colour
 from .engine import Grounder
 from .phrases import Relation
 from .relations import SceneGeometry, between_scores, pair_scores, satisfied_threshold
@@ -46,12 +53,15 @@ class Description:
         unique: whether grounding ``text`` gives back this object, clearly ahead of any other (with
             ``verify=False``: whether the generator expected so).
         score: the object's grounding score for ``text`` (0 when not verified).
+        true: whether everything ``text`` says holds for the object: grounding it counts the object
+            among those that fit (with ``verify=False``: not checked, True).
     """
 
     object_id: int
     text: str
     unique: bool
     score: float = 0.0
+    true: bool = True
 
 
 def _noun(class_name: str) -> str:
@@ -65,7 +75,7 @@ def _clear(own: float, others: np.ndarray, threshold: float) -> bool:
 
 
 def _candidates(i: int, distractors: np.ndarray, near: np.ndarray, anchors: np.ndarray, snapshot: MemorySnapshot,
-                g: SceneGeometry, viewpoint: Viewpoint | None) -> list[str]:
+                g: SceneGeometry, viewpoint: Viewpoint | None, supporters: np.ndarray) -> list[str]:
     """Phrases that should pick out object i (index) among its distractors, shortest first.
 
     ``near``: the anchors near i that phrases may name; ``anchors``: every possible anchor (a
@@ -75,20 +85,23 @@ def _candidates(i: int, distractors: np.ndarray, near: np.ndarray, anchors: np.n
     if len(distractors) == 0:
         return [f"the {noun}"]
     out: list[str] = []
-    colour = snapshot.objects[i].colour_name
-    if colour is not None and all(snapshot.objects[d].colour_name not in (colour, None) for d in distractors):
+    said = [spoken_colour(snapshot.class_names[k], snapshot.objects[k].colour_lab, snapshot.objects[k].colour_name)
+            for k in range(len(snapshot))]
+    colour = said[i]
+    if colour is not None and all(colour not in object_colours(snapshot.class_names[d], snapshot.objects[d].colour_lab)
+                                  and snapshot.objects[d].colour_lab is not None for d in distractors):
         out.append(f"the {colour} {noun}")
     # Single relations to each anchor class (or to those of its objects that have one colour: "next to
     # the red cup"): the best anchor of that kind for i, against the distractors' best.
     singles: list[tuple[float, str]] = []
     names = np.array([_noun(n) for n in snapshot.class_names])
-    colours = np.array([str(snapshot.objects[a].colour_name) for a in anchors])
+    colours = np.array([str(said[a]) for a in anchors])
     close = np.isin(anchors, near)
     kinds = [(name, "") for name in dict.fromkeys(names[anchors[close]])]
     kinds += [(name, c) for name, c in dict.fromkeys(zip(names[anchors[close]], colours[close], strict=True))
               if c != "None" and np.count_nonzero(names[anchors] == name) > 1]
     for relation, word in _WORDS.items():
-        s = pair_scores(relation, g, group, anchors)  # (1 + D, A)
+        s = pair_scores(relation, g, group, anchors, supporters)  # (1 + D, A), as the grounder scores them
         for name, c in kinds:
             cols = (names[anchors] == name) & ((colours == c) if c else True)
             best = s[:, cols].max(axis=1)
@@ -166,22 +179,33 @@ def describe_objects(grounder: Grounder, snapshot: MemorySnapshot, ids: list[int
         distractors = others[nouns[others] == nouns[i]]
         anchors = others[nouns[others] != nouns[i]]
         near = anchors[np.argsort(np.linalg.norm(g.centers[anchors, :2] - g.centers[i, :2], axis=1))[:NEAR_ANCHORS]]
-        candidates = _candidates(i, distractors, near, anchors, snapshot, g, viewpoint)
+        candidates = _candidates(i, distractors, near, anchors, snapshot, g, viewpoint, np.flatnonzero(usable))
         obj_id = int(snapshot.ids[i])
         if not verify:
             out.append(Description(obj_id, candidates[0], len(distractors) == 0 or candidates[0] != candidates[-1]))
             continue
-        fallback = Description(obj_id, candidates[0], False)
+        fallback: Description | None = None
         for text in candidates:
             r = grounder.ground(text, snapshot, viewpoint=viewpoint, vocabulary=vocabulary)
-            if not r.success or r.best is None or r.best.object.id != obj_id:
+            if not r.success or r.best is None:
                 continue
-            runner_up = r.alternatives[0].score if r.alternatives else 0.0
-            if r.best.score >= MARGIN * runner_up:
-                out.append(Description(obj_id, text, True, r.best.score))
-                break
-            if fallback.score == 0.0:
-                fallback = Description(obj_id, text, False, r.best.score)
+            fitting = {r.best.object.id: r.best.score, **{a.object.id: a.score for a in r.alternatives}}
+            if r.best.object.id == obj_id:
+                runner_up = r.alternatives[0].score if r.alternatives else 0.0
+                if r.best.score >= MARGIN * runner_up:
+                    out.append(Description(obj_id, text, True, r.best.score))
+                    break
+            if fallback is None and obj_id in fitting:  # true of it, though not only of it
+                fallback = Description(obj_id, text, False, fitting[obj_id])
         else:
-            out.append(fallback)
+            out.append(fallback or Description(obj_id, f"the {_noun(snapshot.class_names[i])}", False, 0.0,
+                                               _holds(grounder, snapshot, i, viewpoint, vocabulary)))
     return out
+
+
+def _holds(grounder: Grounder, snapshot: MemorySnapshot, i: int, viewpoint: Viewpoint | None,
+           vocabulary: tuple[str, ...]) -> bool:
+    """Whether the bare class ("the chair") is true of object i: the grounder reads it as i's class."""
+    r = grounder.ground(f"the {_noun(snapshot.class_names[i])}", snapshot, viewpoint=viewpoint, vocabulary=vocabulary)
+    ids = {r.best.object.id, *(a.object.id for a in r.alternatives)} if r.best is not None else set()
+    return int(snapshot.ids[i]) in ids or r.success

@@ -50,7 +50,6 @@ from .relations import (
     between_scores,
     pair_scores,
     satisfied_threshold,
-    support_exclusivity,
 )
 from .results import GroundedObject, GroundingResult
 from .room_frame import ROOM_FACING_CLASSES, face_the_room
@@ -462,9 +461,7 @@ class Grounder:
             raw, chosen = s3[rows, ja, jb], [a[ja], b[jb]]
         else:
             a, wa, _ = anchor_sets[0]
-            s2 = pair_scores(clause.relation, g, t, a)  # (T, A)
-            if clause.relation is Relation.ON:
-                s2 = s2 * support_exclusivity(g, t, a, ctx.scene.supporters)
+            s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supporters)  # (T, A)
             j = (s2 * (wa / wa.max())[None, :]).argmax(axis=1)
             raw, chosen = s2[rows, j], [a[j]]
         if clause.negated:  # "not on the table": none of the tables holds it

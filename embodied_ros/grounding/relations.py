@@ -249,13 +249,16 @@ def satisfied_threshold(relation: Relation) -> float:
                                                                                                    SATISFIED)
 
 
-def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray,
+                supporters: np.ndarray | None = None) -> np.ndarray:
     """Score of "target ``relation`` anchor" for every pair.
 
     Args:
         relation: any relation but BETWEEN (see ``between_scores``).
         g: the scene's geometry.
         t: (T,) target indices into ``g``; a: (A,) anchor indices.
+        supporters: indices of every object something may rest on: "on", "under" and "supporting"
+            then hold only of an object's best support (``support_exclusivity``); None: not checked.
 
     Returns:
         (T, A) scores in [0, 1]; 0 where a target is its own anchor. CLOSEST and FARTHEST are
@@ -275,12 +278,12 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
         s = _vertical(g, t, a, 1.0)
     elif relation is Relation.BELOW:
         s = _vertical(g, t, a, -1.0)
-    elif relation is Relation.ON:
-        s = _on(g, t, a)
-    elif relation is Relation.UNDER:
-        s = np.maximum(_under(g, t, a), _on(g, a, t).T)  # beneath it, or holding it up
-    elif relation is Relation.SUPPORTING:
-        s = _on(g, a, t).T
+    elif relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING):
+        on = _on(g, t, a) if relation is Relation.ON else _on(g, a, t).T  # (T, A) target on anchor / anchor on target
+        if supporters is not None:
+            on = on * (support_exclusivity(g, t, a, supporters) if relation is Relation.ON
+                       else support_exclusivity(g, a, t, supporters).T)
+        s = np.maximum(_under(g, t, a), on) if relation is Relation.UNDER else on  # under: beneath it, or holding it
     elif relation in _DIRECTIONS:
         s = _allocentric(g, t, a, _DIRECTIONS[relation])
     else:

@@ -86,7 +86,7 @@ def scene_graph(snapshot: MemorySnapshot, *, viewpoint: Viewpoint | None = None,
         doc["text"].append(f"{_name(snapshot, keep[subject])} is {relation} {what}"
                            + (f" (seen from {viewpoint.name})" if kind == "viewer" and viewpoint else ""))
 
-    on = pair_scores(Relation.ON, g, local, local)
+    on = pair_scores(Relation.ON, g, local, local, local)  # only each object's best support
     for s in local:
         j = int(np.argmax(on[s]))
         if on[s, j] >= ON_MIN:
