@@ -26,6 +26,7 @@ whose package name it also accepts).
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 import threading
 from dataclasses import replace
@@ -45,6 +46,7 @@ from .phrases import (
     _VIEWER_ANCHORS,
     _VIEWER_OF_RELATION,
     MAX_PHRASE_CHARS,
+    VIEWER_RELATIONS,
     Attribute,
     NounPhrase,
     ParsedPhrase,
@@ -78,6 +80,8 @@ _FUNCTION_WORDS = {"find", "show", "locate", "select", "get", "give", "pick", "p
                    "located", "positioned", "resting", "kept", "put", "set", "hanging", "mounted", "stands", "sits",
                    "lies", "and", "also", "both", "the", "a", "an", "this", "some", "any", "thing", "do", "does"}
 _NOUN_TAGS = ("NN", "NNS", "NNP", "NNPS", "PRP", "CD")
+# Multi-word names joined into one token before parsing, longest first.
+_MULTIWORD_NAMES = tuple(sorted(label_word_groups(), key=len, reverse=True))
 
 
 def load_pipeline() -> tuple[Any, str] | None:
@@ -140,6 +144,16 @@ def _strip_lead_in(text: str) -> tuple[str, bool]:
             if tuple(w.lower().strip("?.!") for w in words[-len(tail):]) == tail:
                 text = " ".join(words[:-len(tail)])
     return text.strip(" ?.!"), count
+
+
+def _joined(text: str) -> str:
+    """Text the small pipeline parses more reliably: "in between" is "between", and the multi-word names of
+    the vocabulary are one token ("trash can" -> "trash_can": otherwise "can" is read as a verb)."""
+    low = " " + " ".join(text.split()) + " "
+    low = re.sub(r" in between ", " between ", low, flags=re.IGNORECASE)
+    for name in _MULTIWORD_NAMES:
+        low = re.sub(rf"(?<= ){re.escape(name)}(?=[ ,.?!])", name.replace(" ", "_"), low, flags=re.IGNORECASE)
+    return low.strip()
 
 
 class _Reader:
@@ -225,12 +239,14 @@ class _Reader:
                 words.append(low)
             elif tok.is_alpha:
                 self.notes.append(f"'{tok.text}' is not checked (not a colour, size, material or position)")
-        text = " ".join([*words, head.lower_])
+        text = " ".join([*words, head.lower_]).replace("_", " ")
         if head.lower_ in ("one", "ones") and same_as:  # "the pink one": one of the target's kind
             text = same_as
         clauses: list[RelationClause] = []
         for governor in (head, *extra_governors):
-            if governor is not head and (governor.lower_ in _RELATION_MODIFIERS or governor.pos_ == "ADP"):
+            if governor is not head and governor.lower_ in _VERB_RELATIONS:  # "the mug facing the window"
+                found, viewer = self._verb_relation(governor, text, False), []
+            elif governor is not head and (governor.lower_ in _RELATION_MODIFIERS or governor.pos_ == "ADP"):
                 found, viewer = self._relation(governor, text, False)  # "the chair nearest", "cups are near ..."
             else:
                 found, viewer = self._relations_of(governor, text)
@@ -307,8 +323,9 @@ class _Reader:
             obj = self._pobj(of[0])
         anchor = self.noun_phrase(obj, same_as=target_text)
         negated = negated or any(c.dep_ == "neg" for c in verb.children)
-        text = " ".join(t.text for t in verb.subtree).lower()
-        return [RelationClause(_VERB_RELATIONS[verb.lower_], (anchor,), text, negated)]
+        text = " ".join(t.text for t in verb.subtree if t.i >= verb.i).lower().replace("_", " ")
+        more, _ = self._relations_of(verb, target_text, negated)  # "... supports the mug near the screen"
+        return [RelationClause(_VERB_RELATIONS[verb.lower_], (anchor,), text, negated), *more]
 
     def _relation(self, tok: Any, target_text: str, negated: bool) -> tuple[list[RelationClause], list[Attribute]]:
         """One relation from a preposition (or "next"/"close"/"far" with its preposition), its anchor(s)
@@ -322,6 +339,10 @@ class _Reader:
         prep, pobj = tok, self._pobj(tok)
         if pobj is None:  # "next", "close", "far": the preposition is a child ("next to", "far from")
             preps = [c for c in tok.children if c.dep_ == "prep" and c.i > tok.i]
+            after = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
+            if not preps and after is not None and after.pos_ == "ADP" and after.head == tok.head \
+                    and after.i not in self.used:  # "farthest" and "from the door" both on the noun
+                preps = [after]
             if preps:
                 prep = preps[0]
                 self.used.add(prep.i)
@@ -387,10 +408,11 @@ class _Reader:
             text = text.lower()
         relation = _KEYWORDS.get(key)
         if relation is None:
-            self.unknown.append(key)
+            self.unknown.append(key.replace("_", " "))
             self.used.update(t.i for t in pobj.subtree)
             return clauses, viewer
-        second = [c for c in pobj.children if c.dep_ == "conj" and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ")]
+        second = [c for c in (*pobj.children, *tok.head.children) if c.dep_ == "conj" and c.i > pobj.i
+                  and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ") and c.i not in self.used]
         if relation is Relation.BETWEEN and not second:
             self.unknown.append(f"{text} (between needs two objects)")
             return clauses, viewer
@@ -399,7 +421,7 @@ class _Reader:
         anchors = [self.noun_phrase(pobj, same_as=target_text)]
         if relation is Relation.BETWEEN:
             anchors.append(self.noun_phrase(second[0], same_as=target_text))
-        clauses.insert(0, RelationClause(relation, tuple(anchors), text, negated))
+        clauses.insert(0, RelationClause(relation, tuple(anchors), text.replace("_", " "), negated))
         return clauses, viewer
 
     def _pobj(self, prep: Any) -> Any | None:
@@ -418,9 +440,7 @@ class _Reader:
             side = -1 if anchor.lower_ == "left" else 1
             return [Attribute(f"to {'my' if side else ''} {anchor.lower_}".replace("  ", " "), "lateral", side)]
         relation = _KEYWORDS.get(key)
-        name = {Relation.NEAR: "near", Relation.CLOSEST: "closest to", Relation.FARTHEST: "farthest from",
-                Relation.FRONT: "in front of", Relation.BEHIND: "behind", Relation.LEFT: "left of",
-                Relation.RIGHT: "right of"}.get(relation) if relation is not None else None
+        name = VIEWER_RELATIONS.get(relation) if relation is not None else None
         if name is None:
             self.notes.append(f"'{key} {anchor.text}' is not understood of the viewer; ignored")
             return []
@@ -431,7 +451,8 @@ class _Reader:
 
     def leftovers(self) -> list[str]:
         """Words the reading did not use and that are not function words."""
-        return [t.text for t in self.doc if t.i not in self.used and t.is_alpha and t.lower_ not in _FUNCTION_WORDS
+        return [t.text.replace("_", " ") for t in self.doc if t.i not in self.used and t.is_alpha
+                and t.lower_ not in _FUNCTION_WORDS
                 and t.dep_ not in ("det", "punct", "cc", "aux", "auxpass", "nsubj", "expl", "mark", "case")]
 
 
@@ -448,7 +469,7 @@ def parse_with_spacy(phrase: str, pipeline: tuple[Any, str] | None = None) -> Pa
     text, count = _strip_lead_in(" ".join(clean.split()))
     if not text:
         return ParsedPhrase("", count=count, parser=name, unknown=unknown, ignored=ignored)
-    reader = _Reader(nlp(text))
+    reader = _Reader(nlp(_joined(text)))
     target, clauses = reader.target()
     # Words the reading did not place are not understood: the answer cannot be checked against them.
     extra = reader.leftovers()

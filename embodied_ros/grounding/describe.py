@@ -39,7 +39,7 @@ CLEAR = 1.5  # a relation tells i apart from a distractor when it scores this ma
 MAX_CANDIDATES = 24  # phrases tried per object (each is one grounding call when verifying)
 NEAR_ANCHORS = 8  # anchors considered per object: the nearest ones
 # Relations used, in the order tried, and how they are said.
-_WORDS = {Relation.ON: "on", Relation.CLOSEST: "next to", Relation.NEAR: "near", Relation.UNDER: "under",
+_WORDS = {Relation.ON: "on", Relation.NEXT_TO: "next to", Relation.NEAR: "near", Relation.UNDER: "under",
           Relation.ABOVE: "above", Relation.BELOW: "below"}
 
 

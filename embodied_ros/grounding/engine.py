@@ -627,7 +627,7 @@ def _structure(clause: RelationClause) -> str:
     if len(clause.anchors) != 1 or not clause.anchors[0].text:
         return ""
     head = clause.anchors[0].text.split()[-1]
-    if head in _FLOOR_WORDS and clause.relation in (Relation.ON, Relation.NEAR, Relation.CLOSEST):
+    if head in _FLOOR_WORDS and clause.relation in (Relation.ON, Relation.NEAR, Relation.NEXT_TO, Relation.CLOSEST):
         return "floor"
     return head if head in _STRUCTURE_WORDS or head in _FLOOR_WORDS else ""
 

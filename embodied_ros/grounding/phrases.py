@@ -77,7 +77,8 @@ class Relation(Enum):
     """One relation; its ``value`` is the word used in explanations."""
 
     NEAR = "near"
-    CLOSEST = "closest to"
+    NEXT_TO = "next to"  # the closest one, and close (not across the room)
+    CLOSEST = "closest to"  # the closest one, however far
     FARTHEST = "farthest from"
     ABOVE = "above"
     BELOW = "below"
@@ -98,6 +99,7 @@ class Relation(Enum):
 
 _TYPES = {
     Relation.NEAR: RelationType.HORIZONTAL, Relation.CLOSEST: RelationType.HORIZONTAL,
+    Relation.NEXT_TO: RelationType.HORIZONTAL,
     Relation.FARTHEST: RelationType.HORIZONTAL, Relation.ABOVE: RelationType.VERTICAL,
     Relation.BELOW: RelationType.VERTICAL, Relation.ON: RelationType.SUPPORT, Relation.UNDER: RelationType.SUPPORT,
     Relation.SUPPORTING: RelationType.SUPPORT, Relation.FRONT: RelationType.ALLOCENTRIC,
@@ -107,10 +109,11 @@ _TYPES = {
 }
 
 _KEYWORDS: dict[str, Relation] = {
-    # "next to"/"beside" name the closest one, however far; "near" also says it is close.
+    # "next to"/"beside" name the closest one, and it must be close; "closest to" the closest one, however
+    # far; "near" says it is close.
     "near": Relation.NEAR, "nearby": Relation.NEAR, "close to": Relation.NEAR, "by": Relation.NEAR,
-    "next to": Relation.CLOSEST, "beside": Relation.CLOSEST, "adjacent to": Relation.CLOSEST,
-    "alongside": Relation.CLOSEST, "right next to": Relation.CLOSEST, "just beside": Relation.CLOSEST,
+    "next to": Relation.NEXT_TO, "beside": Relation.NEXT_TO, "adjacent to": Relation.NEXT_TO,
+    "alongside": Relation.NEXT_TO, "right next to": Relation.NEXT_TO, "just beside": Relation.NEXT_TO,
     "closest to": Relation.CLOSEST, "nearest to": Relation.CLOSEST, "closest": Relation.CLOSEST,
     "nearest": Relation.CLOSEST, "farthest from": Relation.FARTHEST, "furthest from": Relation.FARTHEST,
     "far from": Relation.FARTHEST, "far away from": Relation.FARTHEST, "away from": Relation.FARTHEST,
@@ -172,6 +175,10 @@ _VIEWER_ADJECTIVES = {
     "farthest": ("distance", 2), "furthest": ("distance", 2),
 }
 _VIEWER_ANCHORS = {"me", "you", "us", "myself", "yourself", "robot", "camera", "viewer", "my", "your"}
+# Relations that can be of the viewer ("next to me" is near me), and the key of _VIEWER_OF_RELATION for each.
+VIEWER_RELATIONS = {Relation.NEAR: "near", Relation.NEXT_TO: "near", Relation.CLOSEST: "closest to",
+                    Relation.FARTHEST: "farthest from", Relation.FRONT: "in front of", Relation.BEHIND: "behind",
+                    Relation.LEFT: "left of", Relation.RIGHT: "right of"}
 _VIEWER_OF_RELATION = {  # "<relation> me": (kind, sign)
     "near": ("distance", -1), "closest to": ("distance", -2), "farthest from": ("distance", 2),
     "in front of": ("ahead", 1), "behind": ("ahead", -1), "left of": ("lateral", -1), "right of": ("lateral", 1),
@@ -525,9 +532,7 @@ def _viewer_attribute(rel: Relation, anchor: NounPhrase, text: str) -> tuple[lis
         return [Attribute(text, "distance", -2 if rel is Relation.CLOSEST else 2)], []
     if not words and rel not in (Relation.FRONT, Relation.BEHIND):
         return None  # "on the" ... with nothing after it: noted by the caller
-    key = {Relation.NEAR: "near", Relation.CLOSEST: "closest to", Relation.FARTHEST: "farthest from",
-           Relation.FRONT: "in front of", Relation.BEHIND: "behind", Relation.LEFT: "left of",
-           Relation.RIGHT: "right of"}.get(rel)
+    key = VIEWER_RELATIONS.get(rel)
     if key is None:
         return [], [f"'{text}' is not understood of the viewer; ignored"]
     kind, sign = _VIEWER_OF_RELATION[key]

@@ -19,10 +19,9 @@ Conventions:
 * support ("A on B"): A's centre lies over B's (oriented) footprint, A is not lower than B
   and A's bottom is within ``CONTACT_M`` above B's top or ``MAX_OVERLAP_M`` below it (lifted boxes of
   objects on a surface often overlap its top), or A lies inside B's box, raised
-  above its floor and well below its top (on a shelf board, score 0.8: a cup on a table beside a
-  chair pushed under it is inside the chair's box, and not on the chair); B is A's best support
-  (``support_exclusivity``: what rests on the table is not also on the chair whose box reaches
-  the table top); and B's footprint is not much smaller than A's
+  above its floor (on a shelf board, score 0.8); B is A's best support
+  (``support_exclusivity``: a cup on a table beside a chair pushed under it is inside the chair's
+  box, and not on the chair); and B's footprint is not much smaller than A's
   (lifted boxes of a table top and a remote on it are equally thin and at one height: the
   remote is on the table, not the table on the remote). "A under B": A is beneath B's
   footprint, or B is on A ("the table under the cup"); "A supporting B": B is on A.
@@ -59,13 +58,12 @@ __all__ = [
 
 # A relation holds for a pair when its score reaches its threshold; an answer needs every relation of the
 # phrase to hold (engine.py). Stated per kind of relation:
-SATISFIED = 0.2  # closest / farthest (comparative: 1 for the anchor's closest candidate)
+SATISFIED = 0.2  # next to / closest / farthest (comparative: 1 for the anchor's closest candidate), between
 # "near"/"next to": false when far (score 0.05: ~2.4 m apart); people say "next to" of the closest
 # object a metre or two away, not across the room ("the gamepad next to the sink", 2.9 m: false).
 SATISFIED_NEAR = 0.05
 SATISFIED_SUPPORT = 0.5  # on / under / supporting: the mug on the table scored 0.40 "on" the chair beside it
-SATISFIED_VERTICAL = 0.3  # above / below
-SATISFIED_BETWEEN = 0.3
+SATISFIED_VERTICAL = 0.2  # above / below
 SATISFIED_END = 0.3  # at the end of
 # Allocentric scores also decay with distance; the direction is what the relation asserts.
 SATISFIED_ALLOCENTRIC = 0.1
@@ -74,7 +72,6 @@ CONTACT_M = 0.10  # "on": largest gap between the bottom of A and the top of B s
 MAX_OVERLAP_M = 0.15  # "on": how far A's bottom may reach below B's top (lifted boxes overlap their support)
 INNER_SURFACE_M = 0.15  # "on": an object inside B's box at least this far above B's bottom rests on an inner surface
 INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's top)
-INNER_HEADROOM_M = 0.05  # ...when its top is at least this far below B's top (it is inside, not beside it)
 # "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
 EXCLUSIVE_POWER = 4.0
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
@@ -163,7 +160,7 @@ def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
     # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
     # What lies on the floor inside a box (a book under a table) is not on it.
     raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
-    inside = raised & (g.top[t, None] <= g.top[None, a] - INNER_HEADROOM_M)
+    inside = raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M)
     area = 4.0 * np.prod(g.half_local, axis=1)
     big_enough = np.clip(area[None, a] / np.maximum(SUPPORT_AREA * area[t, None], 1e-9), 0.0, 1.0)
     return _over_footprint(g, t, a) * np.maximum(on_top, INNER_SUPPORT_SCORE * inside) * big_enough
@@ -245,8 +242,7 @@ def satisfied_threshold(relation: Relation) -> float:
     if relation is Relation.END:
         return SATISFIED_END
     return {RelationType.ALLOCENTRIC: SATISFIED_ALLOCENTRIC, RelationType.SUPPORT: SATISFIED_SUPPORT,
-            RelationType.VERTICAL: SATISFIED_VERTICAL, RelationType.BETWEEN: SATISFIED_BETWEEN}.get(relation.type,
-                                                                                                   SATISFIED)
+            RelationType.VERTICAL: SATISFIED_VERTICAL}.get(relation.type, SATISFIED)
 
 
 def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray,
@@ -267,7 +263,9 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
     """
     if relation is Relation.NEAR:
         s = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
-    elif relation is Relation.CLOSEST:  # the closest one, and not across the room
+    elif relation is Relation.CLOSEST:
+        s = _comparative(g, t, a, farthest=False)
+    elif relation is Relation.NEXT_TO:  # the closest one, and not across the room
         near = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
         s = _comparative(g, t, a, farthest=False) * np.clip(near / SATISFIED_NEAR, 0.0, 1.0)
     elif relation is Relation.FARTHEST:

@@ -34,7 +34,7 @@ _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("book", "books", "notebook", "magazine", "booklet", "brochure", "leaflet", "pamphlet", "journal"),
     ("bottle", "water bottle", "flask"),
     ("laptop", "notebook computer", "computer"),
-    ("cabinet", "cupboard", "drawer", "drawers", "wardrobe"),
+    ("cabinet", "cupboard", "drawer", "drawers", "wardrobe", "dresser", "sideboard", "chest of drawers"),
     ("shelf", "shelves", "bookshelf", "bookcase", "rack"),
     ("lamp", "light", "desk lamp", "floor lamp"),
     ("bed",),
