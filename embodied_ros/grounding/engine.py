@@ -342,7 +342,12 @@ class Grounder:
     def _no_target(self, parsed: ParsedPhrase, conf: np.ndarray, ctx: _Context, vocabulary: tuple[str, ...]) -> str:
         """Why no object can answer: none of the class, none confident, or a class the detector does not know."""
         noun = parsed.target.text
-        named = np.flatnonzero(conf > 0)
+        named = np.flatnonzero(conf >= LABEL_HOLDS)
+        weak = np.flatnonzero((conf > 0) & (conf < LABEL_HOLDS) & ctx.scene.confident)
+        if len(named) == 0 and len(weak):
+            k = int(weak[np.argmax(conf[weak])])
+            return (f"no {noun} in the map: {_name(ctx.snapshot, k)} was seen as one at times, too rarely to say "
+                    f"it is one ({conf[k]:.2f}; an answer needs {LABEL_HOLDS:.2f})")
         if len(named):
             candidates = named[ctx.scene.prior[named] > 0]
             if len(candidates) == 0:
@@ -362,7 +367,9 @@ class Grounder:
     def _candidates(self, noun: NounPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """(indices of the confident objects the noun names, their label confidence, per-label confidences)."""
         conf, by_label = self._confidence(noun, ctx.scene, ctx.vocabulary)
-        idx = np.flatnonzero((conf > 0) & (ctx.scene.prior > 0) & ctx.scene.confident)
+        # A name holds for an object when it names its class, or a class it was seen as often enough
+        # (LABEL_HOLDS); weaker evidence (a book once seen as a remote) is not an answer to "the remote".
+        idx = np.flatnonzero((conf >= LABEL_HOLDS) & (ctx.scene.prior > 0) & ctx.scene.confident)
         return idx, conf, by_label
 
     def _attributes(self, noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -615,6 +622,7 @@ ORDINAL_FIT = 0.3  # an ordinal counts the candidates scoring at least this frac
 # Candidates that fail a constraint rank this far below those that fit everything (they are only
 # shown as the best partial candidate of a "not found").
 PARTIAL_WEIGHT = 1e-3
+LABEL_HOLDS = 0.5  # label confidence (synonym 1, embedding similarity, class evidence) an answer needs
 COLOUR_NEAR_SCORE = 0.6  # a colour word that fits within measurement error, not the measured name
 # A viewer-centred word holds for a candidate scoring at least this: "behind me" for nothing in front.
 VIEWER_HOLDS = 0.2

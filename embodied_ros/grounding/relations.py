@@ -74,6 +74,7 @@ INNER_SURFACE_M = 0.15  # "on": an object inside B's box at least this far above
 INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's top)
 # "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
 EXCLUSIVE_POWER = 4.0
+SUPPORT_GAP_SCALE_M = 0.1  # support quality: e^-1 for a bottom this far from the supporter's top
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
 SUPPORT_AREA = 0.5  # "A on B": full score while B's footprint is at least this fraction of A's, less below
 # "closest"/"farthest": score e^-1 for a candidate this much farther (nearer) than the anchor's
@@ -166,18 +167,24 @@ def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
     return _over_footprint(g, t, a) * np.maximum(on_top, INNER_SUPPORT_SCORE * inside) * big_enough
 
 
+def _support_quality(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) how well t rests on a: the "on" score, more where t's bottom meets a's top (a cup on a table
+    beside a chair's backrest touches both boxes' tops within centimetres; it meets the table's)."""
+    gap = np.abs(g.bottom[t, None] - g.top[None, a])
+    return np.nan_to_num(_on(g, t, a), nan=0.0) * np.exp(-gap / SUPPORT_GAP_SCALE_M)
+
+
 def supporter_scores(g: SceneGeometry, t: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(T,) each target's best "on" score over ``others`` (itself excluded): how well it rests on anything."""
+    """(T,) each target's best support quality over ``others`` (itself excluded): how well it rests on anything."""
     if len(others) == 0 or len(t) == 0:
         return np.zeros(len(t))
-    s = np.where(t[:, None] == others[None, :], 0.0, _on(g, t, others))
-    return np.nan_to_num(s, nan=0.0).max(axis=1)
+    return np.where(t[:, None] == others[None, :], 0.0, _support_quality(g, t, others)).max(axis=1)
 
 
 def support_exclusivity(g: SceneGeometry, t: np.ndarray, a: np.ndarray, others: np.ndarray) -> np.ndarray:
     """(T, A) factor of "t on a": 1 when a is t's best support among ``others`` (and a), less when t
-    rests better on something else ((on / best) ** EXCLUSIVE_POWER)."""
-    own = np.nan_to_num(_on(g, t, a), nan=0.0)
+    rests better on something else ((quality / best quality) ** EXCLUSIVE_POWER)."""
+    own = _support_quality(g, t, a)
     best = np.maximum(supporter_scores(g, t, others), own.max(axis=1, initial=0.0))
     return np.clip(own / np.maximum(best, 1e-9)[:, None], 0.0, 1.0) ** EXCLUSIVE_POWER
 

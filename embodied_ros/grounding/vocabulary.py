@@ -53,7 +53,7 @@ _MARGIN = 0.08  # embedding matches within this of the best label are kept as al
 # class read by similarity.
 OTHER_THINGS = frozenset(
     "teapot kettle plate pan pot jar tray frame picture painting poster curtain cushion rug carpet basket candle "
-    "fireplace radiator stove napkin towel".split())
+    "fireplace radiator stove napkin towel holder stand tower model".split())
 _WORD_TO_GROUP = {w: g for g in _SYNONYMS for w in g}
 # Class names the perceptors use today (COCO) and later (the project's own classes).
 KNOWN_LABELS = (
