@@ -75,6 +75,7 @@ INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's 
 # "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
 EXCLUSIVE_POWER = 4.0
 SUPPORT_GAP_SCALE_M = 0.1  # support quality: e^-1 for a bottom this far from the supporter's top
+INNER_HEADROOM_M = 0.1  # ... and an inner surface counts fully with this much of the box above the object
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
 SUPPORT_AREA = 0.5  # "A on B": full score while B's footprint is at least this fraction of A's, less below
 # "closest"/"farthest": score e^-1 for a candidate this much farther (nearer) than the anchor's
@@ -151,7 +152,8 @@ def _over_footprint(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarra
     return np.exp(-np.linalg.norm(np.maximum(out, 0.0), axis=2) / 0.1)
 
 
-def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -> np.ndarray:
+    """(T, A) "t on a"; ``quality``: weighted by how closely t's bottom meets a's top (to compare supporters)."""
     gap = g.bottom[t, None] - g.top[None, a]  # > 0: floating above the anchor's top
     # Touching the top: a lifted box may reach into its support a little (MAX_OVERLAP_M), not stand in it
     # (a chair pushed under a table is beside it, not on it).
@@ -161,17 +163,19 @@ def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
     # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
     # What lies on the floor inside a box (a book under a table) is not on it.
     raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
-    inside = raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M)
+    inside = INNER_SUPPORT_SCORE * (raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M))
+    if quality:  # the top meets t's bottom; an inner surface has the box's top well above t
+        on_top = on_top * np.exp(-np.abs(gap) / SUPPORT_GAP_SCALE_M)
+        inside = inside * np.clip((g.top[None, a] - g.top[t, None]) / INNER_HEADROOM_M, 0.2, 1.0)
     area = 4.0 * np.prod(g.half_local, axis=1)
     big_enough = np.clip(area[None, a] / np.maximum(SUPPORT_AREA * area[t, None], 1e-9), 0.0, 1.0)
-    return _over_footprint(g, t, a) * np.maximum(on_top, INNER_SUPPORT_SCORE * inside) * big_enough
+    return _over_footprint(g, t, a) * np.maximum(on_top, inside) * big_enough
 
 
 def _support_quality(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
     """(T, A) how well t rests on a: the "on" score, more where t's bottom meets a's top (a cup on a table
     beside a chair's backrest touches both boxes' tops within centimetres; it meets the table's)."""
-    gap = np.abs(g.bottom[t, None] - g.top[None, a])
-    return np.nan_to_num(_on(g, t, a), nan=0.0) * np.exp(-gap / SUPPORT_GAP_SCALE_M)
+    return np.nan_to_num(_on(g, t, a, quality=True), nan=0.0)
 
 
 def supporter_scores(g: SceneGeometry, t: np.ndarray, others: np.ndarray) -> np.ndarray:
