@@ -32,7 +32,7 @@ from .relations import SceneGeometry, between_scores, pair_scores, satisfied_thr
 from .viewpoint import Viewpoint, viewer_scores
 from .vocabulary import canonical_label
 
-__all__ = ["Description", "describe_objects"]
+__all__ = ["Description", "check_description", "describe_objects"]
 
 MARGIN = 1.25  # the described object's grounding score must beat the runner-up's by this factor
 CLEAR = 1.5  # a relation tells i apart from a distractor when it scores this many times higher for i
@@ -186,21 +186,30 @@ def describe_objects(grounder: Grounder, snapshot: MemorySnapshot, ids: list[int
             continue
         fallback: Description | None = None
         for text in candidates:
-            r = grounder.ground(text, snapshot, viewpoint=viewpoint, vocabulary=vocabulary)
-            if not r.success or r.best is None:
-                continue
-            fitting = {r.best.object.id: r.best.score, **{a.object.id: a.score for a in r.alternatives}}
-            if r.best.object.id == obj_id:
-                runner_up = r.alternatives[0].score if r.alternatives else 0.0
-                if r.best.score >= MARGIN * runner_up:
-                    out.append(Description(obj_id, text, True, r.best.score))
-                    break
-            if fallback is None and obj_id in fitting:  # true of it, though not only of it
-                fallback = Description(obj_id, text, False, fitting[obj_id])
+            checked = check_description(grounder, snapshot, obj_id, text, viewpoint=viewpoint, vocabulary=vocabulary)
+            if checked.unique:
+                out.append(checked)
+                break
+            if fallback is None and checked.true:  # true of it, though not only of it
+                fallback = checked
         else:
             out.append(fallback or Description(obj_id, f"the {_noun(snapshot.class_names[i])}", False, 0.0,
                                                _holds(grounder, snapshot, i, viewpoint, vocabulary)))
     return out
+
+
+def check_description(grounder: Grounder, snapshot: MemorySnapshot, object_id: int, text: str, *,
+                      viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] = ()) -> Description:
+    """Check a description of an object by grounding it: ``true`` when the grounder counts the object among
+    those that fit every word (relations, colours and names hold for it: grounding is all-or-nothing),
+    ``unique`` when it is the answer, clearly ahead of the runner-up (``MARGIN``)."""
+    r = grounder.ground(text, snapshot, viewpoint=viewpoint, vocabulary=vocabulary)
+    if not r.success or r.best is None:
+        return Description(object_id, text, False, 0.0, False)
+    fitting = {r.best.object.id: r.best.score, **{a.object.id: a.score for a in r.alternatives}}
+    runner_up = r.alternatives[0].score if r.alternatives else 0.0
+    unique = r.best.object.id == object_id and r.best.score >= MARGIN * runner_up
+    return Description(object_id, text, unique, fitting.get(object_id, 0.0), object_id in fitting)
 
 
 def _holds(grounder: Grounder, snapshot: MemorySnapshot, i: int, viewpoint: Viewpoint | None,
