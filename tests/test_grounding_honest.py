@@ -135,12 +135,15 @@ def test_answers_come_from_the_published_objects(tmp_path: Path, monkeypatch: py
 
 def test_descriptions_say_only_what_is_true(g: Grounder) -> None:
     """'cup #1: the cup on the grey chair' (it is on the table; the chair is wooden) was counted as checked."""
-    scene = with_colours(dining_room(), {1: WOOD, 2: WOOD, 3: WOOD, 4: WHITE, 7: WHITE})
-    assert scene.objects[3].colour_name == "grey"  # what the memory measured
+    scene = with_colours(dining_room(), {1: WOOD, 2: WHITE, 3: WHITE, 4: WHITE, 7: WHITE})
+    assert scene.objects[1].colour_name == "grey"  # what the memory measured of the wooden chair
     found = describe_objects(g, scene, min_observations=1)
     assert all(d.true for d in found), found
     texts = " | ".join(d.text for d in found)
     assert "grey" not in texts and "on the chair" not in texts, texts
+    assert {d.object_id: d.text for d in found}[1] == "the brown chair"  # wood, as people call it
+    unchecked = " | ".join(d.text for d in describe_objects(g, scene, min_observations=1, verify=False))
+    assert "grey" not in unchecked, unchecked
     # The self-check fails for a description whose relation is false, not only for an ambiguous one.
     assert not check_description(g, scene, 4, "the cup on the chair").true
     assert not check_description(g, scene, 3, "the grey chair").true
