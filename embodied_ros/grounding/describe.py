@@ -167,7 +167,7 @@ def describe_objects(grounder: Grounder, snapshot: MemorySnapshot, ids: list[int
     """
     if len(snapshot) == 0:
         return []
-    g = SceneGeometry.from_boxes(snapshot.boxes)
+    g = SceneGeometry.from_boxes(snapshot.boxes, snapshot.class_names)
     usable = np.array([o.confidence >= grounder.config.min_confidence and o.n_observations >= min_observations
                        for o in snapshot.objects], dtype=bool)
     index = {int(obj_id): k for k, obj_id in enumerate(snapshot.ids)}

@@ -248,7 +248,7 @@ class Grounder:
                 boxes = face_the_room(boxes, snapshot.class_names, snapshot.scores, self.config.room_facing_classes)
             confidence = np.fromiter((o.confidence for o in snapshot.objects), dtype=np.float64, count=len(snapshot))
             coloured = any(o.colour_name is not None for o in snapshot.objects)
-            geometry = SceneGeometry.from_boxes(boxes)
+            geometry = SceneGeometry.from_boxes(boxes, snapshot.class_names)
             confident = confidence >= self.config.min_confidence
             hit = _SceneCache(geometry, labels, evidence, self._prior(snapshot, confidence), confident, coloured,
                               np.flatnonzero(confident))

@@ -75,6 +75,7 @@ INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's 
 # "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
 EXCLUSIVE_POWER = 4.0
 SUPPORT_GAP_SCALE_M = 0.1  # support quality: e^-1 for a bottom this far from the supporter's top
+CHAIN_SUPPORTERS = 3  # "on" through a supporter: its best few supporters are followed one level down
 INNER_HEADROOM_M = 0.1  # ... and an inner surface counts fully with this much of the box above the object
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
 SUPPORT_AREA = 0.5  # "A on B": full score while B's footprint is at least this fraction of A's, less below
@@ -99,6 +100,8 @@ class SceneGeometry:
             (rows: local x, local y).
         half_local: (N, 2) half extents along those axes.
         volume: (N,) box volumes, cubic metres.
+        seat: (N,) bool: things rest on its seat, not its top (chairs, sofas: a box holds the backrest).
+        support_top: (N,) the height things rest on: the top, or the seat (``SEAT_HEIGHT`` of the box).
     """
 
     centers: np.ndarray
@@ -108,10 +111,12 @@ class SceneGeometry:
     axes: np.ndarray
     half_local: np.ndarray
     volume: np.ndarray
+    seat: np.ndarray
+    support_top: np.ndarray
 
     @classmethod
-    def from_boxes(cls, boxes: np.ndarray) -> SceneGeometry:
-        """Summarise (N, 9) boxes."""
+    def from_boxes(cls, boxes: np.ndarray, class_names: tuple[str, ...] | list[str] = ()) -> SceneGeometry:
+        """Summarise (N, 9) boxes (of these classes: seats are known by class; none without names)."""
         b = as_boxes(boxes)
         R = box_rotations(b)  # (N, 3, 3), columns = the box's axes in the world
         half_aabb = np.einsum("nij,nj->ni", np.abs(R), 0.5 * np.abs(b[:, 3:6]))  # (N, 3) exact for boxes
@@ -119,9 +124,13 @@ class SceneGeometry:
         norms = np.linalg.norm(axes, axis=2, keepdims=True)
         axes = np.where(norms > 1e-9, axes / np.maximum(norms, 1e-9), np.eye(2)[None])
         z = b[:, 2]
-        return cls(centers=b[:, 0:3].copy(), half_xy=half_aabb[:, :2], bottom=z - half_aabb[:, 2],
-                   top=z + half_aabb[:, 2], axes=axes, half_local=0.5 * np.abs(b[:, 3:5]),
-                   volume=np.prod(np.abs(b[:, 3:6]), axis=1))
+        bottom, top = z - half_aabb[:, 2], z + half_aabb[:, 2]
+        seat = np.array([str(n).lower() in SEAT_CLASSES for n in class_names], dtype=bool)
+        if len(seat) != len(b):
+            seat = np.zeros(len(b), dtype=bool)
+        return cls(centers=b[:, 0:3].copy(), half_xy=half_aabb[:, :2], bottom=bottom, top=top, axes=axes,
+                   half_local=0.5 * np.abs(b[:, 3:5]), volume=np.prod(np.abs(b[:, 3:6]), axis=1), seat=seat,
+                   support_top=np.where(seat, bottom + SEAT_HEIGHT * (top - bottom), top))
 
     def __len__(self) -> int:
         return len(self.centers)
@@ -154,7 +163,7 @@ def _over_footprint(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarra
 
 def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -> np.ndarray:
     """(T, A) "t on a"; ``quality``: weighted by how closely t's bottom meets a's top (to compare supporters)."""
-    gap = g.bottom[t, None] - g.top[None, a]  # > 0: floating above the anchor's top
+    gap = g.bottom[t, None] - g.support_top[None, a]  # > 0: floating above the anchor's top (or seat)
     # Touching the top: a lifted box may reach into its support a little (MAX_OVERLAP_M), not stand in it
     # (a chair pushed under a table is beside it, not on it).
     contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05) * np.exp(-np.maximum(-gap - MAX_OVERLAP_M, 0.0) / 0.05)
@@ -163,7 +172,8 @@ def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -
     # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
     # What lies on the floor inside a box (a book under a table) is not on it.
     raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
-    inside = INNER_SUPPORT_SCORE * (raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M))
+    # (A seat is the surface of a chair: what is in a chair's box above its seat is not on it.)
+    inside = INNER_SUPPORT_SCORE * (raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M) & ~g.seat[None, a])
     if quality:  # the top meets t's bottom; an inner surface has the box's top well above t
         on_top = on_top * np.exp(-np.abs(gap) / SUPPORT_GAP_SCALE_M)
         inside = inside * np.clip((g.top[None, a] - g.top[t, None]) / INNER_HEADROOM_M, 0.2, 1.0)
@@ -186,10 +196,20 @@ def supporter_scores(g: SceneGeometry, t: np.ndarray, others: np.ndarray) -> np.
 
 
 def support_exclusivity(g: SceneGeometry, t: np.ndarray, a: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(T, A) factor of "t on a": 1 when a is t's best support among ``others`` (and a), less when t
-    rests better on something else ((quality / best quality) ** EXCLUSIVE_POWER)."""
+    """(T, A) factor of "t on a": 1 when a is t's best support among ``others`` (and a), or holds that
+    support up (a cup on a magazine on the table is on the table), less when t rests better on something
+    else ((quality / best quality) ** EXCLUSIVE_POWER)."""
     own = _support_quality(g, t, a)
-    best = np.maximum(supporter_scores(g, t, others), own.max(axis=1, initial=0.0))
+    if len(others) and len(t) and len(a):
+        q = np.where(t[:, None] == others[None, :], 0.0, _support_quality(g, t, others))  # (T, K)
+        top = np.argsort(-q, axis=1)[:, :CHAIN_SUPPORTERS]  # each target's best few supporters
+        b = others[top]  # (T, C)
+        carried = np.nan_to_num(_on(g, b.reshape(-1), a), nan=0.0).reshape(len(t), -1, len(a))  # (T, C, A)
+        carried = np.where(b[:, :, None] == a[None, None, :], 0.0, carried)
+        own = np.maximum(own, (np.take_along_axis(q, top, axis=1)[:, :, None] * carried).max(axis=1))
+        best = np.maximum(q.max(axis=1), own.max(axis=1, initial=0.0))
+    else:
+        best = own.max(axis=1, initial=0.0)
     return np.clip(own / np.maximum(best, 1e-9)[:, None], 0.0, 1.0) ** EXCLUSIVE_POWER
 
 
@@ -240,6 +260,10 @@ def _comparative(g: SceneGeometry, t: np.ndarray, a: np.ndarray, farthest: bool)
     return np.exp(-lead / COMPARATIVE_SCALE_M)
 
 
+# Classes whose box holds a backrest above the surface things rest on; their seat is at this fraction of
+# the box's height (a dining chair 0.84 m tall: seat at 0.46 m).
+SEAT_CLASSES = frozenset({"chair", "sofa", "couch", "bench", "armchair", "toilet"})
+SEAT_HEIGHT = 0.55
 FRONT_LOCAL = FRONT_AXIS[:2]  # an object's front in its own box frame (x, y)
 LEFT_LOCAL = np.array([1.0, 0.0])  # its left, seen from the object, z up: local +x
 _DIRECTIONS = {Relation.FRONT: FRONT_LOCAL, Relation.BEHIND: -FRONT_LOCAL, Relation.LEFT: LEFT_LOCAL,

@@ -74,7 +74,7 @@ def scene_graph(snapshot: MemorySnapshot, *, viewpoint: Viewpoint | None = None,
         return doc
     names = [snapshot.class_names[i] for i in keep]
     boxes = face_the_room(snapshot.boxes[keep], names, snapshot.scores[keep])
-    g = SceneGeometry.from_boxes(boxes)
+    g = SceneGeometry.from_boxes(boxes, names)
     local = np.arange(len(keep))
     relations: list[dict[str, Any]] = []
 
