@@ -87,10 +87,13 @@ def material_fits(word: str, lab: tuple[float, float, float] | None, class_name:
 
 def spoken_colour(class_name: str, lab: tuple[float, float, float] | None,
                   measured: str | None = None) -> str | None:
-    """The colour word a description uses for an object: brown for wooden furniture whenever brown fits,
-    otherwise the measured name; None when the colour was never seen."""
+    """The colour word a description uses for an object: brown for wooden furniture that looks like wood,
+    otherwise the measured name when no other name is within measurement error; None when unclear or
+    never seen."""
     if lab is None:
         return None
     if class_name.lower() in WOODEN_CLASSES:
         return "brown" if _looks_wooden(lab) else None  # wood that looks like neither: say no colour
-    return measured or colour_name(lab)
+    word = measured or colour_name(lab)
+    # Only a clear colour: a white cup under warm light measures between white and brown, and is not "brown".
+    return word if fitting_colours(lab) == frozenset({word}) else None

@@ -236,10 +236,14 @@ VERTICAL_SCALE_M = 0.3  # "above"/"below": decay with the footprint gap (roughly
 
 
 def _vertical(g: SceneGeometry, t: np.ndarray, a: np.ndarray, sign: float) -> np.ndarray:
-    # Above: the target's bottom is over the anchor's top (small overlaps tolerated). Below: the target's
-    # top is under the anchor's middle (a table's box reaches the floor: what is under it is inside its box).
-    clear = g.bottom[t, None] - g.top[None, a] if sign > 0 else g.centers[None, a, 2] - g.top[t, None]
-    return np.clip((clear + 0.05) / 0.1, 0.0, 1.0) * np.exp(-_gap_xy(g, t, a) / VERTICAL_SCALE_M)
+    # Above: the target's bottom is clearly over the anchor's top (10 cm for the full score: a cup beside a
+    # magazine on one table, 2 cm higher, is not above it). Below: the target's top is under the anchor's
+    # middle (a table's box reaches the floor: what is under it is inside its box).
+    if sign > 0:
+        clear = np.clip((g.bottom[t, None] - g.top[None, a]) / 0.1, 0.0, 1.0)
+    else:
+        clear = np.clip((g.centers[None, a, 2] - g.top[t, None] + 0.05) / 0.1, 0.0, 1.0)
+    return clear * np.exp(-_gap_xy(g, t, a) / VERTICAL_SCALE_M)
 
 
 def _allocentric(g: SceneGeometry, t: np.ndarray, a: np.ndarray, direction: np.ndarray) -> np.ndarray:
