@@ -294,7 +294,8 @@ def cmd_ground(args: argparse.Namespace) -> int:
     from .grounding.cli import ground_command
 
     return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture,
-                          from_frame=args.from_frame, all_objects=args.all_objects, timings=args.timings)
+                          from_frame=args.from_frame, all_objects=args.all_objects, timings=args.timings,
+                          parser=args.parser)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
@@ -347,6 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
     all_help = "speak about every object of the memory, not only the published ones RViz shows (debugging)"
     p_ground.add_argument("--all-objects", action="store_true", help=all_help)
     p_ground.add_argument("--timings", action="store_true", help="print where the call's time went (stderr)")
+    p_ground.add_argument("--parser", choices=("auto", "spacy", "rules"), default="auto",
+                          help="phrase parser: spaCy where installed (auto), or the rule-based fallback")
     p_ground.set_defaults(func=cmd_ground)
 
     p_desc = sub.add_parser("describe", help="a referring expression for each object of a finished run "

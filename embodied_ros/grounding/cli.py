@@ -42,7 +42,7 @@ class _Run:
     seconds: dict[str, float]  # where loading went: memory, encoder cache, grounder (parser, label embeddings)
 
 
-def _load_run(run_dir: Path, from_frame: int | None, all_objects: bool = False) -> _Run:
+def _load_run(run_dir: Path, from_frame: int | None, all_objects: bool = False, parser: str = "auto") -> _Run:
     """Memory, viewpoint (the chosen frame's camera, else the last one's) and a grounder.
 
     Raises:
@@ -74,7 +74,7 @@ def _load_run(run_dir: Path, from_frame: int | None, all_objects: bool = False) 
         encoder = None  # the Grounder tries the plain encoder and says why it cannot
     seconds["text encoder cache"] = time.perf_counter() - start
     start = time.perf_counter()
-    grounder = Grounder(encoder, min_observations=memory.config.min_observations)
+    grounder = Grounder(encoder, min_observations=memory.config.min_observations, parser=parser)
     seconds["grounder (parser, label embeddings)"] = time.perf_counter() - start
     snapshot = published_snapshot(memory, all_objects)
     return _Run(path, memory, snapshot, viewpoint, grounder, encoder, seconds)
@@ -103,7 +103,8 @@ def _print_text(result: GroundingResult) -> None:
 
 
 def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: Path | None = None,
-                   from_frame: int | None = None, all_objects: bool = False, timings: bool = False) -> int:
+                   from_frame: int | None = None, all_objects: bool = False, timings: bool = False,
+                   parser: str = "auto") -> int:
     """Ground ``phrase`` in ``run_dir/memory.json`` and print the answer.
 
     Args:
@@ -117,12 +118,13 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
             the run's last frame.
         all_objects: ground among every object of the memory, not only the published ones.
         timings: print where the call's time went (to stderr).
+        parser: "auto" (spaCy where installed), "spacy" or "rules".
 
     Returns:
         0 when an object was found, 1 when the phrase has no answer, 2 for an unusable run folder.
     """
     try:
-        run = _load_run(run_dir, from_frame, all_objects)
+        run = _load_run(run_dir, from_frame, all_objects, parser)
     except (EmbodiedError, OSError) as exc:
         print(f"embodied-ros: error: {exc}", file=sys.stderr)
         return 2

@@ -28,7 +28,7 @@ from ..memory.scene_object import MemorySnapshot
 from .colours import object_colours, spoken_colour
 from .engine import Grounder
 from .phrases import Relation
-from .relations import SceneGeometry, between_scores, pair_scores, satisfied_threshold
+from .relations import SceneGeometry, Supports, between_scores, pair_scores, satisfied_threshold, supports
 from .viewpoint import Viewpoint, viewer_scores
 from .vocabulary import canonical_label
 
@@ -75,7 +75,7 @@ def _clear(own: float, others: np.ndarray, threshold: float) -> bool:
 
 
 def _candidates(i: int, distractors: np.ndarray, near: np.ndarray, anchors: np.ndarray, snapshot: MemorySnapshot,
-                g: SceneGeometry, viewpoint: Viewpoint | None, supporters: np.ndarray) -> list[str]:
+                g: SceneGeometry, viewpoint: Viewpoint | None, supporters: Supports) -> list[str]:
     """Phrases that should pick out object i (index) among its distractors, shortest first.
 
     ``near``: the anchors near i that phrases may name; ``anchors``: every possible anchor (a
@@ -173,13 +173,14 @@ def describe_objects(grounder: Grounder, snapshot: MemorySnapshot, ids: list[int
     index = {int(obj_id): k for k, obj_id in enumerate(snapshot.ids)}
     wanted = [index[int(i)] for i in ids if int(i) in index] if ids is not None else list(np.flatnonzero(usable))
     nouns = np.array([_noun(n) for n in snapshot.class_names])
+    held = supports(g, np.flatnonzero(usable))  # what each object rests on, as the grounder reads "on"
     out = []
     for i in wanted:
         others = np.flatnonzero(usable & (np.arange(len(snapshot)) != i))
         distractors = others[nouns[others] == nouns[i]]
         anchors = others[nouns[others] != nouns[i]]
         near = anchors[np.argsort(np.linalg.norm(g.centers[anchors, :2] - g.centers[i, :2], axis=1))[:NEAR_ANCHORS]]
-        candidates = _candidates(i, distractors, near, anchors, snapshot, g, viewpoint, np.flatnonzero(usable))
+        candidates = _candidates(i, distractors, near, anchors, snapshot, g, viewpoint, held)
         obj_id = int(snapshot.ids[i])
         if not verify:
             out.append(Description(obj_id, candidates[0], len(distractors) == 0 or candidates[0] != candidates[-1]))

@@ -26,7 +26,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,9 +47,11 @@ from .phrases import (
 )
 from .relations import (
     SceneGeometry,
+    Supports,
     between_scores,
     pair_scores,
     satisfied_threshold,
+    supports,
 )
 from .results import GroundedObject, GroundingResult
 from .room_frame import ROOM_FACING_CLASSES, face_the_room
@@ -111,7 +113,14 @@ class _SceneCache:
     prior: np.ndarray  # (N,) (score_floor + (1 - score_floor) * score) * confidence, * unconfirmed_weight if rare
     confident: np.ndarray  # (N,) bool: confidence >= min_confidence
     coloured: bool  # whether any object has an observed colour
-    supporters: np.ndarray  # (K,) indices of the confident objects: what else a target may rest on
+    members: np.ndarray  # (K,) indices of the confident objects: what a target may rest on
+    lazy: dict = field(default_factory=dict)  # what only some calls need, made on first need ("supports")
+
+    def supports(self) -> Supports:
+        """What each object rests on (for support relations), made once per snapshot."""
+        if "supports" not in self.lazy:
+            self.lazy["supports"] = supports(self.geometry, self.members)
+        return self.lazy["supports"]
 
 
 def _refuse(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True) -> str | None:
@@ -468,7 +477,8 @@ class Grounder:
             raw, chosen = s3[rows, ja, jb], [a[ja], b[jb]]
         else:
             a, wa, _ = anchor_sets[0]
-            s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supporters)  # (T, A)
+            support = clause.relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING)
+            s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supports() if support else None)  # (T, A)
             j = (s2 * (wa / wa.max())[None, :]).argmax(axis=1)
             raw, chosen = s2[rows, j], [a[j]]
         if clause.negated:  # "not on the table": none of the tables holds it

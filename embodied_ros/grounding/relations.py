@@ -53,7 +53,7 @@ from .phrases import Relation, RelationType
 
 __all__ = [
     "FRONT_LOCAL", "LEFT_LOCAL", "SATISFIED", "SATISFIED_ALLOCENTRIC", "SATISFIED_NEAR", "SceneGeometry",
-    "between_scores", "pair_scores", "satisfied_threshold", "support_exclusivity", "supporter_scores",
+    "Supports", "between_scores", "pair_scores", "satisfied_threshold", "support_exclusivity", "supports",
 ]
 
 # A relation holds for a pair when its score reaches its threshold; an answer needs every relation of the
@@ -163,53 +163,94 @@ def _over_footprint(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarra
 
 def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -> np.ndarray:
     """(T, A) "t on a"; ``quality``: weighted by how closely t's bottom meets a's top (to compare supporters)."""
-    gap = g.bottom[t, None] - g.support_top[None, a]  # > 0: floating above the anchor's top (or seat)
+    return _on_pairs(g, np.repeat(t, len(a)), np.tile(a, len(t)), quality).reshape(len(t), len(a))
+
+
+def _on_pairs(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -> np.ndarray:
+    """(P,) "t[p] on a[p]" for pairs of indices (see ``_on``)."""
+    gap = g.bottom[t] - g.support_top[a]  # > 0: floating above the anchor's top (or seat)
     # Touching the top: a lifted box may reach into its support a little (MAX_OVERLAP_M), not stand in it
     # (a chair pushed under a table is beside it, not on it).
     contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05) * np.exp(-np.maximum(-gap - MAX_OVERLAP_M, 0.0) / 0.05)
-    not_lower = np.exp(-np.maximum(g.centers[None, a, 2] - g.centers[t, None, 2], 0.0) / 0.05)
+    not_lower = np.exp(-np.maximum(g.centers[a, 2] - g.centers[t, 2], 0.0) / 0.05)
     on_top = contact * not_lower
     # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
-    # What lies on the floor inside a box (a book under a table) is not on it.
-    raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
-    # (A seat is the surface of a chair: what is in a chair's box above its seat is not on it.)
-    inside = INNER_SUPPORT_SCORE * (raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M) & ~g.seat[None, a])
+    # What lies on the floor inside a box (a book under a table) is not on it; a chair's surface is its seat.
+    raised = g.bottom[t] - g.bottom[a] >= INNER_SURFACE_M
+    inside = INNER_SUPPORT_SCORE * (raised & (g.top[t] <= g.top[a] + CONTACT_M) & ~g.seat[a])
     if quality:  # the top meets t's bottom; an inner surface has the box's top well above t
         on_top = on_top * np.exp(-np.abs(gap) / SUPPORT_GAP_SCALE_M)
-        inside = inside * np.clip((g.top[None, a] - g.top[t, None]) / INNER_HEADROOM_M, 0.2, 1.0)
+        inside = inside * np.clip((g.top[a] - g.top[t]) / INNER_HEADROOM_M, 0.2, 1.0)
     area = 4.0 * np.prod(g.half_local, axis=1)
-    big_enough = np.clip(area[None, a] / np.maximum(SUPPORT_AREA * area[t, None], 1e-9), 0.0, 1.0)
-    return _over_footprint(g, t, a) * np.maximum(on_top, inside) * big_enough
+    big_enough = np.clip(area[a] / np.maximum(SUPPORT_AREA * area[t], 1e-9), 0.0, 1.0)
+    local = np.einsum("pij,pj->pi", g.axes[a], g.centers[t, :2] - g.centers[a, :2])  # t's centre in a's frame
+    out = np.abs(local) - g.half_local[a] - FOOTPRINT_MARGIN_M
+    over = np.exp(-np.linalg.norm(np.maximum(out, 0.0), axis=1) / 0.1)
+    return np.nan_to_num(over * np.maximum(on_top, inside) * big_enough, nan=0.0)
+
+
+@dataclass(frozen=True)
+class Supports:
+    """What each object rests on best (for "on" to hold only of an object's support), from ``supports``.
+
+    Attributes:
+        best: (N,) each object's best support quality by any other object of the set (0: none).
+        top: (N, CHAIN_SUPPORTERS) indices of its best supporters, best first (-1: none).
+        top_quality: (N, CHAIN_SUPPORTERS) their support qualities.
+    """
+
+    best: np.ndarray
+    top: np.ndarray
+    top_quality: np.ndarray
+
+
+def supports(g: SceneGeometry, members: np.ndarray) -> Supports:
+    """Every object's best supporters among ``members`` (indices), from the pairs whose footprints can
+    touch (a k-d tree over the centres: the cost grows with those pairs, not with N^2)."""
+    from scipy.spatial import cKDTree  # late: only support relations need it
+
+    n = len(g)
+    best, top = np.zeros(n), np.full((n, CHAIN_SUPPORTERS), -1, dtype=np.int64)
+    quality = np.zeros((n, CHAIN_SUPPORTERS))
+    members = np.asarray(members, dtype=np.int64)
+    if len(members) < 2:
+        return Supports(best, top, quality)
+    reach = 2.0 * float(np.linalg.norm(g.half_xy[members], axis=1).max()) + FOOTPRINT_MARGIN_M + 0.5
+    pairs = cKDTree(g.centers[members, :2]).query_pairs(reach, output_type="ndarray")
+    if len(pairs) == 0:
+        return Supports(best, top, quality)
+    i = members[np.concatenate([pairs[:, 0], pairs[:, 1]])]
+    j = members[np.concatenate([pairs[:, 1], pairs[:, 0]])]
+    q = _on_pairs(g, i, j, quality=True)
+    keep = q > 0
+    order = np.lexsort((-q[keep], i[keep]))  # by object, its best supporter first
+    i, j, q = i[keep][order], j[keep][order], q[keep][order]
+    rank = np.arange(len(i)) - np.searchsorted(i, i, side="left")
+    chain = rank < CHAIN_SUPPORTERS
+    top[i[chain], rank[chain]] = j[chain]
+    quality[i[chain], rank[chain]] = q[chain]
+    best[i[rank == 0]] = q[rank == 0]
+    return Supports(best, top, quality)
 
 
 def _support_quality(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
     """(T, A) how well t rests on a: the "on" score, more where t's bottom meets a's top (a cup on a table
     beside a chair's backrest touches both boxes' tops within centimetres; it meets the table's)."""
-    return np.nan_to_num(_on(g, t, a, quality=True), nan=0.0)
+    return _on(g, t, a, quality=True)
 
 
-def supporter_scores(g: SceneGeometry, t: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(T,) each target's best support quality over ``others`` (itself excluded): how well it rests on anything."""
-    if len(others) == 0 or len(t) == 0:
-        return np.zeros(len(t))
-    return np.where(t[:, None] == others[None, :], 0.0, _support_quality(g, t, others)).max(axis=1)
-
-
-def support_exclusivity(g: SceneGeometry, t: np.ndarray, a: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """(T, A) factor of "t on a": 1 when a is t's best support among ``others`` (and a), or holds that
-    support up (a cup on a magazine on the table is on the table), less when t rests better on something
-    else ((quality / best quality) ** EXCLUSIVE_POWER)."""
+def support_exclusivity(g: SceneGeometry, t: np.ndarray, a: np.ndarray, s: Supports) -> np.ndarray:
+    """(T, A) factor of "t on a": 1 when a is t's best support (``s``), or holds that support up (a cup on
+    a magazine on the table is on the table), less when t rests better on something else
+    ((quality / best quality) ** EXCLUSIVE_POWER)."""
     own = _support_quality(g, t, a)
-    if len(others) and len(t) and len(a):
-        q = np.where(t[:, None] == others[None, :], 0.0, _support_quality(g, t, others))  # (T, K)
-        top = np.argsort(-q, axis=1)[:, :CHAIN_SUPPORTERS]  # each target's best few supporters
-        b = others[top]  # (T, C)
-        carried = np.nan_to_num(_on(g, b.reshape(-1), a), nan=0.0).reshape(len(t), -1, len(a))  # (T, C, A)
-        carried = np.where(b[:, :, None] == a[None, None, :], 0.0, carried)
-        own = np.maximum(own, (np.take_along_axis(q, top, axis=1)[:, :, None] * carried).max(axis=1))
-        best = np.maximum(q.max(axis=1), own.max(axis=1, initial=0.0))
-    else:
-        best = own.max(axis=1, initial=0.0)
+    if len(t) and len(a):
+        b = s.top[t]  # (T, C) each target's best supporters
+        valid = b >= 0
+        carried = _on(g, np.where(valid, b, 0).reshape(-1), a).reshape(len(t), -1, len(a))  # (T, C, A)
+        carried = np.where(valid[:, :, None] & (b[:, :, None] != a[None, None, :]), carried, 0.0)
+        own = np.maximum(own, (s.top_quality[t][:, :, None] * carried).max(axis=1))
+    best = np.maximum(s.best[t], own.max(axis=1, initial=0.0))
     return np.clip(own / np.maximum(best, 1e-9)[:, None], 0.0, 1.0) ** EXCLUSIVE_POWER
 
 
@@ -285,15 +326,15 @@ def satisfied_threshold(relation: Relation) -> float:
 
 
 def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray,
-                supporters: np.ndarray | None = None) -> np.ndarray:
+                supporters: Supports | None = None) -> np.ndarray:
     """Score of "target ``relation`` anchor" for every pair.
 
     Args:
         relation: any relation but BETWEEN (see ``between_scores``).
         g: the scene's geometry.
         t: (T,) target indices into ``g``; a: (A,) anchor indices.
-        supporters: indices of every object something may rest on: "on", "under" and "supporting"
-            then hold only of an object's best support (``support_exclusivity``); None: not checked.
+        supporters: what every object rests on (``supports``): "on", "under" and "supporting" then
+            hold only of an object's best support (``support_exclusivity``); None: not checked.
 
     Returns:
         (T, A) scores in [0, 1]; 0 where a target is its own anchor. CLOSEST and FARTHEST are
