@@ -75,6 +75,7 @@ INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's 
 # "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
 EXCLUSIVE_POWER = 4.0
 SUPPORT_GAP_SCALE_M = 0.1  # support quality: e^-1 for a bottom this far from the supporter's top
+DENSE_PAIRS_MAX = 2000  # maps up to this many objects find support pairs from all distances at once
 CHAIN_SUPPORTERS = 3  # "on" through a supporter: its best few supporters are followed one level down
 INNER_HEADROOM_M = 0.1  # ... and an inner surface counts fully with this much of the box above the object
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
@@ -206,9 +207,7 @@ class Supports:
 
 def supports(g: SceneGeometry, members: np.ndarray) -> Supports:
     """Every object's best supporters among ``members`` (indices), from the pairs whose footprints can
-    touch (a k-d tree over the centres: the cost grows with those pairs, not with N^2)."""
-    from scipy.spatial import cKDTree  # late: only support relations need it
-
+    touch (for large maps found with a k-d tree over the centres: the cost grows with those pairs, not N^2)."""
     n = len(g)
     best, top = np.zeros(n), np.full((n, CHAIN_SUPPORTERS), -1, dtype=np.int64)
     quality = np.zeros((n, CHAIN_SUPPORTERS))
@@ -216,7 +215,14 @@ def supports(g: SceneGeometry, members: np.ndarray) -> Supports:
     if len(members) < 2:
         return Supports(best, top, quality)
     reach = 2.0 * float(np.linalg.norm(g.half_xy[members], axis=1).max()) + FOOTPRINT_MARGIN_M + 0.5
-    pairs = cKDTree(g.centers[members, :2]).query_pairs(reach, output_type="ndarray")
+    xy = g.centers[members, :2]
+    if len(members) > DENSE_PAIRS_MAX:
+        from scipy.spatial import cKDTree  # late: 0.5 s to import, worth it only for large maps
+
+        pairs = cKDTree(xy).query_pairs(reach, output_type="ndarray")
+    else:
+        close = np.triu(np.linalg.norm(xy[:, None] - xy[None], axis=2) <= reach, k=1)
+        pairs = np.argwhere(close)
     if len(pairs) == 0:
         return Supports(best, top, quality)
     i = members[np.concatenate([pairs[:, 0], pairs[:, 1]])]
