@@ -214,19 +214,26 @@ def supports(g: SceneGeometry, members: np.ndarray) -> Supports:
     members = np.asarray(members, dtype=np.int64)
     if len(members) < 2:
         return Supports(best, top, quality)
-    reach = 2.0 * float(np.linalg.norm(g.half_xy[members], axis=1).max()) + FOOTPRINT_MARGIN_M + 0.5
+    # A supporter j can hold i only where i's centre may lie over j's footprint: within j's half diagonal,
+    # the margin and the decay beyond it.
+    radius = np.linalg.norm(g.half_local[members], axis=1) + FOOTPRINT_MARGIN_M + 0.3  # (M,)
     xy = g.centers[members, :2]
     if len(members) > DENSE_PAIRS_MAX:
         from scipy.spatial import cKDTree  # late: 0.5 s to import, worth it only for large maps
 
-        pairs = cKDTree(xy).query_pairs(reach, output_type="ndarray")
+        pairs = cKDTree(xy).query_pairs(float(radius.max()), output_type="ndarray")
+        pi = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        pj = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        keep = ((xy[pi] - xy[pj]) ** 2).sum(axis=1) <= radius[pj] ** 2
+        pi, pj = pi[keep], pj[keep]
     else:
-        close = np.triu(np.linalg.norm(xy[:, None] - xy[None], axis=2) <= reach, k=1)
-        pairs = np.argwhere(close)
-    if len(pairs) == 0:
+        d2 = (xy[:, None, 0] - xy[None, :, 0]) ** 2 + (xy[:, None, 1] - xy[None, :, 1]) ** 2  # (M, M)
+        close = d2 <= (radius ** 2)[None, :]
+        np.fill_diagonal(close, False)
+        pi, pj = np.nonzero(close)
+    if len(pi) == 0:
         return Supports(best, top, quality)
-    i = members[np.concatenate([pairs[:, 0], pairs[:, 1]])]
-    j = members[np.concatenate([pairs[:, 1], pairs[:, 0]])]
+    i, j = members[pi], members[pj]
     q = _on_pairs(g, i, j, quality=True)
     keep = q > 0
     order = np.lexsort((-q[keep], i[keep]))  # by object, its best supporter first
