@@ -569,8 +569,7 @@ class Grounder:
             return self._fail(phrase, parsed, "not found: " + "; ".join(dict.fromkeys(cannot)) + f" (best partial "
                               f"candidate: {explain(best)[0]})" + _suffix(notes), by_label, partial(order[:1]))
         if not holds[best]:
-            failed = [c.text for c, raw, _ in used if raw[best] < _threshold(c)]
-            failed += [w for w in failed_attrs if not failed] or []
+            failed = [c.text for c, raw, _ in used if raw[best] < _threshold(c)] or failed_attrs
             what = "; ".join(failed) or "the phrase"
             return self._fail(phrase, parsed, f"not found: no {parsed.target.text} fits '{what}'{seen_from} (best "
                               f"partial candidate: {explain(best)[0]}, score {score[best]:.2f})" + _suffix(notes),
