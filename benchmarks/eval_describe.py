@@ -64,9 +64,8 @@ def main() -> None:
     snaps = [oracle_snapshot(generate_scene(seed).objects) for seed in range(start, stop)]
     print(f"synthetic seeds {start}..{stop - 1} (true boxes): " + rates(grounder, snaps, min_observations=1))
     if args.run is not None:
-        from embodied_ros.memory import SceneMemory
-
         from embodied_ros.grounding.map_view import published_snapshot
+        from embodied_ros.memory import SceneMemory
 
         memory = SceneMemory.load(args.run / "memory.json")
         snap = published_snapshot(memory)  # the objects the run published, as `describe` speaks of them
