@@ -148,3 +148,14 @@ def test_descriptions_say_only_what_is_true(g: Grounder) -> None:
     assert not check_description(g, scene, 4, "the cup on the chair").true
     assert not check_description(g, scene, 3, "the grey chair").true
     assert check_description(g, scene, 4, "the cup on the table").true
+
+
+def test_an_unnamed_object_is_answered_by_colour_and_place_only(g: Grounder) -> None:
+    """Objects the map holds without a class (class "object", for unknown objects) answer "the red thing on
+    the table", named as unnamed, and never "the cup"."""
+    scene = snapshot([("diningtable", [0.0, 0.0, 0.375, 1.6, 0.8, 0.75, 0.0]),
+                      ("object", [0.3, 0.1, 0.8, 0.1, 0.1, 0.1, 0.0])])
+    scene = with_colours(scene, {1: (45.0, 60.0, 40.0)})
+    r = g.ground("the red thing on the table", scene)
+    assert r.success and r.best.object.id == 1 and "unnamed object #1" in r.message
+    assert not g.ground("the cup", scene).success
