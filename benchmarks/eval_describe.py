@@ -12,7 +12,7 @@ figures are the share of objects whose description, grounded, gives back the obj
   not unique (objects that the grounder's relations cannot tell apart from another).
 
 Synthetic memories hold a generated room's true boxes and classes (``eval_grounding_synthetic.py``);
-``--run`` adds a real run's memory (e.g. redkitchen's).
+``--run`` adds a real run's published objects (e.g. redkitchen's).
 """
 
 from __future__ import annotations
@@ -64,10 +64,13 @@ def main() -> None:
     snaps = [oracle_snapshot(generate_scene(seed).objects) for seed in range(start, stop)]
     print(f"synthetic seeds {start}..{stop - 1} (true boxes): " + rates(grounder, snaps, min_observations=1))
     if args.run is not None:
+        from embodied_ros.grounding.map_view import published_snapshot
         from embodied_ros.memory import SceneMemory
 
         memory = SceneMemory.load(args.run / "memory.json")
-        print(f"{args.run}: " + rates(grounder, [memory.snapshot()], memory.vocabulary, memory.config.min_observations))
+        snap = published_snapshot(memory)  # the objects the run published, as `describe` speaks of them
+        print(f"{args.run} ({len(snap)} published objects): "
+              + rates(grounder, [snap], memory.vocabulary, memory.config.min_observations))
 
 
 if __name__ == "__main__":

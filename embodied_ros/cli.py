@@ -339,21 +339,22 @@ def cmd_ground(args: argparse.Namespace) -> int:
     from .grounding.cli import ground_command
 
     return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture,
-                          from_frame=args.from_frame)
+                          from_frame=args.from_frame, all_objects=args.all_objects, timings=args.timings,
+                          parser=args.parser)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
     from .grounding.cli import describe_command
 
     return describe_command(args.run_dir, args.id, json_out=args.json, dense_captions=args.dense_captions,
-                            scene_id=args.scene_id, from_frame=args.from_frame)
+                            scene_id=args.scene_id, from_frame=args.from_frame, all_objects=args.all_objects)
 
 
 def cmd_scene_graph(args: argparse.Namespace) -> int:
     from .grounding.cli import scene_graph_command
 
     return scene_graph_command(args.run_dir, args.out, from_frame=args.from_frame,
-                               with_descriptions=args.descriptions)
+                               with_descriptions=args.descriptions, all_objects=args.all_objects)
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -397,6 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_ground.add_argument("--picture", type=Path, default=None, help="also draw the answer into this PNG")
     frame_help = "frame index whose camera 'left', 'nearest', 'behind me' refer to (default: the run's last frame)"
     p_ground.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    all_help = "speak about every object of the memory, not only the published ones RViz shows (debugging)"
+    p_ground.add_argument("--all-objects", action="store_true", help=all_help)
+    p_ground.add_argument("--timings", action="store_true", help="print where the call's time went (stderr)")
+    p_ground.add_argument("--parser", choices=("auto", "spacy", "rules"), default="auto",
+                          help="phrase parser: spaCy where installed (auto), or the rule-based fallback")
     p_ground.set_defaults(func=cmd_ground)
 
     p_desc = sub.add_parser("describe", help="a referring expression for each object of a finished run "
@@ -409,6 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "8x3 corners, sem_prob, obj_prob)")
     p_desc.add_argument("--scene-id", default="", help="scene id in that file (default: the run folder's name)")
     p_desc.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    p_desc.add_argument("--all-objects", action="store_true", help=all_help)
     p_desc.set_defaults(func=cmd_describe)
 
     p_graph = sub.add_parser("scene-graph", help="a finished run's objects and their relations as JSON")
@@ -416,6 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_graph.add_argument("--out", type=Path, default=None, help="write the JSON here (default: print it)")
     p_graph.add_argument("--descriptions", action="store_true", help="add each object's referring expression")
     p_graph.add_argument("--from-frame", type=int, default=None, metavar="N", help=frame_help)
+    p_graph.add_argument("--all-objects", action="store_true", help=all_help)
     p_graph.set_defaults(func=cmd_scene_graph)
 
     from .ros.player import add_play_arguments

@@ -31,6 +31,15 @@ class Outcome:
     ok: bool
     success: bool  # whether the engine answered at all
     line: str
+    set: str = ""  # the phrase set ("issue31": the phrases written for that issue), "" for the earlier ones
+
+    @property
+    def verdict(self) -> str:
+        """"right" (the right object, or no answer where nothing fits), "false" (an answer with the wrong
+        object, or one where nothing fits) or "not found" (no answer where something fits)."""
+        if self.ok:
+            return "right"
+        return "false" if self.success else "not found"
 
 
 def load_phrases() -> dict[str, Any]:
@@ -98,6 +107,7 @@ def evaluate(ground: Callable[[str, Any], Any], kitchen: Path,
         ok = (not r.success) if not want else (
             r.success and min(distance_to_box(r.best.object.box[:3], b) for b in want) <= gt_tol)
         kind = item["kind"]
+        verdict = "ok   " if ok else "FALSE" if r.success else "NOTFD"
         out.append(Outcome(item["phrase"], kind, bool(item.get("first_set", False)), bool(ok), bool(r.success),
-                           f"{'ok  ' if ok else 'MISS'} [{kind}] {item['phrase']!r} -> {r.message}"))
+                           f"{verdict} [{kind}] {item['phrase']!r} -> {r.message}", str(item.get("set", ""))))
     return out

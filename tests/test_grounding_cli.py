@@ -29,7 +29,8 @@ def test_text_answer_and_picture(run_dir: Path, capsys: pytest.CaptureFixture[st
     picture = run_dir / "pics" / "answer.png"
     assert ground_command(run_dir, "the cup on the table next to the tv", False, picture) == 0
     out = capsys.readouterr().out
-    assert out.startswith("cup #1: on diningtable #0, nearest to tvmonitor #4") and "centre (0.50, 0.10, 0.80)" in out
+    assert out.startswith("cup #1: on diningtable #0, next to tvmonitor #4") and "centre (0.50, 0.10, 0.80)" in out
+    assert "parser: " in out
     image = cv2.imread(str(picture))
     assert image is not None and image.shape[0] > 500
     assert not (run_dir / "pics" / "answer_frame.png").exists()  # no scene.mcap: no frame picture

@@ -13,15 +13,17 @@ from conftest import KITCHEN
 from redkitchen_phrases import PHRASES, evaluate, ground_truth_boxes
 
 from embodied_ros.grounding import Grounder
+from embodied_ros.grounding.map_view import published_snapshot
 from embodied_ros.grounding.viewpoint import Viewpoint
 from embodied_ros.memory import SceneMemory
 
-# Every phrase's answer is a ground-truth object (or none). Floors, measured on this test's map (every
-# 4th frame, the default detector and memory): they guard against a broken grounder and leave room
-# for small changes of the detector or the memory; better maps should raise them. Most misses are the
-# map's: objects the COCO detector does not see (the sink, the keyboard) or mislabels.
-MIN_FIRST_ACCURACY = 0.4
-MIN_LATER_ACCURACY = 0.4
+# Every phrase's answer is a ground-truth object (or none). An answer is right, false (success with the wrong
+# object, or with one where nothing fits) or not found. Bounds measured on this test's map (every 4th frame,
+# the default detector and memory; issue 31: 79 right, 3 false, 59 not found of 141): most not-founds are
+# the map's (objects the COCO detector does not see: the sink, the keyboard, the gamepad), and a false answer
+# is what a robot must never act on. Better maps should raise MIN_RIGHT.
+MAX_FALSE = 0.05
+MIN_RIGHT = 0.45
 
 
 def test_phrase_file_is_well_formed() -> None:
@@ -29,7 +31,10 @@ def test_phrase_file_is_well_formed() -> None:
     assert "written by the embodied_ros team" in doc["note"]
     phrases = doc["phrases"]
     assert sum(p.get("first_set", False) for p in phrases) >= 20
-    assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent"}
+    assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent",
+                                            "compound", "missing anchor", "weak relation", "colour contradiction",
+                                            "unknown words"}
+    assert sum(p.get("set") == "issue31" for p in phrases) >= 50
     assert all(isinstance(p["expected_gt"], list) for p in phrases)
     if KITCHEN.is_dir():
         gt = ground_truth_boxes(KITCHEN)
@@ -40,7 +45,7 @@ def test_phrase_file_is_well_formed() -> None:
 
 def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
     memory = SceneMemory.load(kitchen_run / "memory.json")
-    snapshot = memory.snapshot()
+    snapshot = published_snapshot(memory)  # what RViz shows, and what the CLI and the service ground in
     grounder = Grounder(min_observations=memory.config.min_observations)
 
     def ground(phrase: str, viewpoint: Viewpoint | None):
@@ -51,13 +56,12 @@ def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
 
     outcomes = evaluate(ground, KITCHEN, viewpoint)
     print("\n".join(o.line for o in outcomes))
-    first = [o.ok for o in outcomes if o.first_set]
-    later = [o.ok for o in outcomes if not o.first_set]
-    print(f"first set {sum(first)}/{len(first)}, later phrases {sum(later)}/{len(later)}")
-    assert np.mean(first) >= MIN_FIRST_ACCURACY
-    assert np.mean(later) >= MIN_LATER_ACCURACY
+    verdicts = [o.verdict for o in outcomes]
+    print({v: verdicts.count(v) for v in ("right", "false", "not found")})
+    assert verdicts.count("false") <= MAX_FALSE * len(outcomes), [o.line for o in outcomes if o.verdict == "false"]
+    assert verdicts.count("right") >= MIN_RIGHT * len(outcomes)
     # Things that are not in the kitchen: no answer, unless the map holds a (false) object of exactly that
-    # class (this run's map has a "bed"); never one read into another class by word similarity.
+    # class; never one read into another class by word similarity.
     absent = [o for o in outcomes if o.kind == "absent"]
     answered = [o.line for o in absent if o.success]
     assert len(answered) <= 2 and not any("read '" in line for line in answered), answered
@@ -72,6 +76,6 @@ def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str
 
     last = read_camera_poses(kitchen_run / "camera_poses.json")[-1]
     grounder = Grounder(min_confidence=0.0)  # the words, not the map's confidence, are under test
-    r = grounder.ground(phrase, memory.snapshot(), viewpoint=Viewpoint.from_camera_pose(last),
+    r = grounder.ground(phrase, published_snapshot(memory), viewpoint=Viewpoint.from_camera_pose(last),
                         vocabulary=memory.vocabulary)
     assert r.success and "note" not in r.message, r.message

@@ -1,13 +1,17 @@
 """`embodied-ros ground|describe|scene-graph RUN_DIR`: phrases, descriptions and the scene graph of a finished run.
 
 Each call is a new process, so it imports only what grounding needs and embeds text through
-:class:`CachedTextEncoder` (the model loads only for words it has never seen).
+:class:`CachedTextEncoder` (the model loads only for words it has never seen). The phrase is parsed by
+spaCy where it is installed (about 1.5 s to import and load; ``--timings`` prints where a call's time
+goes). All three speak about the run's published objects, the ones RViz showed (``map_view.py``;
+``--all-objects``: every object of the memory).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +19,7 @@ from ..errors import EmbodiedError, InputError, ModelError
 from ..memory.scene_memory import SceneMemory
 from ..memory.scene_object import MemorySnapshot
 from .engine import Grounder
+from .map_view import published_snapshot
 from .results import GroundingResult
 from .text_encoder import CachedTextEncoder
 from .viewpoint import Viewpoint
@@ -34,14 +39,17 @@ class _Run:
     viewpoint: Viewpoint | None
     grounder: Grounder
     encoder: CachedTextEncoder | None
+    seconds: dict[str, float]  # where loading went: memory, encoder cache, grounder (parser, label embeddings)
 
 
-def _load_run(run_dir: Path, from_frame: int | None) -> _Run:
+def _load_run(run_dir: Path, from_frame: int | None, all_objects: bool = False, parser: str = "auto") -> _Run:
     """Memory, viewpoint (the chosen frame's camera, else the last one's) and a grounder.
 
     Raises:
         InputError: no memory there, or ``from_frame`` is not a processed frame of the run.
     """
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
     run_dir = Path(run_dir)
     path = run_dir / "memory.json" if run_dir.is_dir() else run_dir
     memory = SceneMemory.load(path)
@@ -58,12 +66,18 @@ def _load_run(run_dir: Path, from_frame: int | None) -> _Run:
         viewpoint = Viewpoint.from_camera_pose(chosen[-1]) if chosen else None
     elif from_frame is not None:
         raise InputError(f"--from-frame {from_frame}: {run_dir} has no {CAMERA_POSES_FILE} (a run before viewpoints)")
+    seconds["memory and viewpoint"] = time.perf_counter() - start
+    start = time.perf_counter()
     try:
         encoder = CachedTextEncoder()
     except ModelError:
         encoder = None  # the Grounder tries the plain encoder and says why it cannot
-    grounder = Grounder(encoder, min_observations=memory.config.min_observations)
-    return _Run(path, memory, memory.snapshot(), viewpoint, grounder, encoder)
+    seconds["text encoder cache"] = time.perf_counter() - start
+    start = time.perf_counter()
+    grounder = Grounder(encoder, min_observations=memory.config.min_observations, parser=parser)
+    seconds["grounder (parser, label embeddings)"] = time.perf_counter() - start
+    snapshot = published_snapshot(memory, all_objects)
+    return _Run(path, memory, snapshot, viewpoint, grounder, encoder, seconds)
 
 
 def _box_text(box) -> str:
@@ -75,6 +89,9 @@ def _box_text(box) -> str:
 def _print_text(result: GroundingResult) -> None:
     print(result.message)
     if result.best is None:
+        for alt in result.alternatives:
+            print(f"  best partial candidate: {alt.explanation} (score {alt.score:.2f})")
+        print(f"  parser: {result.parsed.parser}")
         return
     o = result.best.object
     colour = f", {o.colour_name}" if o.colour_name else ""
@@ -82,10 +99,12 @@ def _print_text(result: GroundingResult) -> None:
           f"{o.score:.2f}, confidence {o.confidence:.2f}{colour}): {_box_text(o.box)}")
     for alt in result.alternatives:
         print(f"  alternative: {alt.explanation} (score {alt.score:.2f})")
+    print(f"  parser: {result.parsed.parser}")
 
 
 def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: Path | None = None,
-                   from_frame: int | None = None) -> int:
+                   from_frame: int | None = None, all_objects: bool = False, timings: bool = False,
+                   parser: str = "auto") -> int:
     """Ground ``phrase`` in ``run_dir/memory.json`` and print the answer.
 
     Args:
@@ -97,12 +116,15 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
             it was last seen.
         from_frame: the frame whose camera viewer-centred words ("on the left") refer to; None:
             the run's last frame.
+        all_objects: ground among every object of the memory, not only the published ones.
+        timings: print where the call's time went (to stderr).
+        parser: "auto" (spaCy where installed), "spacy" or "rules".
 
     Returns:
         0 when an object was found, 1 when the phrase has no answer, 2 for an unusable run folder.
     """
     try:
-        run = _load_run(run_dir, from_frame)
+        run = _load_run(run_dir, from_frame, all_objects, parser)
     except (EmbodiedError, OSError) as exc:
         print(f"embodied-ros: error: {exc}", file=sys.stderr)
         return 2
@@ -111,6 +133,9 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
     result = run.grounder.ground(phrase, snapshot, viewpoint=run.viewpoint, vocabulary=memory.vocabulary)
     if run.encoder is not None:
         run.encoder.save()
+    if timings:
+        stages = {**run.seconds, "grounding call": result.seconds}
+        print("timings: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in stages.items()), file=sys.stderr)
     written: list[str] = []
     if picture is not None:
         from ..outputs.pictures import save_rgb
@@ -139,7 +164,8 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
 
 
 def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool = False,
-                     dense_captions: Path | None = None, scene_id: str = "", from_frame: int | None = None) -> int:
+                     dense_captions: Path | None = None, scene_id: str = "", from_frame: int | None = None,
+                     all_objects: bool = False) -> int:
     """Print a referring expression for every confident object of a run (or one), each checked by grounding it.
 
     Args:
@@ -149,15 +175,16 @@ def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool
         dense_captions: also write the descriptions in Scan2Cap's dense-captioning submission form there.
         scene_id: the scene's id in that file (default: the run folder's name).
         from_frame: viewpoint for "leftmost"/"nearest" (default: the run's last frame).
+        all_objects: describe every object of the memory, not only the published ones.
 
     Returns:
-        0 when every described object got a unique description, 1 when some did not (or the id is
-        unknown), 2 for an unusable run folder.
+        0 when every described object got a unique description that is true of it, 1 when some did not
+        (or the id is unknown), 2 for an unusable run folder.
     """
     from .describe import describe_objects
 
     try:
-        run = _load_run(run_dir, from_frame)
+        run = _load_run(run_dir, from_frame, all_objects)
     except (EmbodiedError, OSError) as exc:
         print(f"embodied-ros: error: {exc}", file=sys.stderr)
         return 2
@@ -181,17 +208,19 @@ def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool
             return 2
     if json_out:
         print(json.dumps([{"id": d.object_id, "class_name": by_id[d.object_id].class_name, "text": d.text,
-                           "unique": d.unique, "score": round(d.score, 4)} for d in found], indent=2))
+                           "unique": d.unique, "true": d.true, "score": round(d.score, 4)} for d in found], indent=2))
     else:
         for d in found:
-            print(f"{by_id[d.object_id].class_name} #{d.object_id}: {d.text}" + ("" if d.unique else "  (not unique)"))
-        print(f"{sum(d.unique for d in found)} of {len(found)} descriptions pick out their object"
+            flags = ("" if d.unique else "  (not unique)") + ("" if d.true else "  (NOT TRUE)")
+            print(f"{by_id[d.object_id].class_name} #{d.object_id}: {d.text}{flags}")
+        print(f"{sum(d.unique and d.true for d in found)} of {len(found)} descriptions pick out their object; "
+              f"{sum(d.true for d in found)} of {len(found)} are true of it (checked by grounding each)"
               + (f"; dense captions written to {dense_captions}" if dense_captions else ""))
-    return 0 if all(d.unique for d in found) else 1
+    return 0 if all(d.unique and d.true for d in found) else 1
 
 
 def scene_graph_command(run_dir: Path, out: Path | None = None, from_frame: int | None = None,
-                        with_descriptions: bool = False) -> int:
+                        with_descriptions: bool = False, all_objects: bool = False) -> int:
     """Print (or write) a run's scene graph as JSON: objects and their relations (``scene_graph.py``).
 
     Returns:
@@ -200,7 +229,7 @@ def scene_graph_command(run_dir: Path, out: Path | None = None, from_frame: int 
     from .scene_graph import scene_graph
 
     try:
-        run = _load_run(run_dir, from_frame)
+        run = _load_run(run_dir, from_frame, all_objects)
     except (EmbodiedError, OSError) as exc:
         print(f"embodied-ros: error: {exc}", file=sys.stderr)
         return 2

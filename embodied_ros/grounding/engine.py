@@ -26,13 +26,15 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import ModelError
 from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
+from .colours import CHECKABLE_MATERIALS, colour_fits, material_fits
+from .dependency import load_pipeline, parse_with_spacy, pipeline_error
 from .phrases import (
     MAX_PHRASE_CHARS,
     Attribute,
@@ -40,11 +42,17 @@ from .phrases import (
     ParsedPhrase,
     Relation,
     RelationClause,
-    RelationType,
     looks_english,
     parse_phrase,
 )
-from .relations import SceneGeometry, between_scores, pair_scores, satisfied_threshold
+from .relations import (
+    SceneGeometry,
+    Supports,
+    between_scores,
+    pair_scores,
+    satisfied_threshold,
+    supports,
+)
 from .results import GroundedObject, GroundingResult
 from .room_frame import ROOM_FACING_CLASSES, face_the_room
 from .text_encoder import TextEncoder
@@ -91,10 +99,8 @@ class GrounderConfig:
     # Acc@0.25 on tuning seeds 10004..10011 / 10028..10043: 0.613 / 0.570 at 0.7, 0.622 / 0.600 at 0.6,
     # 0.613 / 0.595 at 0.5 (0.644 / 0.619 before objects had a confidence).
     min_confidence: float = 0.6
-    # Weight of "any object" standing in for an anchor whose words name no object in the memory
-    # ("the cup near the plastic box" with no box detected): on/under/above/below/near keep the
-    # relation that way (_any_object_informs), and the answer says how the anchor was read.
-    unknown_anchor_weight: float = 0.5
+    # Which parser reads phrases: "auto" (spaCy when installed, else the rules), "spacy" or "rules".
+    parser: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -107,9 +113,17 @@ class _SceneCache:
     prior: np.ndarray  # (N,) (score_floor + (1 - score_floor) * score) * confidence, * unconfirmed_weight if rare
     confident: np.ndarray  # (N,) bool: confidence >= min_confidence
     coloured: bool  # whether any object has an observed colour
+    members: np.ndarray  # (K,) indices of the confident objects: what a target may rest on
+    lazy: dict = field(default_factory=dict)  # what only some calls need, made on first need ("supports")
+
+    def supports(self) -> Supports:
+        """What each object rests on (for support relations), made once per snapshot."""
+        if "supports" not in self.lazy:
+            self.lazy["supports"] = supports(self.geometry, self.members)
+        return self.lazy["supports"]
 
 
-def _refuse(phrase: object, vocabulary: tuple[str, ...] = ()) -> str | None:
+def _refuse(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True) -> str | None:
     """Why a phrase cannot be grounded at all (None when it can be tried)."""
     if not isinstance(phrase, str):
         return f"the phrase must be text, got {type(phrase).__name__}"
@@ -121,7 +135,8 @@ def _refuse(phrase: object, vocabulary: tuple[str, ...] = ()) -> str | None:
     if not letters:
         return "no words in the phrase: say which object, e.g. 'the cup on the table'"
     words = frozenset(w for label in vocabulary for w in label.lower().split())
-    if sum(c.isascii() for c in letters) < 0.8 * len(letters) or not looks_english(phrase, words):
+    # The dependency parser names the words it cannot read; the rules need the phrase to look English.
+    if sum(c.isascii() for c in letters) < 0.5 * len(letters) or rules and not looks_english(phrase, words):
         return "only English phrases are understood"
     return None
 
@@ -161,8 +176,7 @@ class Grounder:
             that fails, labels are matched by the synonym table alone and every answer says so.
         min_label_similarity, max_alternatives, max_anchors, min_score, load_encoder, min_observations,
             max_between_anchors, head_weight, unconfirmed_weight, score_floor, room_facing_classes,
-            evidence_power, min_confidence, unknown_anchor_weight: see
-            :class:`GrounderConfig`.
+            evidence_power, min_confidence, parser: see :class:`GrounderConfig`.
     """
 
     def __init__(self, encoder: TextEncoder | None = None, *, min_label_similarity: float = 0.66,
@@ -170,9 +184,11 @@ class Grounder:
                  load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
                  head_weight: float = 1.0, unconfirmed_weight: float = 1.0, score_floor: float = 0.25,
                  room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES, evidence_power: float = 5.0,
-                 min_confidence: float = 0.6, unknown_anchor_weight: float = 0.5) -> None:
+                 min_confidence: float = 0.6, parser: str = "auto") -> None:
+        if parser not in ("auto", "spacy", "rules"):
+            raise ValueError(f"parser must be 'auto', 'spacy' or 'rules', got {parser!r}")
         for name, value in (("unconfirmed_weight", unconfirmed_weight), ("score_floor", score_floor),
-                            ("min_confidence", min_confidence), ("unknown_anchor_weight", unknown_anchor_weight)):
+                            ("min_confidence", min_confidence)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")
         if not evidence_power > 0.0:
@@ -182,7 +198,7 @@ class Grounder:
             max_between_anchors=max_between_anchors, min_score=min_score, load_encoder=load_encoder,
             min_observations=min_observations, head_weight=head_weight, unconfirmed_weight=unconfirmed_weight,
             score_floor=score_floor, room_facing_classes=tuple(room_facing_classes), evidence_power=evidence_power,
-            min_confidence=min_confidence, unknown_anchor_weight=unknown_anchor_weight)
+            min_confidence=min_confidence, parser=parser)
         self.encoder_error = ""
         if encoder is None and load_encoder:
             try:
@@ -194,6 +210,12 @@ class Grounder:
         self.encoder = encoder
         self.matcher = LabelMatcher(encoder, min_label_similarity)
         self.matcher.prepare(KNOWN_LABELS)  # label embeddings computed once, here, not in the first call
+        # The parser loads here too, so that a service answers its first call as fast as the others.
+        self._pipeline = load_pipeline() if parser != "rules" else None
+        if parser == "spacy" and self._pipeline is None:
+            raise ModelError(pipeline_error())
+        self.parser_name = self._pipeline[1] if self._pipeline is not None else "rules"
+        self.parser_error = "" if self._pipeline is not None or parser == "rules" else pipeline_error()
         self._scenes: weakref.WeakKeyDictionary[MemorySnapshot, _SceneCache] = weakref.WeakKeyDictionary()
         self._parses: OrderedDict[str, ParsedPhrase] = OrderedDict()
         self._lock = threading.Lock()
@@ -207,7 +229,7 @@ class Grounder:
                    head_weight=config.head_weight, unconfirmed_weight=config.unconfirmed_weight,
                    score_floor=config.score_floor, room_facing_classes=config.room_facing_classes,
                    evidence_power=config.evidence_power, min_confidence=config.min_confidence,
-                   unknown_anchor_weight=config.unknown_anchor_weight)
+                   parser=config.parser)
 
     # -- caches -----------------------------------------------------------------------------------
 
@@ -217,7 +239,8 @@ class Grounder:
             if hit is not None:
                 self._parses.move_to_end(phrase)
                 return hit
-        parsed = parse_phrase(phrase)
+        parsed = parse_with_spacy(phrase, self._pipeline) if self._pipeline is not None else None
+        parsed = parsed or parse_phrase(phrase)
         with self._lock:
             self._parses[phrase] = parsed
             if len(self._parses) > 1024:
@@ -234,8 +257,10 @@ class Grounder:
                 boxes = face_the_room(boxes, snapshot.class_names, snapshot.scores, self.config.room_facing_classes)
             confidence = np.fromiter((o.confidence for o in snapshot.objects), dtype=np.float64, count=len(snapshot))
             coloured = any(o.colour_name is not None for o in snapshot.objects)
-            hit = _SceneCache(SceneGeometry.from_boxes(boxes), labels, evidence, self._prior(snapshot, confidence),
-                              confidence >= self.config.min_confidence, coloured)
+            geometry = SceneGeometry.from_boxes(boxes, snapshot.class_names)
+            confident = confidence >= self.config.min_confidence
+            hit = _SceneCache(geometry, labels, evidence, self._prior(snapshot, confidence), confident, coloured,
+                              np.flatnonzero(confident))
             with self._lock:
                 self._scenes[snapshot] = hit
         return hit
@@ -301,7 +326,7 @@ class Grounder:
         enc_before = self.encoder.seconds if self.encoder is not None else 0.0
         empty = ParsedPhrase(phrase.strip().lower() if isinstance(phrase, str) else "")
         try:
-            reason = _refuse(phrase, tuple(vocabulary))
+            reason = _refuse(phrase, tuple(vocabulary), self._pipeline is None)
             if reason is not None:
                 result = self._fail(phrase, empty, reason)
             else:
@@ -315,16 +340,23 @@ class Grounder:
                                time.perf_counter() - start, enc_seconds, result.count)
 
     def _fail(self, phrase: object, parsed: ParsedPhrase, message: str,
-              label_confidence: dict[str, float] | None = None) -> GroundingResult:
+              label_confidence: dict[str, float] | None = None,
+              partial: tuple[GroundedObject, ...] = ()) -> GroundingResult:
+        """No answer: why, and the best partial candidates (those that fit some of the phrase) as alternatives."""
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"
         message = " ".join(message.split())  # one line, whatever an exception's text held
-        return GroundingResult(False, message, None, (), str(phrase), parsed, label_confidence or {})
+        return GroundingResult(False, message, None, partial, str(phrase), parsed, label_confidence or {})
 
     def _no_target(self, parsed: ParsedPhrase, conf: np.ndarray, ctx: _Context, vocabulary: tuple[str, ...]) -> str:
         """Why no object can answer: none of the class, none confident, or a class the detector does not know."""
         noun = parsed.target.text
-        named = np.flatnonzero(conf > 0)
+        named = np.flatnonzero(conf >= LABEL_HOLDS)
+        weak = np.flatnonzero((conf > 0) & (conf < LABEL_HOLDS) & ctx.scene.confident)
+        if len(named) == 0 and len(weak):
+            k = int(weak[np.argmax(conf[weak])])
+            return (f"no {noun} in the map: {_name(ctx.snapshot, k)} was seen as one at times, too rarely to say "
+                    f"it is one ({conf[k]:.2f}; an answer needs {LABEL_HOLDS:.2f})")
         if len(named):
             candidates = named[ctx.scene.prior[named] > 0]
             if len(candidates) == 0:
@@ -344,54 +376,126 @@ class Grounder:
     def _candidates(self, noun: NounPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """(indices of the confident objects the noun names, their label confidence, per-label confidences)."""
         conf, by_label = self._confidence(noun, ctx.scene, ctx.vocabulary)
-        idx = np.flatnonzero((conf > 0) & (ctx.scene.prior > 0) & ctx.scene.confident)
+        # A name holds for an object when it names its class, or a class it was seen as often enough
+        # (LABEL_HOLDS); weaker evidence (a book once seen as a remote) is not an answer to "the remote".
+        idx = np.flatnonzero((conf >= LABEL_HOLDS) & (ctx.scene.prior > 0) & ctx.scene.confident)
         return idx, conf, by_label
 
-    def _attributes(self, noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> np.ndarray:
-        """(len(idx),) product of a noun phrase's attribute scores over its candidates (ordinals excluded)."""
+    def _attributes(self, noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """Over a noun phrase's candidates: (score: product of its attribute scores, ordinals excluded;
+        holds: whether every checkable attribute holds; why an attribute cannot be checked at all)."""
         g = ctx.scene.geometry
         out = np.ones(len(idx))
+        holds = np.ones(len(idx), dtype=bool)
+        cannot: list[str] = []
         for attr in noun.attributes:
             if attr.rank:
                 continue  # an ordinal picks from the ranking below, it does not score
             if attr.kind == "colour":
                 if not ctx.scene.coloured:
-                    ctx.notes.append(f"colour '{attr.word}' is not observed by the memory (no object has one); ignored")
+                    cannot.append(f"colour '{attr.word}' cannot be checked: the map observes no colours")
                     continue
-                out *= np.array([colour_similarity(attr.colour, ctx.snapshot.objects[i].colour_name) for i in idx])
+                objs = [ctx.snapshot.objects[i] for i in idx]
+                fits = np.array([colour_fits(attr.colour, o.colour_lab, o.class_name) for o in objs], dtype=bool)
+                exact = np.array([colour_similarity(attr.colour, o.colour_name) >= 1.0 for o in objs])
+                out *= np.where(exact, 1.0, np.where(fits, COLOUR_NEAR_SCORE, 0.0))
+                holds &= fits
+            elif attr.kind == "material":
+                fits_m = [material_fits(attr.word, ctx.snapshot.objects[i].colour_lab, ctx.snapshot.class_names[i])
+                          for i in idx]
+                if all(f is None for f in fits_m) and attr.word in CHECKABLE_MATERIALS:
+                    cannot.append(f"'{attr.word}' cannot be checked: the map observes no colours")
+                elif any(f is not None for f in fits_m):
+                    holds &= np.array([f is not False for f in fits_m], dtype=bool)
+                else:
+                    ctx.notes.append(f"'{attr.word}' is not checked (the map does not observe materials)")
             elif attr.viewer:
                 assert ctx.viewpoint is not None  # refused earlier
-                out *= viewer_scores(attr.kind, attr.sign, ctx.viewpoint, g.centers[idx], self._distances(g, idx, ctx))
+                s = viewer_scores(attr.kind, attr.sign, ctx.viewpoint, g.centers[idx], self._distances(g, idx, ctx))
+                out *= s
+                holds &= s >= VIEWER_HOLDS
             else:
                 s = _attribute_scores(attr, g, idx)
                 if s is not None:
                     out *= s
-        return out
+        return out, holds, cannot
 
     @staticmethod
     def _distances(g: SceneGeometry, idx: np.ndarray, ctx: _Context) -> np.ndarray:
         assert ctx.viewpoint is not None
         return ctx.viewpoint.distances(g.centers[idx], g.half_local[idx], g.axes[idx])
 
-    def _anchors(self, anchor: NounPhrase, ctx: _Context, limit: int) -> tuple[np.ndarray, np.ndarray, bool]:
-        """(anchor indices, their weights, whether they stand in for an anchor the memory does not hold)."""
+    def _anchors(self, anchor: NounPhrase, ctx: _Context, limit: int,
+                 depth: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
+        """(anchor indices, their weights, why there is none: "" when there are some). Anchors must fit
+        their own words: colour ("the grey chair"), and their own relations ("the end of the table near
+        the sink"), which are all-or-nothing as the target's are."""
         a, a_conf, _ = self._candidates(anchor, ctx)
-        if len(a):
-            weight = a_conf[a] * ctx.scene.prior[a] * self._attributes(anchor, a, ctx)
-            standin = False
-        else:  # no such object: any confident object, at a lower weight, so the relation still counts
-            a = np.flatnonzero((ctx.scene.prior > 0) & ctx.scene.confident)
-            weight = self.config.unknown_anchor_weight * ctx.scene.prior[a]
-            standin = True
+        if len(a) == 0:
+            return a, np.zeros(0), f"no {anchor.text} in the map"
+        attr, holds, cannot = self._attributes(anchor, a, ctx)
+        if cannot:
+            return a[:0], np.zeros(0), cannot[0]
+        weight = a_conf[a] * ctx.scene.prior[a] * attr
+        for clause in anchor.clauses if depth < 2 else ():
+            raw, _, why = self._clause(clause, a, ctx, depth + 1)
+            if why:
+                return a[:0], np.zeros(0), why
+            holds &= raw >= _threshold(clause)
+            weight = weight * raw
+        words = " ".join(x.word for x in anchor.attributes)
+        if not holds.any():
+            return a[:0], np.zeros(0), f"no {anchor.text} is {words or 'as said'}"
+        a, weight = a[holds], weight[holds]
         keep = np.argsort(-weight, kind="stable")[:limit]
-        return a[keep], weight[keep], standin
+        return a[keep], weight[keep], ""
+
+    def _clause(self, clause: RelationClause, t: np.ndarray, ctx: _Context,
+                depth: int = 0) -> tuple[np.ndarray, list[np.ndarray], str]:
+        """One relation over the candidates ``t``: (unweighted score per candidate: negated already,
+        the chosen anchor indices per candidate, why it cannot be checked: "" when it can)."""
+        g = ctx.scene.geometry
+        structure = _structure(clause)
+        if structure == "floor":  # "on the floor": the bottom at the floor (the lowest bottom in the memory)
+            raw = np.exp(-np.maximum(g.bottom[t] - g.bottom.min(), 0.0) / FLOOR_SCALE_M)
+            return (1.0 - raw if clause.negated else raw), [], ""
+        if structure:
+            why = f"'{clause.text}' cannot be checked: the map holds objects, not the {structure}"
+            return np.zeros(len(t)), [], why
+        limit = self.config.max_between_anchors if clause.relation is Relation.BETWEEN else self.config.max_anchors
+        anchor_sets = [self._anchors(anchor, ctx, limit, depth) for anchor in clause.anchors]
+        missing = [why for _, _, why in anchor_sets if why]
+        if missing:
+            return np.zeros(len(t)), [], f"'{clause.text}' cannot be checked: {missing[0]}"
+        rows = np.arange(len(t))
+        if clause.relation is Relation.BETWEEN:
+            (a, wa, _), (b, wb, _) = anchor_sets
+            s3 = between_scores(g, t, a, b)  # (T, A, B)
+            w3 = wa[:, None] * wb[None, :]
+            flat = (s3 * (w3 / w3.max())[None]).reshape(len(t), -1)
+            ja, jb = np.unravel_index(flat.argmax(axis=1), (len(a), len(b)))
+            raw, chosen = s3[rows, ja, jb], [a[ja], b[jb]]
+        else:
+            a, wa, _ = anchor_sets[0]
+            support = clause.relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING)
+            s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supports() if support else None)  # (T, A)
+            j = (s2 * (wa / wa.max())[None, :]).argmax(axis=1)
+            raw, chosen = s2[rows, j], [a[j]]
+        if clause.negated:  # "not on the table": none of the tables holds it
+            raw = 1.0 - raw
+        return raw, chosen, ""
 
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
                 vocabulary: tuple[str, ...]) -> GroundingResult:
         notes = list(parsed.notes)
+        if parsed.ignored:
+            notes.append("ignored: " + ", ".join(f"'{w}'" for w in parsed.ignored))
+        # Reasons the answer cannot be given: every constraint must hold, and every word be understood.
+        cannot = [f"'{w}' is not understood, so the answer cannot be checked against it" for w in parsed.unknown]
         if parsed.target.empty:
-            return self._fail(phrase, parsed, "no target object found in the phrase" + _suffix(notes))
+            return self._fail(phrase, parsed, "; ".join([*cannot, "no target object found in the phrase"])
+                              + _suffix(notes))
         if len(snapshot) == 0:
             return self._fail(phrase, parsed, "the scene memory is empty: nothing seen yet")
         if parsed.viewer and viewpoint is None:
@@ -401,11 +505,10 @@ class Grounder:
                               "pose) was given")
         scene = self._scene(snapshot)
         ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes)
-        g = scene.geometry
         t, conf, by_label = self._candidates(parsed.target, ctx)
         if len(t) == 0:
-            return self._fail(phrase, parsed, self._no_target(parsed, conf, ctx, vocabulary) + _suffix(notes),
-                              by_label)
+            return self._fail(phrase, parsed, "; ".join([*cannot, self._no_target(parsed, conf, ctx, vocabulary)])
+                              + _suffix(notes), by_label)
         score = conf[t] * scene.prior[t]
         if head_scores is not None:
             head = np.asarray(head_scores, dtype=np.float64).reshape(-1)
@@ -413,96 +516,76 @@ class Grounder:
                 score = score * np.clip(head[t], 0.0, 1.0) ** self.config.head_weight
             else:
                 notes.append(f"grounding-head scores ignored (shape {head.shape}, {len(snapshot)} objects)")
-        score = score * self._attributes(parsed.target, t, ctx)
+        attr, holds, why = self._attributes(parsed.target, t, ctx)
+        cannot += why
+        score = score * attr
+        failed_attrs = [a.word for a in parsed.target.attributes if a.kind in ("colour", "material") or a.viewer]
         # Per evaluated clause: (clause, unweighted score per candidate, chosen anchor indices per candidate).
         used: list[tuple[RelationClause, np.ndarray, list[np.ndarray]]] = []
-        rows = np.arange(len(t))
         for clause in parsed.clauses:
-            structure = _structure(clause)
-            if structure == "floor":  # "on the floor": the bottom at the floor (the lowest bottom in the memory)
-                raw = np.exp(-np.maximum(g.bottom[t] - g.bottom.min(), 0.0) / FLOOR_SCALE_M)
-                raw = 1.0 - raw if clause.negated else raw
-                used.append((clause, raw, []))
-                score = score * raw
+            raw, chosen, why_not = self._clause(clause, t, ctx)
+            if why_not:
+                cannot.append(why_not)
                 continue
-            if structure:
-                notes.append(f"'{clause.text}': the memory holds objects, not the {structure}; ignored")
-                continue
-            limit = self.config.max_between_anchors if clause.relation is Relation.BETWEEN else self.config.max_anchors
-            anchor_sets = [self._anchors(anchor, ctx, limit) for anchor in clause.anchors]
-            unknown = [anchor.text for anchor, (_, _, standin) in zip(clause.anchors, anchor_sets, strict=True)
-                       if standin]
-            if unknown and not _any_object_informs(clause.relation):
-                notes.append(f"no '{unknown[0]}' in the memory, so '{clause.text}' says nothing; ignored")
-                continue
-            notes += [f"no '{u}' in the memory: read as any object in '{clause.text}'" for u in unknown]
-            if any(len(a) == 0 for a, _, _ in anchor_sets):
-                notes.append(f"nothing in the memory for '{clause.text}'; that relation was ignored")
-                continue
-            if clause.relation is Relation.BETWEEN:
-                (a, wa, _), (b, wb, _) = anchor_sets
-                s3 = between_scores(g, t, a, b)  # (T, A, B)
-                w3 = wa[:, None] * wb[None, :]
-                flat = (s3 * (w3 / w3.max() if clause.negated else w3)[None]).reshape(len(t), -1)
-                ja, jb = np.unravel_index(flat.argmax(axis=1), (len(a), len(b)))
-                rel = flat[rows, ja * len(b) + jb]
-                raw, chosen = s3[rows, ja, jb], [a[ja], b[jb]]
-            else:
-                a, wa, _ = anchor_sets[0]
-                s2 = pair_scores(clause.relation, g, t, a)  # (T, A)
-                w2 = wa / wa.max() if clause.negated else wa
-                j = (s2 * w2[None, :]).argmax(axis=1)
-                rel = s2[rows, j] * w2[j]
-                raw, chosen = s2[rows, j], [a[j]]
-            if clause.negated:  # "not on the table": none of the tables holds it
-                rel, raw = 1.0 - rel, 1.0 - rel
             used.append((clause, raw, chosen))
-            score = score * rel
-        order = np.argsort(-score, kind="stable")
+            score = score * raw
+            holds = holds & (raw >= _threshold(clause))
+        ranking = score * np.where(holds, 1.0, PARTIAL_WEIGHT)  # candidates that fit everything first
+        order = np.argsort(-ranking, kind="stable")
         ordinal = next((a for a in parsed.target.attributes if a.rank), None)
-        if ordinal is not None:
-            picked = self._ordinal(ordinal, t, score, ctx)
+        if ordinal is not None and not cannot:
+            picked = self._ordinal(ordinal, t, np.where(holds, score, 0.0), ctx)
             if isinstance(picked, str):
-                return self._fail(phrase, parsed, picked + _suffix(notes), by_label)
-            order = np.concatenate([picked, order[~np.isin(order, picked)]])
+                cannot.append(picked)
+            else:
+                order = np.concatenate([picked, order[~np.isin(order, picked)]])
         best = int(order[0])
 
         def explain(k: int) -> tuple[str, tuple[int, ...]]:
             parts, ids = [], []
-            for clause, _, chosen in used:
+            for clause, raw, chosen in used:
                 names = [_name(snapshot, c[k]) for c in chosen]
                 word = "nearest to" if clause.relation is Relation.CLOSEST else clause.relation.value
+                weak = "" if raw[k] >= _threshold(clause) else f" (does not hold: {raw[k]:.2f})"
                 if not chosen:  # the floor
-                    parts.append(f"{'not ' if clause.negated else ''}{word} the floor")
+                    parts.append(f"{'not ' if clause.negated else ''}{word} the floor{weak}")
                     continue
                 if clause.negated:
-                    parts.append(f"not {word} any {' or '.join(dict.fromkeys(a.text for a in clause.anchors))}")
+                    parts.append(f"not {word} any {' or '.join(dict.fromkeys(a.text for a in clause.anchors))}{weak}")
                     continue
-                parts.append(f"between {names[0]} and {names[1]}" if len(names) == 2 else f"{word} {names[0]}")
+                parts.append((f"between {names[0]} and {names[1]}" if len(names) == 2 else f"{word} {names[0]}") + weak)
                 ids += [int(snapshot.ids[c[k]]) for c in chosen]
-            adjectives = [a.word for a in parsed.target.attributes if a.kind != "colour"]
+            adjectives = [a.word for a in parsed.target.attributes if a.kind not in ("colour", "material")]
             head = " ".join([*adjectives, _name(snapshot, t[k])])
-            if any(a.kind == "colour" for a in parsed.target.attributes):  # the colour seen, whatever was asked
+            if any(a.kind in ("colour", "material") for a in parsed.target.attributes):  # the colour seen
                 head += f" ({snapshot.objects[t[k]].colour_name or 'colour not seen'})"
             return (f"{head}: {', '.join(parts)}" if parts else head), tuple(dict.fromkeys(ids))
 
-        failed = [clause.text for clause, raw, _ in used if raw[best] < _threshold(clause)]
-        if score[best] < self.config.min_score and not failed and not used and not parsed.target.attributes:
-            return self._fail(phrase, parsed, f"no {parsed.target.text} in the scene memory worth an answer (the "
-                              f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label)
-        if score[best] < self.config.min_score or failed:
-            what = "; ".join(failed or [a.word for a in parsed.target.attributes]) or "the phrase"
-            seen_from = f" seen from {viewpoint.describe()}" if parsed.viewer and viewpoint is not None else ""
-            return self._fail(phrase, parsed, f"no {parsed.target.text} fits '{what}'{seen_from} (closest: "
-                              f"{explain(best)[0]}, score {score[best]:.2f})" + _suffix(notes), by_label)
+        def partial(k_list) -> tuple[GroundedObject, ...]:
+            return tuple(GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in k_list)
+
+        seen_from = f" seen from {viewpoint.describe()}" if parsed.viewer and viewpoint is not None else ""
+        if cannot:
+            return self._fail(phrase, parsed, "not found: " + "; ".join(dict.fromkeys(cannot)) + f" (best partial "
+                              f"candidate: {explain(best)[0]})" + _suffix(notes), by_label, partial(order[:1]))
+        if not holds[best]:
+            failed = [c.text for c, raw, _ in used if raw[best] < _threshold(c)] or failed_attrs
+            what = "; ".join(failed) or "the phrase"
+            return self._fail(phrase, parsed, f"not found: no {parsed.target.text} fits '{what}'{seen_from} (best "
+                              f"partial candidate: {explain(best)[0]}, score {score[best]:.2f})" + _suffix(notes),
+                              by_label, partial(order[:1]))
+        if score[best] < self.config.min_score:
+            return self._fail(phrase, parsed, f"not found: no {parsed.target.text} in the map worth an answer (the "
+                              f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label,
+                              partial(order[:1]))
         if parsed.count:
-            return self._count(phrase, parsed, snapshot, t, score, used, explain, notes, by_label)
-        # Alternatives far below the answer (under 1% of its score) are noise, not alternatives.
+            return self._count(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
+        # Alternatives: the other candidates that fit everything, down to 1% of the answer's score.
         picked_k = [int(k) for k in order[: self.config.max_alternatives + 1]
-                    if score[k] >= 0.01 * score[best] or ordinal is not None]
+                    if holds[k] and (score[k] >= 0.01 * score[best] or ordinal is not None)]
         grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in picked_k]
-        seen_from = f" (seen from {viewpoint.describe()})" if parsed.viewer and viewpoint is not None else ""
-        message = (grounded[0].explanation + seen_from + f" (confidence {grounded[0].object.confidence:.2f})"
+        message = (grounded[0].explanation + (f" ({seen_from.strip()})" if seen_from else "")
+                   + f" (confidence {grounded[0].object.confidence:.2f})"
                    + _label_note(parsed.target.text, by_label) + _suffix(notes))
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"
@@ -522,12 +605,11 @@ class Grounder:
 
     @staticmethod
     def _count(phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot, t: np.ndarray, score: np.ndarray,
-               used: list, explain: Callable[[int], tuple[str, tuple[int, ...]]], notes: list[str],
+               explain: Callable[[int], tuple[str, tuple[int, ...]]], notes: list[str],
                by_label: dict[str, float]) -> GroundingResult:
-        """How many candidates fit: every clause satisfied and a score near the best one's."""
-        ok = score >= COUNT_FIT * score.max()
-        for clause, raw, _ in used:
-            ok &= raw >= _threshold(clause)
+        """How many candidates fit: every constraint holds (``score`` is 0 where one does not) and a score
+        near the best one's."""
+        ok = (score > 0) & (score >= COUNT_FIT * score.max())
         counted = np.flatnonzero(ok)
         counted = counted[np.argsort(-score[counted], kind="stable")]
         grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in counted]
@@ -537,6 +619,7 @@ class Grounder:
                                count=len(grounded))
 
 
+UNNAMED_CLASS = "object"  # the class of the map's objects that no detector named (answered by colour, size, place)
 FLOOR_SCALE_M = 0.1  # "on the floor": e^-1 for a bottom this far above the lowest bottom in the memory
 _FLOOR_WORDS = frozenset({"floor", "ground", "carpet", "rug"})
 _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kitchen", "house", "area", "space"})
@@ -545,17 +628,14 @@ _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kit
 # sighting as a "bed" (0.21 in redkitchen) does not make a book the answer to "the bed".
 MIN_OTHER_EVIDENCE = 0.5
 ORDINAL_FIT = 0.3  # an ordinal counts the candidates scoring at least this fraction of the best
+# Candidates that fail a constraint rank this far below those that fit everything (they are only
+# shown as the best partial candidate of a "not found").
+PARTIAL_WEIGHT = 1e-3
+LABEL_HOLDS = 0.5  # label confidence (synonym 1, embedding similarity, class evidence) an answer needs
+COLOUR_NEAR_SCORE = 0.6  # a colour word that fits within measurement error, not the measured name
+# A viewer-centred word holds for a candidate scoring at least this: "behind me" for nothing in front.
+VIEWER_HOLDS = 0.2
 COUNT_FIT = 0.25  # "how many": candidates scoring at least this fraction of the best (relations all satisfied)
-
-
-def _any_object_informs(relation: Relation) -> bool:
-    """Whether "<relation> any object" still tells candidates apart: on/under/above/below/near something
-    do; closest to / farthest from / in front of / between some objects hold for nearly every candidate
-    (each is the closest to something), so such a clause with an unknown anchor is dropped, and said so.
-    Measured on six predicted synthetic memories (seeds 10028..10033, 240 prompts): reading every
-    unknown anchor as any object cost 2 "far from" and 3 "between" prompts against dropping the clause;
-    reading "between a known and an unknown one" as near the known one cost the same 3."""
-    return relation.type in (RelationType.SUPPORT, RelationType.VERTICAL) or relation is Relation.NEAR
 
 
 def _structure(clause: RelationClause) -> str:
@@ -564,7 +644,7 @@ def _structure(clause: RelationClause) -> str:
     if len(clause.anchors) != 1 or not clause.anchors[0].text:
         return ""
     head = clause.anchors[0].text.split()[-1]
-    if head in _FLOOR_WORDS and clause.relation in (Relation.ON, Relation.NEAR, Relation.CLOSEST):
+    if head in _FLOOR_WORDS and clause.relation in (Relation.ON, Relation.NEAR, Relation.NEXT_TO, Relation.CLOSEST):
         return "floor"
     return head if head in _STRUCTURE_WORDS or head in _FLOOR_WORDS else ""
 
@@ -575,7 +655,10 @@ def _threshold(clause: RelationClause) -> float:
 
 
 def _name(snapshot: MemorySnapshot, i: int) -> str:
-    return f"{snapshot.class_names[i]} #{int(snapshot.ids[i])}"
+    name = snapshot.class_names[i]
+    if name == UNNAMED_CLASS:  # a thing the map holds without knowing what it is
+        return f"unnamed object #{int(snapshot.ids[i])}"
+    return f"{name} #{int(snapshot.ids[i])}"
 
 
 def _suffix(notes: list[str]) -> str:

@@ -1,4 +1,8 @@
-"""A small rule-based parser: a referring phrase -> target noun phrase, attributes and relations.
+"""What a referring phrase says (target noun phrase, attributes, relations), and the rule-based parser.
+
+The dependency parser (``dependency.py``, spaCy) fills the same structures and is used when spaCy is
+installed; the hand-written grammar below is the fallback where it is not (``ParsedPhrase.parser`` says
+which one read a phrase).
 
 Grammar (case-insensitive; punctuation other than commas is ignored)::
 
@@ -53,7 +57,7 @@ from ..memory.object_colour import colour_word
 
 __all__ = [
     "Attribute", "NounPhrase", "ParsedPhrase", "Relation", "RelationClause", "RelationType", "looks_english",
-    "parse_phrase",
+    "parse_phrase", "split_foreign",
 ]
 
 MAX_PHRASE_CHARS = 1000
@@ -73,7 +77,8 @@ class Relation(Enum):
     """One relation; its ``value`` is the word used in explanations."""
 
     NEAR = "near"
-    CLOSEST = "closest to"
+    NEXT_TO = "next to"  # the closest one, and close (not across the room)
+    CLOSEST = "closest to"  # the closest one, however far
     FARTHEST = "farthest from"
     ABOVE = "above"
     BELOW = "below"
@@ -85,6 +90,7 @@ class Relation(Enum):
     LEFT = "left of"
     RIGHT = "right of"
     BETWEEN = "between"
+    END = "at the end of"  # at one of the anchor's short sides ("the chair at the end of the table")
 
     @property
     def type(self) -> RelationType:
@@ -93,18 +99,21 @@ class Relation(Enum):
 
 _TYPES = {
     Relation.NEAR: RelationType.HORIZONTAL, Relation.CLOSEST: RelationType.HORIZONTAL,
+    Relation.NEXT_TO: RelationType.HORIZONTAL,
     Relation.FARTHEST: RelationType.HORIZONTAL, Relation.ABOVE: RelationType.VERTICAL,
     Relation.BELOW: RelationType.VERTICAL, Relation.ON: RelationType.SUPPORT, Relation.UNDER: RelationType.SUPPORT,
     Relation.SUPPORTING: RelationType.SUPPORT, Relation.FRONT: RelationType.ALLOCENTRIC,
     Relation.BEHIND: RelationType.ALLOCENTRIC, Relation.LEFT: RelationType.ALLOCENTRIC,
     Relation.RIGHT: RelationType.ALLOCENTRIC, Relation.BETWEEN: RelationType.BETWEEN,
+    Relation.END: RelationType.HORIZONTAL,
 }
 
 _KEYWORDS: dict[str, Relation] = {
-    # "next to"/"beside" name the closest one, however far; "near" also says it is close.
+    # "next to"/"beside" name the closest one, and it must be close; "closest to" the closest one, however
+    # far; "near" says it is close.
     "near": Relation.NEAR, "nearby": Relation.NEAR, "close to": Relation.NEAR, "by": Relation.NEAR,
-    "next to": Relation.CLOSEST, "beside": Relation.CLOSEST, "adjacent to": Relation.CLOSEST,
-    "alongside": Relation.CLOSEST, "right next to": Relation.CLOSEST, "just beside": Relation.CLOSEST,
+    "next to": Relation.NEXT_TO, "beside": Relation.NEXT_TO, "adjacent to": Relation.NEXT_TO,
+    "alongside": Relation.NEXT_TO, "right next to": Relation.NEXT_TO, "just beside": Relation.NEXT_TO,
     "closest to": Relation.CLOSEST, "nearest to": Relation.CLOSEST, "closest": Relation.CLOSEST,
     "nearest": Relation.CLOSEST, "farthest from": Relation.FARTHEST, "furthest from": Relation.FARTHEST,
     "far from": Relation.FARTHEST, "far away from": Relation.FARTHEST, "away from": Relation.FARTHEST,
@@ -127,6 +136,8 @@ _KEYWORDS: dict[str, Relation] = {
     "right of": Relation.RIGHT, "to the right of": Relation.RIGHT, "on the right of": Relation.RIGHT,
     "on the right side of": Relation.RIGHT, "to the right side of": Relation.RIGHT,
     "between": Relation.BETWEEN, "in between": Relation.BETWEEN,
+    "at the end of": Relation.END, "at one end of": Relation.END, "at either end of": Relation.END,
+    "on the end of": Relation.END, "at the head of": Relation.END, "at the short side of": Relation.END,
 }
 # Keyword token sequences, longest first, so that the longest match at a position wins.
 _KEY_TOKENS = sorted(((tuple(k.split()), r) for k, r in _KEYWORDS.items()), key=lambda kr: -len(kr[0]))
@@ -164,6 +175,10 @@ _VIEWER_ADJECTIVES = {
     "farthest": ("distance", 2), "furthest": ("distance", 2),
 }
 _VIEWER_ANCHORS = {"me", "you", "us", "myself", "yourself", "robot", "camera", "viewer", "my", "your"}
+# Relations that can be of the viewer ("next to me" is near me), and the key of _VIEWER_OF_RELATION for each.
+VIEWER_RELATIONS = {Relation.NEAR: "near", Relation.NEXT_TO: "near", Relation.CLOSEST: "closest to",
+                    Relation.FARTHEST: "farthest from", Relation.FRONT: "in front of", Relation.BEHIND: "behind",
+                    Relation.LEFT: "left of", Relation.RIGHT: "right of"}
 _VIEWER_OF_RELATION = {  # "<relation> me": (kind, sign)
     "near": ("distance", -1), "closest to": ("distance", -2), "farthest from": ("distance", 2),
     "in front of": ("ahead", 1), "behind": ("ahead", -1), "left of": ("lateral", -1), "right of": ("lateral", 1),
@@ -200,8 +215,10 @@ class Attribute:
     Attributes:
         word: the word(s) as written ("largest", "light blue", "on the left").
         kind: "volume", "height" or "z" (evaluated on the boxes), "colour" (the objects' observed
-            colour; ``colour`` holds the colour word), or viewer-centred: "lateral" (left -/right +),
-            "distance" (near -/far +) or "ahead" (in front +/behind -), seen from a viewpoint.
+            colour; ``colour`` holds the colour word), "material" ("wooden", "metal": checked on the
+            observed colour where a colour can tell, ``colours.material_fits``), or viewer-centred:
+            "lateral" (left -/right +), "distance" (near -/far +) or "ahead" (in front +/behind -), seen
+            from a viewpoint.
         sign: +2/-2 superlative (largest/smallest, leftmost/rightmost, nearest/farthest), +1/-1
             comparative adjective (big/small, on the left/right, near me, in front of/behind me); 0 for colours.
         rank: for ordinals, which one in the order the superlative gives (2: "the second chair from
@@ -223,10 +240,12 @@ class Attribute:
 
 @dataclass(frozen=True)
 class NounPhrase:
-    """A noun phrase: its head words (matched to class labels) and attributes."""
+    """A noun phrase: its head words (matched to class labels), attributes, and, for an anchor, its own
+    relations ("the end of the table near the sink": the table's end is near the sink)."""
 
     text: str
     attributes: tuple[Attribute, ...] = ()
+    clauses: tuple[RelationClause, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -253,6 +272,10 @@ class ParsedPhrase:
         clauses: relations to anchors, in phrase order.
         notes: words or constructs that were parsed but cannot be used (told to the user).
         count: the phrase asks how many objects fit ("how many chairs are there").
+        parser: which parser read the phrase ("rules", or spaCy and its pipeline with versions).
+        unknown: words the parser could not read (not English, or not understood in their place): an
+            answer cannot be checked against them and says so.
+        ignored: symbols and emoji left out (named in the answer).
     """
 
     text: str
@@ -260,6 +283,9 @@ class ParsedPhrase:
     clauses: tuple[RelationClause, ...] = ()
     notes: tuple[str, ...] = ()
     count: bool = False
+    parser: str = "rules"
+    unknown: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
 
     @property
     def viewer(self) -> bool:
@@ -362,6 +388,26 @@ def _match_keyword(tokens: list[str], i: int) -> tuple[Relation, int] | None:
     return None
 
 
+def split_foreign(phrase: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """Take out the words no English parser can read: (the rest of the text, words with non-Latin letters
+    ("杯子": unknown, an answer cannot be checked against them), symbols and emoji (ignored, and said so))."""
+    text = str(phrase).replace("\u2019", "'").replace("\u2018", "'")
+    kept, unknown, ignored = [], [], []
+    for token in text.split():
+        if token.isascii():
+            kept.append(token)
+            continue
+        latin = "".join(c for c in token if c.isascii())
+        foreign = "".join(c for c in token if not c.isascii())
+        if any(c.isalpha() for c in foreign):  # a word of another script (or with its letters): unreadable
+            unknown.append(token)
+            continue
+        ignored.append(foreign)
+        if latin.strip(".,!?;:'\"()"):
+            kept.append(latin)
+    return " ".join(kept), tuple(dict.fromkeys(unknown)), tuple(dict.fromkeys(ignored))
+
+
 def _normalise(phrase: str) -> str:
     text = phrase.lower().replace("’", "'")
     text = re.sub(r"[^a-z0-9',\s-]", " ", text)
@@ -399,7 +445,8 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
     Returns:
         The parse; ``target.empty`` when no target words were found.
     """
-    text = _normalise(str(phrase)[:MAX_PHRASE_CHARS])
+    clean, unknown, ignored = split_foreign(str(phrase)[:MAX_PHRASE_CHARS])
+    text = _normalise(clean)
     count = False
     for lead in _COUNT_LEAD_INS:
         if text.startswith(lead + " "):
@@ -471,7 +518,8 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         clauses.append(RelationClause(rel, (anchor,), text, negated))
     if viewer_attrs:
         target = NounPhrase(target.text, target.attributes + tuple(viewer_attrs))
-    return ParsedPhrase(" ".join(words), target, tuple(clauses), tuple(dict.fromkeys(notes)), count)
+    return ParsedPhrase(" ".join(words), target, tuple(clauses), tuple(dict.fromkeys(notes)), count, "rules",
+                        unknown, ignored)
 
 
 def _viewer_attribute(rel: Relation, anchor: NounPhrase, text: str) -> tuple[list[Attribute], list[str]] | None:
@@ -484,9 +532,7 @@ def _viewer_attribute(rel: Relation, anchor: NounPhrase, text: str) -> tuple[lis
         return [Attribute(text, "distance", -2 if rel is Relation.CLOSEST else 2)], []
     if not words and rel not in (Relation.FRONT, Relation.BEHIND):
         return None  # "on the" ... with nothing after it: noted by the caller
-    key = {Relation.NEAR: "near", Relation.CLOSEST: "closest to", Relation.FARTHEST: "farthest from",
-           Relation.FRONT: "in front of", Relation.BEHIND: "behind", Relation.LEFT: "left of",
-           Relation.RIGHT: "right of"}.get(rel)
+    key = VIEWER_RELATIONS.get(rel)
     if key is None:
         return [], [f"'{text}' is not understood of the viewer; ignored"]
     kind, sign = _VIEWER_OF_RELATION[key]

@@ -17,9 +17,11 @@ Conventions:
   weak one) decides between them. Ranking against the closest pair over all anchors let a
   false-positive anchor next to some candidate push the true pair's score to nothing.
 * support ("A on B"): A's centre lies over B's (oriented) footprint, A is not lower than B
-  and A's bottom is within ``CONTACT_M`` of B's top (lifted boxes of objects on a surface
-  often overlap its top: any overlap counts as contact), or A lies inside B's box, raised
-  above its floor (on a shelf board, score 0.8); and B's footprint is not much smaller than A's
+  and A's bottom is within ``CONTACT_M`` above B's top or ``MAX_OVERLAP_M`` below it (lifted boxes of
+  objects on a surface often overlap its top), or A lies inside B's box, raised
+  above its floor (on a shelf board, score 0.8); B is A's best support
+  (``support_exclusivity``: a cup on a table beside a chair pushed under it is inside the chair's
+  box, and not on the chair); and B's footprint is not much smaller than A's
   (lifted boxes of a table top and a remote on it are equally thin and at one height: the
   remote is on the table, not the table on the remote). "A under B": A is beneath B's
   footprint, or B is on A ("the table under the cup"); "A supporting B": B is on A.
@@ -33,6 +35,8 @@ Conventions:
   towards where it was seen from (``MemoryConfig.front_from_views``); chairs at a table, seen
   from behind, get it wrong. For objects that stand against walls the grounder reads the front
   from the room instead (``room_frame.py``: on the room's axes, facing its interior).
+* end ("A at the end of B"): A lies beyond the outer third of B's long axis (in B's box frame),
+  within B's width, and not far past its end.
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
   (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
   the segment's length (half score at min(0.6 m, 0.35 x length) off the line).
@@ -49,19 +53,31 @@ from .phrases import Relation, RelationType
 
 __all__ = [
     "FRONT_LOCAL", "LEFT_LOCAL", "SATISFIED", "SATISFIED_ALLOCENTRIC", "SATISFIED_NEAR", "SceneGeometry",
-    "between_scores", "pair_scores", "satisfied_threshold",
+    "Supports", "between_scores", "pair_scores", "satisfied_threshold", "support_exclusivity", "supports",
 ]
 
-SATISFIED = 0.2  # a relation score below this means "not true of this pair"
-# "near"/"next to" ranks by distance; it is false only when far (score 0.05: ~2.4 m apart), since
-# people say "next to" of the closest object even a metre or two away.
+# A relation holds for a pair when its score reaches its threshold; an answer needs every relation of the
+# phrase to hold (engine.py). Stated per kind of relation:
+SATISFIED = 0.2  # next to / closest / farthest (comparative: 1 for the anchor's closest candidate), between
+# "near"/"next to": false when far (score 0.05: ~2.4 m apart); people say "next to" of the closest
+# object a metre or two away, not across the room ("the gamepad next to the sink", 2.9 m: false).
 SATISFIED_NEAR = 0.05
+SATISFIED_SUPPORT = 0.5  # on / under / supporting: the mug on the table scored 0.40 "on" the chair beside it
+SATISFIED_VERTICAL = 0.2  # above / below
+SATISFIED_END = 0.3  # at the end of
 # Allocentric scores also decay with distance; the direction is what the relation asserts.
 SATISFIED_ALLOCENTRIC = 0.1
 NEAR_SCALE_M = 0.8  # "near": score e^-1 at this distance (gap + centre distance / 4)
 CONTACT_M = 0.10  # "on": largest gap between the bottom of A and the top of B still counted as contact
+MAX_OVERLAP_M = 0.15  # "on": how far A's bottom may reach below B's top (lifted boxes overlap their support)
 INNER_SURFACE_M = 0.15  # "on": an object inside B's box at least this far above B's bottom rests on an inner surface
 INNER_SUPPORT_SCORE = 0.8  # ...and is "on" B with this score (less than on B's top)
+# "A on B" is scaled by (on(A, B) / A's best support by any object) ** this: the supporter is the one it rests on.
+EXCLUSIVE_POWER = 4.0
+SUPPORT_GAP_SCALE_M = 0.1  # support quality: e^-1 for a bottom this far from the supporter's top
+DENSE_PAIRS_MAX = 2000  # maps up to this many objects find support pairs from all distances at once
+CHAIN_SUPPORTERS = 3  # "on" through a supporter: its best few supporters are followed one level down
+INNER_HEADROOM_M = 0.1  # ... and an inner surface counts fully with this much of the box above the object
 FOOTPRINT_MARGIN_M = 0.05  # "on"/"under": A's centre may be this far outside B's footprint
 SUPPORT_AREA = 0.5  # "A on B": full score while B's footprint is at least this fraction of A's, less below
 # "closest"/"farthest": score e^-1 for a candidate this much farther (nearer) than the anchor's
@@ -85,6 +101,8 @@ class SceneGeometry:
             (rows: local x, local y).
         half_local: (N, 2) half extents along those axes.
         volume: (N,) box volumes, cubic metres.
+        seat: (N,) bool: things rest on its seat, not its top (chairs, sofas: a box holds the backrest).
+        support_top: (N,) the height things rest on: the top, or the seat (``SEAT_HEIGHT`` of the box).
     """
 
     centers: np.ndarray
@@ -94,10 +112,12 @@ class SceneGeometry:
     axes: np.ndarray
     half_local: np.ndarray
     volume: np.ndarray
+    seat: np.ndarray
+    support_top: np.ndarray
 
     @classmethod
-    def from_boxes(cls, boxes: np.ndarray) -> SceneGeometry:
-        """Summarise (N, 9) boxes."""
+    def from_boxes(cls, boxes: np.ndarray, class_names: tuple[str, ...] | list[str] = ()) -> SceneGeometry:
+        """Summarise (N, 9) boxes (of these classes: seats are known by class; none without names)."""
         b = as_boxes(boxes)
         R = box_rotations(b)  # (N, 3, 3), columns = the box's axes in the world
         half_aabb = np.einsum("nij,nj->ni", np.abs(R), 0.5 * np.abs(b[:, 3:6]))  # (N, 3) exact for boxes
@@ -105,9 +125,13 @@ class SceneGeometry:
         norms = np.linalg.norm(axes, axis=2, keepdims=True)
         axes = np.where(norms > 1e-9, axes / np.maximum(norms, 1e-9), np.eye(2)[None])
         z = b[:, 2]
-        return cls(centers=b[:, 0:3].copy(), half_xy=half_aabb[:, :2], bottom=z - half_aabb[:, 2],
-                   top=z + half_aabb[:, 2], axes=axes, half_local=0.5 * np.abs(b[:, 3:5]),
-                   volume=np.prod(np.abs(b[:, 3:6]), axis=1))
+        bottom, top = z - half_aabb[:, 2], z + half_aabb[:, 2]
+        seat = np.array([str(n).lower() in SEAT_CLASSES for n in class_names], dtype=bool)
+        if len(seat) != len(b):
+            seat = np.zeros(len(b), dtype=bool)
+        return cls(centers=b[:, 0:3].copy(), half_xy=half_aabb[:, :2], bottom=bottom, top=top, axes=axes,
+                   half_local=0.5 * np.abs(b[:, 3:5]), volume=np.prod(np.abs(b[:, 3:6]), axis=1), seat=seat,
+                   support_top=np.where(seat, bottom + SEAT_HEIGHT * (top - bottom), top))
 
     def __len__(self) -> int:
         return len(self.centers)
@@ -138,18 +162,123 @@ def _over_footprint(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarra
     return np.exp(-np.linalg.norm(np.maximum(out, 0.0), axis=2) / 0.1)
 
 
-def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
-    gap = g.bottom[t, None] - g.top[None, a]  # > 0: floating above the anchor's top
-    contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05)
-    not_lower = np.exp(-np.maximum(g.centers[None, a, 2] - g.centers[t, None, 2], 0.0) / 0.05)
+def _on(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -> np.ndarray:
+    """(T, A) "t on a"; ``quality``: weighted by how closely t's bottom meets a's top (to compare supporters)."""
+    return _on_pairs(g, np.repeat(t, len(a)), np.tile(a, len(t)), quality).reshape(len(t), len(a))
+
+
+def _on_pairs(g: SceneGeometry, t: np.ndarray, a: np.ndarray, quality: bool = False) -> np.ndarray:
+    """(P,) "t[p] on a[p]" for pairs of indices (see ``_on``)."""
+    gap = g.bottom[t] - g.support_top[a]  # > 0: floating above the anchor's top (or seat)
+    # Touching the top: a lifted box may reach into its support a little (MAX_OVERLAP_M), not stand in it
+    # (a chair pushed under a table is beside it, not on it).
+    contact = np.exp(-np.maximum(gap - CONTACT_M, 0.0) / 0.05) * np.exp(-np.maximum(-gap - MAX_OVERLAP_M, 0.0) / 0.05)
+    not_lower = np.exp(-np.maximum(g.centers[a, 2] - g.centers[t, 2], 0.0) / 0.05)
     on_top = contact * not_lower
     # Inside the anchor's box, off its floor and below its top: on an inner surface (a shelf board).
-    # What lies on the floor inside a box (a book under a table) is not on it.
-    raised = g.bottom[t, None] - g.bottom[None, a] >= INNER_SURFACE_M
-    inside = raised & (g.top[t, None] <= g.top[None, a] + CONTACT_M)
+    # What lies on the floor inside a box (a book under a table) is not on it; a chair's surface is its seat.
+    raised = g.bottom[t] - g.bottom[a] >= INNER_SURFACE_M
+    inside = INNER_SUPPORT_SCORE * (raised & (g.top[t] <= g.top[a] + CONTACT_M) & ~g.seat[a])
+    if quality:  # the top meets t's bottom; an inner surface has the box's top well above t
+        on_top = on_top * np.exp(-np.abs(gap) / SUPPORT_GAP_SCALE_M)
+        inside = inside * np.clip((g.top[a] - g.top[t]) / INNER_HEADROOM_M, 0.2, 1.0)
     area = 4.0 * np.prod(g.half_local, axis=1)
-    big_enough = np.clip(area[None, a] / np.maximum(SUPPORT_AREA * area[t, None], 1e-9), 0.0, 1.0)
-    return _over_footprint(g, t, a) * np.maximum(on_top, INNER_SUPPORT_SCORE * inside) * big_enough
+    big_enough = np.clip(area[a] / np.maximum(SUPPORT_AREA * area[t], 1e-9), 0.0, 1.0)
+    local = np.einsum("pij,pj->pi", g.axes[a], g.centers[t, :2] - g.centers[a, :2])  # t's centre in a's frame
+    out = np.abs(local) - g.half_local[a] - FOOTPRINT_MARGIN_M
+    over = np.exp(-np.linalg.norm(np.maximum(out, 0.0), axis=1) / 0.1)
+    return np.nan_to_num(over * np.maximum(on_top, inside) * big_enough, nan=0.0)
+
+
+@dataclass(frozen=True)
+class Supports:
+    """What each object rests on best (for "on" to hold only of an object's support), from ``supports``.
+
+    Attributes:
+        best: (N,) each object's best support quality by any other object of the set (0: none).
+        top: (N, CHAIN_SUPPORTERS) indices of its best supporters, best first (-1: none).
+        top_quality: (N, CHAIN_SUPPORTERS) their support qualities.
+    """
+
+    best: np.ndarray
+    top: np.ndarray
+    top_quality: np.ndarray
+
+
+def supports(g: SceneGeometry, members: np.ndarray) -> Supports:
+    """Every object's best supporters among ``members`` (indices), from the pairs whose footprints can
+    touch (for large maps found with a k-d tree over the centres: the cost grows with those pairs, not N^2)."""
+    n = len(g)
+    best, top = np.zeros(n), np.full((n, CHAIN_SUPPORTERS), -1, dtype=np.int64)
+    quality = np.zeros((n, CHAIN_SUPPORTERS))
+    members = np.asarray(members, dtype=np.int64)
+    if len(members) < 2:
+        return Supports(best, top, quality)
+    # A supporter j can hold i only where i's centre may lie over j's footprint: within j's half diagonal,
+    # the margin and the decay beyond it.
+    radius = np.linalg.norm(g.half_local[members], axis=1) + FOOTPRINT_MARGIN_M + 0.3  # (M,)
+    xy = g.centers[members, :2]
+    if len(members) > DENSE_PAIRS_MAX:
+        from scipy.spatial import cKDTree  # late: 0.5 s to import, worth it only for large maps
+
+        pairs = cKDTree(xy).query_pairs(float(radius.max()), output_type="ndarray")
+        pi = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        pj = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        keep = ((xy[pi] - xy[pj]) ** 2).sum(axis=1) <= radius[pj] ** 2
+        pi, pj = pi[keep], pj[keep]
+    else:
+        d2 = (xy[:, None, 0] - xy[None, :, 0]) ** 2 + (xy[:, None, 1] - xy[None, :, 1]) ** 2  # (M, M)
+        close = d2 <= (radius ** 2)[None, :]
+        np.fill_diagonal(close, False)
+        pi, pj = np.nonzero(close)
+    if len(pi) == 0:
+        return Supports(best, top, quality)
+    i, j = members[pi], members[pj]
+    q = _on_pairs(g, i, j, quality=True)
+    keep = q > 0
+    order = np.lexsort((-q[keep], i[keep]))  # by object, its best supporter first
+    i, j, q = i[keep][order], j[keep][order], q[keep][order]
+    rank = np.arange(len(i)) - np.searchsorted(i, i, side="left")
+    chain = rank < CHAIN_SUPPORTERS
+    top[i[chain], rank[chain]] = j[chain]
+    quality[i[chain], rank[chain]] = q[chain]
+    best[i[rank == 0]] = q[rank == 0]
+    return Supports(best, top, quality)
+
+
+def _support_quality(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) how well t rests on a: the "on" score, more where t's bottom meets a's top (a cup on a table
+    beside a chair's backrest touches both boxes' tops within centimetres; it meets the table's)."""
+    return _on(g, t, a, quality=True)
+
+
+def support_exclusivity(g: SceneGeometry, t: np.ndarray, a: np.ndarray, s: Supports) -> np.ndarray:
+    """(T, A) factor of "t on a": 1 when a is t's best support (``s``), or holds that support up (a cup on
+    a magazine on the table is on the table), less when t rests better on something else
+    ((quality / best quality) ** EXCLUSIVE_POWER)."""
+    own = _support_quality(g, t, a)
+    if len(t) and len(a):
+        b = s.top[t]  # (T, C) each target's best supporters
+        valid = b >= 0
+        carried = _on(g, np.where(valid, b, 0).reshape(-1), a).reshape(len(t), -1, len(a))  # (T, C, A)
+        carried = np.where(valid[:, :, None] & (b[:, :, None] != a[None, None, :]), carried, 0.0)
+        own = np.maximum(own, (s.top_quality[t][:, :, None] * carried).max(axis=1))
+    best = np.maximum(s.best[t], own.max(axis=1, initial=0.0))
+    return np.clip(own / np.maximum(best, 1e-9)[:, None], 0.0, 1.0) ** EXCLUSIVE_POWER
+
+
+def _end(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) "t at the end of a": beyond the outer third of a's long axis, within its width, near its end."""
+    local = np.abs(_local_xy(g, t, a))  # (T, A, 2)
+    half = g.half_local[a]  # (A, 2)
+    long = np.argmax(half, axis=1)  # (A,)
+    cols = np.arange(len(a))
+    along, across = local[:, cols, long], local[:, cols, 1 - long]  # (T, A)
+    hl, hs = half[cols, long][None], half[cols, 1 - long][None]
+    beyond = np.clip((along - 0.6 * hl) / np.maximum(0.3 * hl, 1e-6), 0.0, 1.0)
+    within = np.exp(-np.maximum(across - hs, 0.0) / 0.3)
+    close = np.exp(-np.maximum(along - hl, 0.0) / NEAR_SCALE_M)
+    return beyond * within * close
 
 
 def _under(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -161,10 +290,14 @@ VERTICAL_SCALE_M = 0.3  # "above"/"below": decay with the footprint gap (roughly
 
 
 def _vertical(g: SceneGeometry, t: np.ndarray, a: np.ndarray, sign: float) -> np.ndarray:
-    # Above: the target's bottom is over the anchor's top (small overlaps tolerated). Below: the target's
-    # top is under the anchor's middle (a table's box reaches the floor: what is under it is inside its box).
-    clear = g.bottom[t, None] - g.top[None, a] if sign > 0 else g.centers[None, a, 2] - g.top[t, None]
-    return np.clip((clear + 0.05) / 0.1, 0.0, 1.0) * np.exp(-_gap_xy(g, t, a) / VERTICAL_SCALE_M)
+    # Above: the target's bottom is clearly over the anchor's top (10 cm for the full score: a cup beside a
+    # magazine on one table, 2 cm higher, is not above it). Below: the target's top is under the anchor's
+    # middle (a table's box reaches the floor: what is under it is inside its box).
+    if sign > 0:
+        clear = np.clip((g.bottom[t, None] - g.top[None, a]) / 0.1, 0.0, 1.0)
+    else:
+        clear = np.clip((g.centers[None, a, 2] - g.top[t, None] + 0.05) / 0.1, 0.0, 1.0)
+    return clear * np.exp(-_gap_xy(g, t, a) / VERTICAL_SCALE_M)
 
 
 def _allocentric(g: SceneGeometry, t: np.ndarray, a: np.ndarray, direction: np.ndarray) -> np.ndarray:
@@ -185,6 +318,10 @@ def _comparative(g: SceneGeometry, t: np.ndarray, a: np.ndarray, farthest: bool)
     return np.exp(-lead / COMPARATIVE_SCALE_M)
 
 
+# Classes whose box holds a backrest above the surface things rest on; their seat is at this fraction of
+# the box's height (a dining chair 0.84 m tall: seat at 0.46 m).
+SEAT_CLASSES = frozenset({"chair", "sofa", "couch", "bench", "armchair", "toilet"})
+SEAT_HEIGHT = 0.55
 FRONT_LOCAL = FRONT_AXIS[:2]  # an object's front in its own box frame (x, y)
 LEFT_LOCAL = np.array([1.0, 0.0])  # its left, seen from the object, z up: local +x
 _DIRECTIONS = {Relation.FRONT: FRONT_LOCAL, Relation.BEHIND: -FRONT_LOCAL, Relation.LEFT: LEFT_LOCAL,
@@ -195,18 +332,22 @@ def satisfied_threshold(relation: Relation) -> float:
     """The score below which ``relation`` is considered false of a pair."""
     if relation is Relation.NEAR:
         return SATISFIED_NEAR
-    if relation.type is RelationType.ALLOCENTRIC:
-        return SATISFIED_ALLOCENTRIC
-    return SATISFIED
+    if relation is Relation.END:
+        return SATISFIED_END
+    return {RelationType.ALLOCENTRIC: SATISFIED_ALLOCENTRIC, RelationType.SUPPORT: SATISFIED_SUPPORT,
+            RelationType.VERTICAL: SATISFIED_VERTICAL}.get(relation.type, SATISFIED)
 
 
-def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray,
+                supporters: Supports | None = None) -> np.ndarray:
     """Score of "target ``relation`` anchor" for every pair.
 
     Args:
         relation: any relation but BETWEEN (see ``between_scores``).
         g: the scene's geometry.
         t: (T,) target indices into ``g``; a: (A,) anchor indices.
+        supporters: what every object rests on (``supports``): "on", "under" and "supporting" then
+            hold only of an object's best support (``support_exclusivity``); None: not checked.
 
     Returns:
         (T, A) scores in [0, 1]; 0 where a target is its own anchor. CLOSEST and FARTHEST are
@@ -215,18 +356,25 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
     """
     if relation is Relation.NEAR:
         s = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
-    elif relation in (Relation.CLOSEST, Relation.FARTHEST):
-        s = _comparative(g, t, a, farthest=relation is Relation.FARTHEST)
+    elif relation is Relation.CLOSEST:
+        s = _comparative(g, t, a, farthest=False)
+    elif relation is Relation.NEXT_TO:  # the closest one, and not across the room
+        near = np.exp(-_near_distance(g, t, a) / NEAR_SCALE_M)
+        s = _comparative(g, t, a, farthest=False) * np.clip(near / SATISFIED_NEAR, 0.0, 1.0)
+    elif relation is Relation.FARTHEST:
+        s = _comparative(g, t, a, farthest=True)
+    elif relation is Relation.END:
+        s = _end(g, t, a)
     elif relation is Relation.ABOVE:
         s = _vertical(g, t, a, 1.0)
     elif relation is Relation.BELOW:
         s = _vertical(g, t, a, -1.0)
-    elif relation is Relation.ON:
-        s = _on(g, t, a)
-    elif relation is Relation.UNDER:
-        s = np.maximum(_under(g, t, a), _on(g, a, t).T)  # beneath it, or holding it up
-    elif relation is Relation.SUPPORTING:
-        s = _on(g, a, t).T
+    elif relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING):
+        on = _on(g, t, a) if relation is Relation.ON else _on(g, a, t).T  # (T, A) target on anchor / anchor on target
+        if supporters is not None:
+            on = on * (support_exclusivity(g, t, a, supporters) if relation is Relation.ON
+                       else support_exclusivity(g, a, t, supporters).T)
+        s = np.maximum(_under(g, t, a), on) if relation is Relation.UNDER else on  # under: beneath it, or holding it
     elif relation in _DIRECTIONS:
         s = _allocentric(g, t, a, _DIRECTIONS[relation])
     else:

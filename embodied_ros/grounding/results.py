@@ -32,10 +32,12 @@ class GroundingResult:
     """The answer to one phrase.
 
     Attributes:
-        success: True when a target was found that satisfies the phrase; ``best`` is then set.
+        success: True when a target was found that satisfies every constraint of the phrase; ``best`` is
+            then set.
         message: one line for the user: the explanation of the answer, or why there is none.
         best: the answer (None when ``success`` is False).
-        alternatives: other candidates, best first (``best`` excluded; empty when no answer).
+        alternatives: other candidates that satisfy the phrase, best first (``best`` excluded); with no
+            answer, the best partial candidate (one that fits some of the phrase), if any.
         phrase: the phrase as given.
         parsed: what the parser understood.
         label_confidence: class label -> confidence that the target words name it.
@@ -77,7 +79,8 @@ class GroundingResult:
                        "relations": [{"relation": c.relation.value, "type": c.relation.type.value,
                                       "anchors": [a.text for a in c.anchors], "negated": c.negated}
                                      for c in self.parsed.clauses],
-                       "notes": list(self.parsed.notes)},
+                       "notes": list(self.parsed.notes), "parser": self.parsed.parser,
+                       "not_understood": list(self.parsed.unknown), "ignored": list(self.parsed.ignored)},
             "label_confidence": {k: round(v, 4) for k, v in self.label_confidence.items()},
             "encoder_used": self.encoder_used, "seconds": round(self.seconds, 6),
             "encoder_seconds": round(self.encoder_seconds, 6), "count": self.count,

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
 from .phrases import Relation
-from .relations import SceneGeometry, between_scores, pair_scores
+from .relations import SceneGeometry, between_scores, pair_scores, supports
 from .room_frame import ROOM_FACING_CLASSES, face_the_room
 from .viewpoint import Viewpoint
 from .vocabulary import canonical_label
@@ -74,7 +74,7 @@ def scene_graph(snapshot: MemorySnapshot, *, viewpoint: Viewpoint | None = None,
         return doc
     names = [snapshot.class_names[i] for i in keep]
     boxes = face_the_room(snapshot.boxes[keep], names, snapshot.scores[keep])
-    g = SceneGeometry.from_boxes(boxes)
+    g = SceneGeometry.from_boxes(boxes, names)
     local = np.arange(len(keep))
     relations: list[dict[str, Any]] = []
 
@@ -86,7 +86,7 @@ def scene_graph(snapshot: MemorySnapshot, *, viewpoint: Viewpoint | None = None,
         doc["text"].append(f"{_name(snapshot, keep[subject])} is {relation} {what}"
                            + (f" (seen from {viewpoint.name})" if kind == "viewer" and viewpoint else ""))
 
-    on = pair_scores(Relation.ON, g, local, local)
+    on = pair_scores(Relation.ON, g, local, local, supports(g, local))  # only each object's best support
     for s in local:
         j = int(np.argmax(on[s]))
         if on[s, j] >= ON_MIN:

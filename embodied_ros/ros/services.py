@@ -4,8 +4,10 @@
 service is one handler and one line. Requests are bounded (phrase and map name lengths), map
 names resolve under the node's ``map_dir`` only (map_store.py), and a refused request gets
 ``success: false`` with the reason. The grounding engine (embodied_ros.grounding) is imported lazily and
-built on a background thread at start (its text encoder takes a while to load), so a node without
-it still runs and answers ~/ground with "grounding engine not installed".
+built on a background thread at start (its text encoder and parser take a while to load, so they load
+there, not in the first call), so a node without it still runs and answers ~/ground with "grounding
+engine not installed". ~/ground and ~/describe speak about the published objects, the ones RViz shows
+(``grounding.map_view``).
 """
 
 from __future__ import annotations
@@ -73,9 +75,16 @@ def _grounded(g: Any, frame_id: str) -> Any:
     return GroundedObject(object=obj, score=float(g.score), explanation=str(g.explanation))
 
 
+def _published(memory: Any) -> Any:
+    """The memory's published objects as a snapshot (what RViz shows)."""
+    from ..grounding.map_view import published_snapshot
+
+    return published_snapshot(memory)
+
+
 def ground(node: Any, request: Any, response: Any) -> Any:
-    """Answer a phrase with the best object of the current memory snapshot."""
-    snapshot = node.state.memory.snapshot()
+    """Answer a phrase with the best object of the current memory snapshot (its published objects)."""
+    snapshot = _published(node.state.memory)
     response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
     phrase = request.phrase.strip()
     response.success = False
@@ -110,7 +119,7 @@ def _viewpoint(state: Any) -> Any:
 def describe(node: Any, request: Any, response: Any) -> Any:
     """Fill a Describe response: a referring expression per object (``object_id`` < 0: every one)."""
     object_id, state, grounder = int(request.object_id), node.state, node.grounder
-    snapshot = state.memory.snapshot()
+    snapshot = _published(state.memory)
     response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
     engine = grounder.get()
     if engine is None:
@@ -138,7 +147,7 @@ def scene_graph_json(state: Any, min_observations: int) -> str:
 
     from ..grounding.scene_graph import scene_graph
 
-    return json.dumps(scene_graph(state.memory.snapshot(), viewpoint=_viewpoint(state),
+    return json.dumps(scene_graph(_published(state.memory), viewpoint=_viewpoint(state),
                                   min_observations=min_observations))
 
 

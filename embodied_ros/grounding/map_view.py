@@ -1,0 +1,57 @@
+"""One map for everyone: the objects grounding, descriptions and the scene graph speak about.
+
+RViz, the bag and objects.json show the memory's published objects (``MemorySnapshot.published``:
+confident, seen often enough, at most ``max_per_class`` per class). Language uses the same set, so a
+user is never told about "mouse #112" that no display shows; ``all_objects`` widens it to every object
+the memory holds (for debugging a map).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..memory.scene_object import MemorySnapshot
+
+__all__ = ["published_snapshot", "subset"]
+
+# The published view of each snapshot, kept while the snapshot lives: a service answering several calls
+# about one moment gets the same view object back, and the grounder its cached geometry.
+_views: weakref.WeakKeyDictionary[MemorySnapshot, tuple[tuple, MemorySnapshot]] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def subset(snapshot: MemorySnapshot, ids: set[int] | frozenset[int]) -> MemorySnapshot:
+    """The snapshot with only the objects whose id is in ``ids`` (same order, same frame and stamp)."""
+    rows = np.array([int(i) in ids for i in snapshot.ids], dtype=bool)
+    return replace(snapshot, objects=tuple(o for o, k in zip(snapshot.objects, rows, strict=True) if k),
+                   ids=snapshot.ids[rows], boxes=snapshot.boxes[rows], scores=snapshot.scores[rows],
+                   class_names=tuple(n for n, k in zip(snapshot.class_names, rows, strict=True) if k))
+
+
+def published_snapshot(memory: Any, all_objects: bool = False,
+                       snapshot: MemorySnapshot | None = None) -> MemorySnapshot:
+    """The memory's published objects as a snapshot (every object with ``all_objects``).
+
+    Args:
+        memory: a ``SceneMemory`` (its config holds the publishing rule).
+        all_objects: every object the memory holds instead.
+        snapshot: the memory's snapshot to cut, when the caller already took one.
+    """
+    snapshot = snapshot if snapshot is not None else memory.snapshot()
+    if all_objects:
+        return snapshot
+    c = memory.config
+    rule = (c.max_per_class, c.min_observations, c.publish_confidence)
+    with _lock:
+        hit = _views.get(snapshot)
+    if hit is not None and hit[0] == rule:
+        return hit[1]
+    view = subset(snapshot, frozenset(int(o.id) for o in snapshot.published(*rule)))
+    with _lock:
+        _views[snapshot] = (rule, view)
+    return view
