@@ -80,7 +80,7 @@ def bench_memory(n_objects: int, n_frames: int, seed: int = 0, views: bool = Fal
 
     ``views``: detections carry points and the frame (geometry, visibility, existence evidence)."""
     rng = np.random.default_rng(seed)
-    memory = SceneMemory(forget_below=-3.9)  # the fill's objects are never re-detected: keep them all
+    memory = SceneMemory(forget_after_s=1e9)  # the fill's objects are never re-detected: keep them all
     boxes = _grid_boxes(n_objects, rng)
     for start in range(0, n_objects, 100):  # fill the memory (non-overlapping: one object each)
         memory.update(_perception(-1, boxes[start:start + 100], rng, views=views))

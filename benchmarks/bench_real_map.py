@@ -1,13 +1,20 @@
-"""The object map on a real room, scored on hand-made 3D ground truth: detector x memory, one run.
+"""The object map on a real room, scored on hand-made 3D ground truth: detector x memory x walk, one run.
 
-For each detector the 2D detections of every frame are computed once and lifted once; each memory
-variant then takes the same perceptions, so the rows differ only by what they name. Published
-objects are matched to ``redkitchen/ground_truth.json`` by its rules (metrics/object_map.py): by
-IoU >= 0.25 of the oriented boxes, and separately by centre distance <= 0.3 m.
+For each detector the 2D detections of every frame are computed once and lifted once (``--cache``
+keeps them on disk between runs, keyed by the detector, the frames and the lifting code); each
+memory variant then takes the same perceptions, so the rows differ only by what they name.
+Published objects are matched to the scene's ``ground_truth.json`` by its rules
+(metrics/object_map.py): by IoU >= 0.25 of the oriented boxes, and separately by centre distance
+<= 0.3 m.
+
+Walks (``--walks``) are made of the scene's frames, the way a robot or a user would record them:
+``sN`` every N-th frame (on the 1000-frame redkitchen walk at 30 Hz: ``s1`` the camera's rate,
+``s10`` the 100 frames of ``redkitchen/``, ``s100`` and ``s200`` sparse keyframes of a short
+recording; ``sN+O`` the same from frame O on, another recording of the walk); ``first`` and ``last`` the two halves at the full rate. The map should not depend on
+the rate: the table ends with the objects published at one rate and not at another.
 
 Memory variants (MemoryConfig overrides):
-  legacy    the scene memory before the object map (box fusion only, every object published):
-            the baseline of the issue;
+  legacy    the scene memory before the object map (box fusion only, every object published);
   evidence  + existence as evidence both ways, only confident objects published;
   geometry  + each object's own geometry, box fitted to all of it, furniture completed;
             no existence evidence;
@@ -15,25 +22,25 @@ Memory variants (MemoryConfig overrides):
   one-sum   full, but existence evidence summed over every look (existence_revisit_s=0), as before
             evidence was kept per place: the baseline of ``--passes``.
 
-    .venv/bin/python benchmarks/bench_real_map.py [--detectors yolo-fastest-1.1-xl,yolox-nano]
-        [--memories legacy,full] [--frames 100] [--subsets all] [--passes 1] [--registration auto]
-        [--out DIR] [--per-class]
+    .venv/bin/python benchmarks/bench_real_map.py [--scene redkitchen_walk] [--walks s1,s3,s10,s100,s200,first,last]
+        [--detectors yolox-nano] [--memories full] [--passes 1] [--registration auto]
+        [--cache DIR] [--out DIR] [--per-class]
 
-Prints one row per detector x memory, per-stage milliseconds per frame, each detector's ceiling
-(the required objects that at least one single lifted detection fits: what the detector gives the
-map; the objects outside it are the detector's misses, not the memory's), and (``--per-class``)
-the matches per ground-truth class and the objects outside each detector's ceiling; ``--out``
-also writes the contact sheet and top-down picture of every combination. ``--passes N`` replays
-the frames N times, each pass a minute after the previous one ended (a robot going round its room
-again), scores after the last and prints precision and recall after each pass. ``--subsets``
-also scores other walks through the room, made of the same frames: ``first`` and ``last`` half of
-the walk, and ``even`` and ``odd`` (every other frame: the walk at half the frame rate); ``all`` is
-every frame.
+Prints one row per detector x walk x memory, per-stage milliseconds per frame, each detector's
+ceiling (the required objects that at least one single lifted detection fits: what the detector
+gives the map), which published objects differ between the walks of one memory (``sN`` against
+each other), and (``--per-class``) the matches per ground-truth class; ``--out`` also writes the
+contact sheet and top-down picture of every combination. ``--passes N`` replays each walk N times,
+each pass a minute after the previous one ended (a robot going round its room again).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import pickle
+import re
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
@@ -41,9 +48,11 @@ from pathlib import Path
 
 import numpy as np
 
+import embodied_ros
 from embodied_ros.cli import default_data_dir
 from embodied_ros.detections import FramePerception
 from embodied_ros.frame import Frame
+from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.metrics.object_map import (
     MapScore,
@@ -66,50 +75,89 @@ MEMORIES: dict[str, dict] = {
     "geometry": dict(existence_miss=0.0, existence_through=0.0, publish_confidence=0.0),
     "full": {},
     "one-sum": dict(existence_revisit_s=0.0),
+    "per-class": dict(class_agnostic=False),
 }
 PASS_GAP_NS = 60 * 10**9  # between the end of one pass and the start of the next
-SUBSETS = ("all", "first", "last", "even", "odd")
+_STRIDE = re.compile(r"s([1-9][0-9]*)(?:\+([0-9]+))?")
 
 
-def _subset(name: str, n: int) -> slice:
-    """The frames of one walk among ``n`` (see the module notes)."""
-    return {"all": slice(None), "first": slice(0, n // 2), "last": slice(n // 2, None),
-            "even": slice(0, None, 2), "odd": slice(1, None, 2)}[name]
+def _walk(name: str, n: int) -> range:
+    """The frame indices (into the scene's ``n`` frames) of one walk (see the module notes)."""
+    if name == "first":
+        return range(0, n // 2)
+    if name == "last":
+        return range(n // 2, n)
+    m = _STRIDE.fullmatch(name)
+    if m is None:
+        raise ValueError(f"unknown walk {name!r}: sN (every N-th frame), sN+O (from frame O), first or last")
+    return range(int(m.group(2) or 0), n, int(m.group(1)))
 
 
 @dataclass
 class Row:
     detector: str
-    subset: str
+    walk: str
     memory: str
+    n_frames: int
     n: int
     iou: MapScore
     centre: MapScore
     ms: dict[str, float]
+    objects: list = field(default_factory=list)  # the published objects
     passes: list[MapScore] = field(default_factory=list)  # IoU score after each pass
 
 
-def _frames(scene: Path, registration: str, n: int) -> list[Frame]:
+def _frame_numbers(scene: Path) -> list[int]:
+    return sorted(int(p.name[6:12]) for p in scene.glob("frame-*.pose.txt"))
+
+
+def _frames(scene: Path, registration: str, wanted: set[int]) -> dict[int, Frame]:
+    """The frames of the scene whose position (0-based, in file order) is in ``wanted``."""
     source = open_source(scene, RecordingOptions(registration=Registration(registration)))
+    out: dict[int, Frame] = {}
     with source:
-        return [f for f in source.frames(max_frames=n) if isinstance(f, Frame)]
+        for k, f in enumerate(source.frames(max_frames=max(wanted) + 1)):
+            if k in wanted and isinstance(f, Frame):
+                out[k] = f
+    return out
 
 
-def _perceptions(name: str, data: Path, frames: list[Frame]) -> tuple[list[FramePerception], dict[str, float]]:
+def _cache_key(detector: str, scene: Path, registration: str, numbers: list[int]) -> str:
+    """What the lifted detections depend on: the detector, the frames and the network/lifting code."""
+    code = Path(embodied_ros.__file__).parent / "network"
+    h = hashlib.sha256(f"{detector}|{scene.resolve()}|{registration}|{numbers}".encode())
+    for f in sorted(code.glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _perceptions(name: str, data: Path, frames: dict[int, Frame], cache: Path | None, key: str
+                 ) -> tuple[dict[int, FramePerception], dict[str, float]]:
     """Each frame's lifted detections by one detector, and the mean milliseconds of detect and lift."""
-    perceptor = build_perceptor(name, weights=data, backend="onnxruntime")
-    out, t_detect, t_lift = [], [], []
-    for frame in frames:
-        t0 = time.perf_counter()
-        dets = perceptor.detector.detect(frame.color)
-        t1 = time.perf_counter()
-        lifted = lift_detections(frame, dets, perceptor.params)
-        t2 = time.perf_counter()
-        out.append(FramePerception(frame.index, frame.stamp_ns, lifted, dets,
-                                   viewpoint=frame.T_world_camera[:3, 3].copy(), frame=frame))
-        t_detect.append(t1 - t0)
-        t_lift.append(t2 - t1)
-    return out, {"detect": 1e3 * float(np.mean(t_detect)), "lift": 1e3 * float(np.mean(t_lift))}
+    stored = cache / f"{name}_{key}.pkl" if cache is not None else None
+    if stored is not None and stored.exists():
+        with stored.open("rb") as f:
+            dets, ms = pickle.load(f)  # noqa: S301 - our own cache file
+    else:
+        perceptor = build_perceptor(name, weights=data, backend="onnxruntime")
+        dets, t_detect, t_lift = {}, [], []
+        for k, frame in frames.items():
+            t0 = time.perf_counter()
+            d2 = perceptor.detector.detect(frame.color)
+            t1 = time.perf_counter()
+            d3 = lift_detections(frame, d2, perceptor.params)
+            t2 = time.perf_counter()
+            dets[k] = (d2, d3)
+            t_detect.append(t1 - t0)
+            t_lift.append(t2 - t1)
+        ms = {"detect": 1e3 * float(np.mean(t_detect)), "lift": 1e3 * float(np.mean(t_lift))}
+        if stored is not None:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            with stored.open("wb") as f:
+                pickle.dump((dets, ms), f)
+    out = {k: FramePerception(f.index, f.stamp_ns, dets[k][1], dets[k][0], viewpoint=f.T_world_camera[:3, 3].copy(),
+                              frame=f) for k, f in frames.items()}
+    return out, ms
 
 
 def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -164,74 +212,124 @@ def _per_class(row: Row, truth) -> str:
     return ", ".join(f"{c} {matched[c]}/{n}" for c, n in sorted(required.items()))
 
 
+def _only_in(a: list, b: list) -> list[str]:
+    """Objects of map ``a`` that map ``b`` has no object of (same class, IoU >= 0.25 or centres within 0.3 m)."""
+    out = []
+    for o in a:
+        same = [p for p in b if p.class_name == o.class_name]
+        if same:
+            boxes = np.array([p.box for p in same])
+            iou = box_iou_3d(o.box[None], boxes)[0]
+            near = np.linalg.norm(boxes[:, :3] - o.box[:3], axis=1)
+            if np.any(iou >= 0.25) or np.any(near <= 0.3):
+                continue
+        out.append(f"{o.class_name} #{o.id}")
+    return out
+
+
+def _rates(rows: list[Row]) -> list[str]:
+    """Per detector and memory, the objects that the stride walks (sN) do not all publish."""
+    lines = []
+    groups: dict[tuple[str, str], dict[str, Row]] = defaultdict(dict)
+    for r in rows:
+        if _STRIDE.fullmatch(r.walk):
+            groups[(r.detector, r.memory)][r.walk] = r
+    for (detector, memory), walks in groups.items():
+        names = sorted(walks, key=lambda w: int(_STRIDE.fullmatch(w).group(1)))
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                ab, ba = _only_in(walks[a].objects, walks[b].objects), _only_in(walks[b].objects, walks[a].objects)
+                lines.append(f"{detector:24s} {memory:9s} {a:>5s} vs {b:5s}: {len(ab)} only in {a} "
+                             f"({', '.join(ab) or '-'}); {len(ba)} only in {b} ({', '.join(ba) or '-'})")
+    return lines
+
+
 def main() -> None:
     data = default_data_dir()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=data, help="shared data folder (default: %(default)s)")
-    p.add_argument("--detectors", default="yolo-fastest-1.1-xl,yolox-nano,nanodet-plus-m-416,ensemble-yolox-nanodet")
-    p.add_argument("--memories", default="legacy,evidence,geometry,full")
-    p.add_argument("--frames", type=int, default=100)
-    p.add_argument("--subsets", default="all", help=f"walks made of the frames, among {','.join(SUBSETS)}")
-    p.add_argument("--passes", type=int, default=1, help="replay the frames this many times")
+    p.add_argument("--scene", default="redkitchen_walk", help="folder under --data with ground_truth.json")
+    p.add_argument("--walks", default="s1,s3,s10,s100,s200,first,last", help="walks made of the scene's frames")
+    p.add_argument("--detectors", default="yolox-nano")
+    p.add_argument("--memories", default="full")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="a MemoryConfig field for every memory variant (repeatable), e.g. --set min_observations=1")
+    p.add_argument("--passes", type=int, default=1, help="replay each walk this many times")
     p.add_argument("--registration", default="auto", choices=[r.value for r in Registration])
+    p.add_argument("--cache", type=Path, default=None, help="keep the lifted detections here between runs")
     p.add_argument("--out", type=Path, default=None, help="write each combination's pictures here")
     p.add_argument("--per-class", action="store_true", help="matches per ground-truth class")
     args = p.parse_args()
-    subsets = args.subsets.split(",")
-    if not set(subsets) <= set(SUBSETS):
-        p.error(f"--subsets: choose among {','.join(SUBSETS)}, got {args.subsets}")
-    scene = args.data / "redkitchen"
+    scene = args.data / args.scene
+    overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     truth = load_ground_truth(scene / "ground_truth.json")
-    frames = _frames(scene, args.registration, args.frames)
+    numbers = _frame_numbers(scene)
+    try:
+        walks = {w: list(_walk(w, len(numbers))) for w in args.walks.split(",")}
+    except ValueError as err:
+        p.error(f"--walks: {err}")
+    wanted = {k for ks in walks.values() for k in ks}
+    frames = _frames(scene, args.registration, wanted)
     required = [g for g in truth if not g.optional]
-    print(f"redkitchen: {len(frames)} frames, registration {args.registration}; ground truth: "
-          f"{len(required)} required objects ({sum(g.easy for g in required)} easy)")
+    print(f"{args.scene}: {len(numbers)} frames ({len(frames)} used), registration {args.registration}; ground "
+          f"truth: {len(required)} required objects ({sum(g.easy for g in required)} easy)")
     rows: list[Row] = []
     ceilings: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     for detector in args.detectors.split(","):
-        perceptions, ms = _perceptions(detector, args.data, frames)
-        ceilings[detector] = _ceiling(perceptions, truth)
-        for subset, name in ((subset, name) for subset in subsets for name in args.memories.split(",")):
-            walk = perceptions[_subset(subset, len(perceptions))]
-            memory = SceneMemory(**MEMORIES[name])
-            views, t_memory, scores = _replay(walk, memory, args.passes, truth)
+        perceptions, ms = _perceptions(detector, args.data, frames, args.cache,
+                                       _cache_key(detector, scene, args.registration, sorted(frames)))
+        ceilings[detector] = _ceiling(list(perceptions.values()), truth)
+        for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
+            steps = [perceptions[k] for k in walks[walk] if k in perceptions]
+            memory = SceneMemory(**{**MEMORIES[name], **overrides})
+            views, t_memory, scores = _replay(steps, memory, args.passes, truth)
             n, iou, centre = scores[-1]
-            rows.append(Row(detector, subset, name, n, iou, centre, {**ms, "memory": 1e3 * float(np.mean(t_memory))},
-                            [s[1] for s in scores]))
+            objects = memory.published_objects()
+            rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
+                            {**ms, "memory": 1e3 * float(np.mean(t_memory))}, objects, [s[1] for s in scores]))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
-                objects = memory.published_objects()
-                tag = f"{detector}_{name}" + ("" if subset == "all" else f"_{subset}")
+                tag = f"{detector}_{name}_{walk}"
                 save_contact_sheet(args.out / f"objects_{tag}.png", objects, views,
-                                   title=f"{detector}, memory {name}, frames {subset}: {iou.summary()}")
-                cams = np.array([p.frame.T_world_camera[:3, 3] for p in walk])
+                                   title=f"{detector}, memory {name}, walk {walk}: {iou.summary()}")
+                cams = np.array([s.frame.T_world_camera[:3, 3] for s in steps])
                 save_top_down_map(args.out / f"top_down_{tag}.png", objects, None, cams,
-                                  title=f"{detector}, {name}, {subset}")
-    print(f"\n{'detector':24s} {'frames':6s} {'memory':9s} {'pub':>4s} | IoU>=0.25: {'prec':>5s} {'rec':>5s} "
-          f"easy dup false (mislab) | centre<=0.3m: prec   rec | ms/frame detect lift memory")
+                                  title=f"{detector}, {name}, {walk}")
+    print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | IoU>=0.25: {'prec':>5s} "
+          f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | ms/frame detect lift memory")
     for r in rows:
         i, c = r.iou, r.centre
-        print(f"{r.detector:24s} {r.subset:6s} {r.memory:9s} {r.n:4d} | {i.precision:16.2f} {i.recall:5.2f} "
-              f"{len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} ({i.n_mislabelled:2d})    | "
-              f"{c.precision:17.2f} {c.recall:5.2f} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
+        print(f"{r.detector:24s} {r.walk:6s} {r.n_frames:6d} {r.memory:9s} {r.n:4d} | {i.precision:16.2f} "
+              f"{i.recall:5.2f} {len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} "
+              f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {r.ms['detect']:13.1f} "
+              f"{r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
+    rates = _rates(rows)
+    if rates:
+        print("\nthe same map at any rate: published objects one stride walk has and another has not")
+        print("\n".join(rates))
     if args.passes > 1:
         print(f"\nafter each of {args.passes} passes: precision / recall (easy), IoU >= 0.25")
         for r in rows:
-            print(f"{r.detector:24s} {r.subset:6s} {r.memory:9s} " + "  ".join(
+            print(f"{r.detector:24s} {r.walk:6s} {r.memory:9s} " + "  ".join(
                 f"{s.precision:.2f}/{s.recall:.2f} ({len(s.easy_matched)})" for s in r.passes))
-    print("\nceiling: required objects that at least one single lifted detection fits (any frame, any score "
-          "the detector passes)")
+    print("\nceiling: required objects that at least one single lifted detection fits (any frame of the walks, "
+          "any score the detector passes)")
     n = len(required)
     for detector, (by_iou, by_centre) in ceilings.items():
         print(f"{detector:24s} IoU>=0.25 {len(by_iou):2d}/{n}   centre<=0.3m {len(by_centre):2d}/{n}")
     if args.per_class:
         print()
         for r in rows:
-            print(f"{r.detector} / {r.subset} / {r.memory}: {_per_class(r, truth)}")
+            print(f"{r.detector} / {r.walk} / {r.memory}: {_per_class(r, truth)}")
         print()
         for detector, (by_iou, _) in ceilings.items():
             outside = sorted(f"{g.class_name} {g.id}" for g in required if g.id not in by_iou)
             print(f"{detector}: no single detection fits (IoU): {', '.join(outside)}")
+    print()
+    for r in rows:
+        false = [f"{o.class_name} #{o.id}" for o, res in zip(r.objects, r.iou.results, strict=True)
+                 if res.outcome.value in ("false", "duplicate")]
+        print(f"{r.detector} / {r.walk} / {r.memory}: false or duplicate: {', '.join(false) or '-'}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ class Detections3D:
         pixels: per detection, (M_i, 2) int32 colour-image pixels (u, v) of the depth points that
             make up the object (bounded, subsampled); None when the perceptor has none (object
             colour comes from them).
+        surround_z: (N,) float64 world height (m, z up) of the horizontal surface around each
+            detection's image region (the counter a sink is set in, the table a cup stands on), NaN
+            where none dominates; None when the perceptor has no depth around its boxes.
     """
 
     boxes: np.ndarray
@@ -44,6 +47,7 @@ class Detections3D:
     boxes_2d: np.ndarray | None = None
     points: tuple[np.ndarray, ...] | None = None
     pixels: tuple[np.ndarray, ...] | None = None
+    surround_z: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "boxes", as_boxes(self.boxes))
@@ -58,6 +62,8 @@ class Detections3D:
             raise ValueError("a label is outside class_names")
         if self.boxes_2d is not None:
             object.__setattr__(self, "boxes_2d", np.asarray(self.boxes_2d, dtype=np.float64).reshape(n, 4))
+        if self.surround_z is not None:
+            object.__setattr__(self, "surround_z", np.asarray(self.surround_z, dtype=np.float64).reshape(n))
         for name in ("points", "pixels"):
             per = getattr(self, name)
             if per is not None and len(per) != n:
@@ -81,7 +87,8 @@ class Detections3D:
         return Detections3D(self.boxes[idx], self.labels[idx], self.scores[idx], self.class_names, self.frame_id,
                             None if self.boxes_2d is None else self.boxes_2d[idx],
                             None if self.points is None else tuple(self.points[i] for i in idx),
-                            None if self.pixels is None else tuple(self.pixels[i] for i in idx))
+                            None if self.pixels is None else tuple(self.pixels[i] for i in idx),
+                            None if self.surround_z is None else self.surround_z[idx])
 
 
 @dataclass(frozen=True)

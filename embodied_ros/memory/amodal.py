@@ -49,30 +49,35 @@ def complete_box(box: np.ndarray, class_name: str, floor_z: float | None, floor_
 
 @dataclass
 class FloorEstimate:
-    """The floor's height from the frames' depth (z up): the lowest dense horizontal layer.
+    """The floor's height from the frames' depth (z up): the lowest dense layer any frame saw.
 
     Per frame, world heights of a subsample of the depth points are binned (``bin_size``); the
-    lowest bin holding at least ``min_fraction`` of them, and at least ``min_below`` metres below
-    the camera, is that frame's floor candidate. A table top seen in a frame without floor also
-    gives a candidate, so the estimate is a low percentile over frames, once ``min_frames``
-    frames gave one. Candidates are kept for the latest ``max_frames`` frames only.
+    lowest bin holding at least ``min_fraction`` of them, between ``min_below`` and ``max_below``
+    metres below the camera, is that frame's floor candidate (a table top seen in a frame without
+    floor gives one too). Nothing stands below the floor, so the estimate is the lowest height that
+    at least ``min_frames`` frames gave as their candidate: it only ever moves down, as the floor
+    comes into view, however long the walk was spent looking at a table, whatever the frame rate,
+    and in a recording of five keyframes of which one sees the floor. Candidates are counted per
+    bin, so memory stays bounded.
     """
 
     bin_size: float = 0.02
     min_fraction: float = 0.05
     min_below: float = 0.3
-    min_frames: int = 3
-    percentile: float = 10.0
-    max_frames: int = 300
+    max_below: float = 3.0  # a camera is carried or mounted at most this high above the floor
+    min_frames: int = 1
     pixel_stride: int = 8
-    _candidates: list[float] = field(default_factory=list)
+    _bins: dict[int, list[float]] = field(default_factory=dict)  # bin -> [frames, sum of their heights]
 
     @property
     def z(self) -> float | None:
         """The floor's height in metres, or None until enough frames saw one."""
-        if len(self._candidates) < self.min_frames:
-            return None
-        return float(np.percentile(self._candidates, self.percentile))
+        for b in sorted(self._bins):  # a layer straddling a bin boundary counts in its two bins
+            n, total = self._bins[b]
+            n2, total2 = self._bins.get(b + 1, (0, 0.0))
+            if n + n2 >= self.min_frames:
+                return float((total + total2) / (n + n2))
+        return None
 
     def update(self, frame: Frame) -> None:
         """Look for the floor in one frame's depth."""
@@ -86,7 +91,7 @@ class FloorEstimate:
         cam = np.stack([(u * s - K[0, 2]) * z / K[0, 0], (v * s - K[1, 2]) * z / K[1, 1], z], axis=1)
         heights = cam @ T[2, :3] + T[2, 3]
         top = T[2, 3] - self.min_below
-        heights = heights[heights < top]
+        heights = heights[(heights < top) & (heights > T[2, 3] - self.max_below)]
         if len(heights) < self.min_fraction * len(z):
             return
         lo = heights.min()
@@ -97,12 +102,17 @@ class FloorEstimate:
             return
         k = int(dense[0])
         in_layer = (heights >= lo + k * self.bin_size) & (heights < lo + (k + 2) * self.bin_size)
-        self._candidates.append(float(np.median(heights[in_layer])))
-        del self._candidates[: -self.max_frames]
+        self._add(float(np.median(heights[in_layer])))
+
+    def _add(self, height: float, frames: int = 1) -> None:
+        entry = self._bins.setdefault(int(np.floor(height / self.bin_size)), [0, 0.0])
+        entry[0] += frames
+        entry[1] += frames * height
 
     def assume(self, z: float) -> None:
         """Take ``z`` as the floor (a saved map's), as if ``min_frames`` frames had seen it."""
-        self._candidates = [float(z)] * self.min_frames
+        self._bins.clear()
+        self._add(float(z), self.min_frames)
 
     def reset(self) -> None:
-        self._candidates.clear()
+        self._bins.clear()

@@ -39,6 +39,8 @@ class ShapePrior:
             is four times as wide as it is tall, two monitors side by side are.
         max_short: largest short horizontal extent, metres (0: none): a remote or a phone is narrow
             in the hand, a food box called "remote" is not.
+        recessed: a basin set into the surface around it (a sink): the middle of what is seen of
+            it lies below that surface, where a thing standing on the surface rises from it.
     """
 
     max_long: float
@@ -50,6 +52,7 @@ class ShapePrior:
     min_height: float = 0.0
     max_aspect: float = 0.0
     max_short: float = 0.0
+    recessed: bool = False
 
 
 _FURNITURE = {
@@ -73,7 +76,7 @@ _THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on ot
     "donut": (0.15, 0.08), "cake": (0.5, 0.3), "pottedplant": (1.2, 2.0), "plant": (1.2, 2.0),
     "laptop": (0.6, 0.45, 0.2),
     "mouse": (0.2, 0.08), "keyboard": (0.7, 0.1, 0.25),
-    "microwave": (0.8, 0.55, 0.4), "oven": (1.2, 1.2, 0.45), "toaster": (0.5, 0.35), "sink": (1.2, 0.6, 0.35),
+    "microwave": (0.8, 0.55, 0.4), "oven": (1.2, 1.2, 0.45), "toaster": (0.5, 0.35),
     "book": (0.45, 0.45), "clock": (0.6, 0.6), "vase": (0.5, 0.8), "scissors": (0.3, 0.1),
     "teddybear": (1.0, 1.0), "hairdrier": (0.4, 0.35), "toothbrush": (0.25, 0.25),
     "sportsball": (0.4, 0.4), "skateboard": (1.0, 0.3), "tennisracket": (0.8, 0.4),
@@ -82,10 +85,12 @@ _THINGS = {  # (max_long, max_height[, min_largest]) of objects that stand on ot
 _TV = ShapePrior(2.0, 1.3, min_largest=0.3, min_height=0.15, max_aspect=2.5)  # up to ultra-wide 21:9 (2.4)
 _SCREENS = {"tvmonitor": _TV, "tv": _TV,
             "monitor": ShapePrior(1.2, 0.9, min_largest=0.25, min_height=0.15, max_aspect=2.5)}
+_BASINS = {"sink": ShapePrior(1.2, 0.6, min_largest=0.35, recessed=True)}
+_RECESS = 0.03  # metres the middle of a basin's seen points lies at least below the surface around it
 _HANDHELD = {  # held in one hand: a TV remote is ~5 cm wide, a game controller ~11 cm, a phone ~8 cm
     "remote": ShapePrior(0.35, 0.1, max_short=0.12), "cellphone": ShapePrior(0.25, 0.2, max_short=0.1)}
 SHAPE_PRIORS: dict[str, ShapePrior] = {
-    **_FURNITURE, **_SCREENS, **_HANDHELD,
+    **_FURNITURE, **_SCREENS, **_HANDHELD, **_BASINS,
     **{k: ShapePrior(v[0], v[1], min_largest=v[2] if len(v) > 2 else 0.0) for k, v in _THINGS.items()}}
 _SLACK = 1.25  # sizes measured from noisy depth: a little over the prior is still the class
 _LARGE = 1.5  # metres: furniture that can be longer than this may be seen in parts
@@ -106,6 +111,16 @@ def plausible_size(box: np.ndarray, class_name: str) -> bool:
             and (prior.max_short <= 0 or short <= _SLACK * prior.max_short)
             and max(long, height) >= prior.min_largest / _SLACK and height >= prior.min_height / _SLACK
             and (prior.max_aspect <= 0 or long <= _SLACK * prior.max_aspect * height))
+
+
+def plausible_support(class_name: str, recesses: list[float]) -> bool:
+    """Whether an object sits as its class must (True for classes without such a rule): a basin's
+    seen points lie, in the median over its detections, at least ``_RECESS`` below the surface
+    around it; with no detection measured, nothing shows that it does."""
+    prior = shape_prior(class_name)
+    if prior is None or not prior.recessed:
+        return True
+    return bool(recesses) and float(np.median(recesses)) >= _RECESS
 
 
 def parts_may_touch(class_name: str) -> bool:

@@ -35,10 +35,10 @@ class MemoryConfig:
     # table) shift by more than their thickness between views, so their IoU stays below 0.15;
     # containment still joins them. 1.0 disables it (IoU only, as in the demo).
     containment_threshold: float = 0.5
-    # Objects seen in fewer frames than this are kept and fused but not published (a track is
-    # confirmed by a second sighting; single-frame false positives of the detector stay out of
-    # RViz). 1 publishes every object, as the reference demo does.
-    min_observations: int = 2
+    # Objects detected fewer times than this are kept and fused but not published. 1: the existence
+    # evidence alone decides (publish_confidence), as it counts looks, not frames; a frame count would
+    # publish at 30 Hz what it withholds from the same walk's five keyframes.
+    min_observations: int = 1
     # True: associate and merge regardless of class (the demo's class-agnostic suppression);
     # False: only objects whose class equals the detection's class can match or merge.
     class_agnostic: bool = True
@@ -92,31 +92,26 @@ class MemoryConfig:
     # down to the floor, least footprints.
     amodal: bool = True
 
-    # --- Existence as evidence both ways, in log-odds (memory/visibility.py decides what is in view).
+    # --- Existence as evidence both ways, in log-odds (memory/visibility.py decides what is in view),
+    # counted in looks (memory/existence.py): a look is a place (existence_place) and a visit to it
+    # (existence_revisit_s), and says the mean of its frames' evidence, so a 30 Hz stream and a 3 Hz
+    # one of the same walk give the same evidence. One look whose detection scores s gives
+    # existence_hit * s: a strong detection (s >= 0.68) seen once is published (publish_confidence).
     # Log-odds of an object at its first detection, before that detection's own evidence.
     existence_prior: float = 0.0
-    # Evidence of one detection: existence_hit * its score * its viewpoint's novelty (a false
-    # detection that recurs does so with low scores, and from where it was first made).
+    # Evidence of one detection: existence_hit * its score.
     existence_hit: float = 1.25
-    # Novelty: how far (m) the camera moved since the object's previous detection, over this
-    # baseline, within [existence_min_novelty, 1]. Detections from one place are one piece of
-    # evidence said again; from another place they are new evidence. 0 turns novelty off.
-    existence_baseline: float = 0.5
-    # The least a repeated detection from the same place still counts.
-    existence_min_novelty: float = 0.34
-    # Evidence is kept per place, a cell of camera positions this wide (m); a place that looks
-    # again after existence_revisit_s without giving the object evidence replaces what it said
-    # before instead of adding to it (memory/existence.py): a robot going round a room again and
-    # again does not make a recurring false detection certain. 0 keeps one sum, as before places.
+    # Places are cells of camera positions this wide (m); 0 puts all evidence in one sum, as before looks.
     existence_place: float = 0.5
-    # Seconds without evidence from a place after which its next evidence starts a new look.
-    # 7-Scenes redkitchen, Yolo-Fastest, 6 passes of the 100 frames: precision 0.73 after the
-    # first pass either way, after the sixth 0.57 with one sum and 0.80 with places (YOLOX-Nano:
-    # 1.00 either way after one pass; after six 0.67 and 1.00). 0 never starts a new look.
+    # Seconds a look lasts: a place's evidence after that (a return after a pause, or a camera that
+    # stayed) starts a new look, which replaces what the place said before instead of adding to it:
+    # a robot going round a room again and again does not make a recurring false detection certain,
+    # and one that stays sees an object go. 0 never starts a new look.
     existence_revisit_s: float = 10.0
     # Bound on the places an object keeps; the one looked from longest ago joins a fixed base.
     existence_max_places: int = 32
-    # Evidence of a frame in which the object was in view, not hidden, and not detected.
+    # Evidence of a frame in which the object was in view, not hidden, and not detected (within a look,
+    # a frame's evidence is weighed against the look's other frames: see above).
     existence_miss: float = -0.3
     # Evidence of a frame whose depth saw through where the object should be.
     existence_through: float = -1.0
@@ -124,9 +119,10 @@ class MemoryConfig:
     existence_min: float = -4.0
     # Upper clamp of the log-odds (an object that is gone can always go).
     existence_max: float = 6.0
-    # Objects are forgotten (memory stays bounded) when their evidence summed over all looks falls
-    # below this and their places' latest looks say more likely gone than there (log-odds < 0).
-    forget_below: float = -2.5
+    # Objects are forgotten (memory stays bounded) when missed while more likely gone than there
+    # (log-odds < 0) and not detected for this many seconds (a time, not a number of frames, so a
+    # 30 Hz stream forgets as a 3 Hz one does). A thing seen again later is a new object.
+    forget_after_s: float = 2.0
     # Only objects at least this confident (probability) are published; 0 publishes all.
     publish_confidence: float = 0.7
     # In view: at least this fraction of the object's sample points seen at their own depth ...
@@ -156,17 +152,15 @@ class MemoryConfig:
                      "view_fraction", "publish_confidence"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
         _check(self.existence_hit > 0.0, "existence_hit must be positive", self.existence_hit)
-        _check(self.existence_baseline >= 0.0, "existence_baseline must be >= 0 (metres)", self.existence_baseline)
         _check(self.existence_place >= 0.0, "existence_place must be >= 0 (metres; 0 = one place)",
                self.existence_place)
         _check(self.existence_revisit_s >= 0.0, "existence_revisit_s must be >= 0 (seconds)", self.existence_revisit_s)
         _check(self.existence_max_places >= 1, "existence_max_places must be at least 1", self.existence_max_places)
-        _check(0.0 < self.existence_min_novelty <= 1.0, "existence_min_novelty must be in (0, 1]",
-               self.existence_min_novelty)
         _check(self.existence_miss <= 0.0 and self.existence_through <= 0.0,
                "existence_miss and existence_through must be <= 0", (self.existence_miss, self.existence_through))
-        _check(self.existence_min < self.forget_below < self.existence_max,
-               "need existence_min < forget_below < existence_max", self.forget_below)
+        _check(self.existence_min < 0.0 < self.existence_max, "need existence_min < 0 < existence_max",
+               (self.existence_min, self.existence_max))
+        _check(self.forget_after_s >= 0.0, "forget_after_s must be >= 0 (seconds)", self.forget_after_s)
 
 
 @dataclass(frozen=True)

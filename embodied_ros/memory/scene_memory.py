@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,8 @@ from .visibility import Visibility, box_samples, classify_points, visibility
 __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
 FORMAT = "embodied_ros/scene_memory"
-FORMAT_VERSION = 3  # 2: geometry and existence evidence per object; 3: that evidence per place. 1 and 2 still load
+FORMAT_VERSION = 4  # 2: geometry and existence evidence per object; 3: that evidence per place; 4: per look
+# (the mean of its frames) and the recesses. 1 to 3 still load
 _V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 # Classes whose front lies across their depth, along the shorter horizontal extent, and those
@@ -104,6 +105,14 @@ class _Detection:
     name: str
     points: np.ndarray | None  # (V, 3) world points of the object, or None
     cut: bool  # its image region touches the image's edge: the object may go on beyond it
+    surround_z: float = float("nan")  # height of the horizontal surface around its image region
+
+    @property
+    def recess(self) -> float:
+        """How far (m) the middle of its points lies below the surface around it (NaN: unknown)."""
+        if self.points is None or not len(self.points) or not np.isfinite(self.surround_z):
+            return float("nan")
+        return self.surround_z - float(np.median(self.points[:, 2]))
 
 
 def _cut_by_edge(box_2d: np.ndarray, frame: Frame | None, margin_px: float = 3.0) -> bool:
@@ -228,6 +237,7 @@ class SceneMemory:
             points = [det.points[i] for i in order] if det.points is not None else [None] * len(order)
             keys = [self._keys(p) for p in points]
             boxes_2d = det.boxes_2d[order] if det.boxes_2d is not None else None
+            around = det.surround_z[order] if det.surround_z is not None else np.full(len(order), np.nan)
 
             # Objects present at the start of the frame keep their boxes until a detection takes
             # them, so one batched IoU call serves the whole frame.
@@ -247,7 +257,7 @@ class SceneMemory:
                     n_suppressed += 1  # its objects were all taken by better detections of this frame
                     continue
                 cut = boxes_2d is not None and _cut_by_edge(boxes_2d[k], frame)
-                detection = _Detection(boxes[k], float(scores[k]), names[k], points[k], cut)
+                detection = _Detection(boxes[k], float(scores[k]), names[k], points[k], cut, float(around[k]))
                 if free:
                     obj_id = free[0]
                     self._observe(self._tracks[obj_id], detection, perception)
@@ -422,32 +432,23 @@ class SceneMemory:
                 continue
             missed.append(obj_id)
             self._evidence(track, change, place, perception.stamp_ns)
-            if track.existence.total < cfg.forget_below and track.log_odds < 0.0:  # missed on every look
+            if track.log_odds < 0.0 and perception.stamp_ns - track.last_ns > cfg.forget_after_s * 1e9:
                 del self._tracks[obj_id]
                 self._index.remove(obj_id)
                 forgotten.append(obj_id)
         return tuple(sorted(missed)), tuple(sorted(forgotten))
 
-    def _hit(self, track: Track, score: float, perception: FramePerception) -> None:
-        """A detection's evidence: its score, times how new its viewpoint is (MemoryConfig.existence_baseline);
-        the first of a new look from a place (memory/existence.py) is new."""
+    def _hit(self, track: Track, det: _Detection, perception: FramePerception) -> None:
+        """A detection's evidence, in the look of the place it was made from (memory/existence.py)."""
         cfg = self.config
-        novelty = 1.0
         place = place_of(perception.viewpoint, cfg.existence_place)
-        if perception.viewpoint is not None:
-            camera = np.asarray(perception.viewpoint, dtype=np.float64).reshape(3)
-            again = track.existence.looks_again(place, int(perception.stamp_ns), cfg.existence_revisit_s)
-            if track.last_view is not None and cfg.existence_baseline > 0 and not again:  # a new look is new
-                moved = float(np.linalg.norm(camera - track.last_view))
-                novelty = float(np.clip(moved / cfg.existence_baseline, cfg.existence_min_novelty, 1.0))
-            track.last_view = camera
-        self._evidence(track, cfg.existence_hit * score * novelty, place, perception.stamp_ns)
+        self._evidence(track, cfg.existence_hit * det.score, place, perception.stamp_ns, hit=True)
 
-    def _evidence(self, track: Track, value: float, place: Place | None, stamp_ns: int) -> None:
+    def _evidence(self, track: Track, value: float, place: Place | None, stamp_ns: int, hit: bool = False) -> None:
         """Add one frame's existence evidence to the object, in the place the frame looked from."""
         cfg = self.config
         track.existence.add(value, place, int(stamp_ns), cfg.existence_revisit_s, cfg.existence_max_places,
-                            cfg.existence_min, cfg.existence_max)
+                            cfg.existence_min, cfg.existence_max, hit)
         track.log_odds = track.existence.log_odds(cfg.existence_min, cfg.existence_max)
         track.cached = None
 
@@ -519,7 +520,8 @@ class SceneMemory:
         track = Track(obj_id, canonical_box(det.box), det.score, det.score, {det.name: det.score}, det.name, 1, frame,
                       frame, stamp, stamp, log_odds=self.config.existence_prior, n_cut=int(det.cut),
                       existence=ExistenceEvidence.starting_at(self.config.existence_prior))
-        self._hit(track, det.score, perception)
+        self._hit(track, det, perception)
+        track.add_recess(det.recess)
         self._add_points(track, det.points, perception.frame)
         self._seen_from(track, det.score, perception)
         self._tracks[obj_id] = track
@@ -540,7 +542,8 @@ class SceneMemory:
         track.n_obs += 1
         track.n_cut += int(det.cut)
         track.last_frame, track.last_ns = int(perception.frame_index), int(perception.stamp_ns)
-        self._hit(track, score, perception)
+        self._hit(track, det, perception)
+        track.add_recess(det.recess)
         self._add_points(track, det.points, perception.frame)
         self._seen_from(track, score, perception)
         track.cached = None
@@ -626,6 +629,8 @@ class SceneMemory:
             keep.log_odds, keep.existence = gone.log_odds, gone.existence
         keep.n_missed = min(keep.n_missed, gone.n_missed)
         keep.seen_from = keep.seen_from + gone.seen_from
+        for r in gone.recesses:
+            keep.add_recess(r)
         keep.colour.merge(gone.colour)
         if gone.geometry is not None:
             if keep.geometry is None:
@@ -726,8 +731,9 @@ class SceneMemory:
         if version not in range(1, FORMAT_VERSION + 1):
             raise InputError(f"scene memory document version {version!r} is not 1 to {FORMAT_VERSION}")
         try:
-            config = MemoryConfig(**data["config"])
-        except (KeyError, TypeError) as err:
+            known = {f.name for f in fields(MemoryConfig)}  # parameters of older versions are let go
+            config = MemoryConfig(**{k: v for k, v in data["config"].items() if k in known})
+        except (KeyError, TypeError, AttributeError) as err:
             raise InputError(f"scene memory document has no valid config: {err}") from None
         memory = cls.from_config(replace(config, **overrides))
         try:

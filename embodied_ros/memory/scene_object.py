@@ -32,6 +32,9 @@ class SceneObject:
         colour_lab: robust CIELAB (L*, a*, b*) colour of the object's pixels across views, or
             None when never sampled.
         colour_name: the colour word for ``colour_lab`` ("white", "red", ...), or None.
+        n_looks: independent looks among the observations: the places the camera saw it from
+            whose latest look holds evidence of it (memory/existence.py); the same for a 30 Hz and
+            a 3 Hz stream of one walk, where ``n_observations`` grows with the frame rate.
     """
 
     id: int
@@ -47,6 +50,7 @@ class SceneObject:
     confidence: float = 1.0
     colour_lab: tuple[float, float, float] | None = None
     colour_name: str | None = None
+    n_looks: int = 1
 
     def __post_init__(self) -> None:
         box = np.array(self.box, dtype=np.float64).reshape(BOX_DIM)
@@ -67,7 +71,7 @@ class SceneObject:
 def _fields(obj: SceneObject) -> tuple[Any, ...]:
     return (obj.id, obj.class_name, obj.score, obj.box, obj.class_scores, obj.n_observations,
             obj.first_seen_frame, obj.last_seen_frame, obj.first_seen_ns, obj.last_seen_ns, obj.confidence,
-            obj.colour_lab, obj.colour_name)
+            obj.colour_lab, obj.colour_name, obj.n_looks)
 
 
 @dataclass(frozen=True)

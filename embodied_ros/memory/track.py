@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..geometry.boxes import BOX_DIM
-from .class_shapes import plausible_size
+from .class_shapes import plausible_size, plausible_support
 from .existence import ExistenceEvidence
 from .object_colour import ColourAccumulator, colour_name
 from .object_geometry import ObjectGeometry
@@ -16,6 +16,7 @@ from .scene_object import SceneObject
 
 IMPLAUSIBLE_CONFIDENCE = 0.1  # a 40 cm "cup" is not a cup, however often it was called one
 COMPATIBLE_SHARE = 0.25
+MAX_RECESSES = 32  # the latest detections' recesses kept
 
 
 @dataclass
@@ -38,8 +39,9 @@ class Track:
         seen_from: (2,) score-weighted sum of unit directions towards its viewpoints.
         geometry: the voxels its detections covered, or None (a network's boxes without points).
         colour: its pixels' colour over all views (memory.object_colour).
-        last_view: (3,) camera position of its latest detection, or None.
         existence: the evidence behind ``log_odds``, per place it was looked at from.
+        recesses: of its latest detections, how far (m) the middle of its points lay below the
+            surface around it (memory.class_shapes.plausible_support).
     """
 
     id: int
@@ -59,16 +61,25 @@ class Track:
     seen_from: np.ndarray = field(default_factory=lambda: np.zeros(2))
     geometry: ObjectGeometry | None = None
     colour: ColourAccumulator = field(default_factory=ColourAccumulator)
-    last_view: np.ndarray | None = None
     existence: ExistenceEvidence = field(default_factory=ExistenceEvidence)
+    recesses: list[float] = field(default_factory=list)
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
     def confidence(self) -> float:
         """Probability that the object exists as its class: from its log-odds, and at most
-        ``IMPLAUSIBLE_CONFIDENCE`` when its box is larger than its class can be."""
+        ``IMPLAUSIBLE_CONFIDENCE`` when its box has a size its class cannot have, or it sits where its
+        class cannot (a "sink" standing on the counter)."""
         p = float(1.0 / (1.0 + np.exp(-self.log_odds)))
-        return p if plausible_size(self.box, self.class_name) else min(p, IMPLAUSIBLE_CONFIDENCE)
+        if plausible_size(self.box, self.class_name) and plausible_support(self.class_name, self.recesses):
+            return p
+        return min(p, IMPLAUSIBLE_CONFIDENCE)
+
+    def add_recess(self, recess: float) -> None:
+        """Keep a detection's recess (``recesses``), when it was measured."""
+        if np.isfinite(recess):
+            self.recesses.append(float(recess))
+            del self.recesses[:-MAX_RECESSES]
 
     def compatible(self, class_name: str) -> bool:
         """Whether something of ``class_name`` may be this object beyond box overlap: it is the
@@ -87,7 +98,7 @@ class Track:
             self.cached = SceneObject(
                 self.id, self.class_name, float(self.score), self.box.copy(), evidence, self.n_obs,
                 self.first_frame, self.last_frame, self.first_ns, self.last_ns, confidence=self.confidence,
-                colour_lab=lab, colour_name=colour_name(lab),
+                colour_lab=lab, colour_name=colour_name(lab), n_looks=max(1, self.existence.n_looks),
             )
         return self.cached
 
@@ -102,8 +113,7 @@ class Track:
             "n_missed": self.n_missed, "n_cut": self.n_cut, "confidence": self.confidence,
             "geometry": None if self.geometry is None else self.geometry.to_dict(),
             "colour": self.colour.to_json(),
-            "last_view": None if self.last_view is None else [float(v) for v in self.last_view],
-            "existence": self.existence.to_dict(),
+            "existence": self.existence.to_dict(), "recesses": list(self.recesses),
         }
 
     @classmethod
@@ -121,6 +131,6 @@ class Track:
             np.array(o.get("seen_from", (0.0, 0.0)), dtype=np.float64).reshape(2),
             None if geometry is None else ObjectGeometry.from_dict(geometry),
             ColourAccumulator.from_json(o.get("colour")),
-            None if o.get("last_view") is None else np.array(o["last_view"], dtype=np.float64).reshape(3),
             ExistenceEvidence.starting_at(log_odds) if existence is None else ExistenceEvidence.from_dict(existence),
+            [float(r) for r in o.get("recesses", ())],
         )

@@ -95,6 +95,13 @@ class LiftingParams:
     # a sliver of its frame is lifted) is widened to it, centred on the 2D box's centre ray,
     # along whichever box axis lies closer to the view's horizontal. 0 disables it.
     min_lateral_coverage: float = 0.7
+    # The surface around a detection (Detections3D.surround_z): the densest horizontal layer
+    # (surround_layer metres thick, holding at least surround_share of them) of the depth points in
+    # a ring around its 2D box, surround_ring times the box's size wide. A sink's points lie below
+    # the counter around it; a wooden model standing on the counter rises from it.
+    surround_ring: float = 0.25
+    surround_layer: float = 0.02
+    surround_share: float = 0.2
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.shrink < 1.0:
@@ -164,7 +171,7 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
         (x, y, z, dx, dy, dz, yaw, 0, 0) canonicalised (dx >= dy, yaw in [-pi/2, pi/2)).
     """
     names = tuple(dets2d.class_names)
-    boxes, labels, scores, regions_2d, points, pixels = [], [], [], [], [], []
+    boxes, labels, scores, regions_2d, points, pixels, around = [], [], [], [], [], [], []
     if regions is not None and regions.ndim != 2:
         raise ValueError(f"lifting: regions must be an (h, w) image, got shape {regions.shape}")
     for i in range(len(dets2d)):
@@ -180,10 +187,12 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
         regions_2d.append(dets2d.boxes_xyxy[i])
         points.append(lifted.points)
         pixels.append(lifted.pixels)
+        around.append(surround_height(frame, colour_box_to_depth_px(dets2d.boxes_xyxy[i], frame.K, params), params))
     if not boxes:
         return Detections3D.empty(names, frame.world_frame)
     return Detections3D(np.stack(boxes), np.array(labels), np.array(scores), names, frame.world_frame,
-                        boxes_2d=np.array(regions_2d, dtype=np.float64), points=tuple(points), pixels=tuple(pixels))
+                        boxes_2d=np.array(regions_2d, dtype=np.float64), points=tuple(points), pixels=tuple(pixels),
+                        surround_z=np.array(around))
 
 
 @dataclass(frozen=True)
@@ -243,6 +252,42 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     on_object = np.isin(point_voxel, members)
     pixels = np.rint(depth_to_colour_px(px_depth[on_object], frame.K, params)).astype(np.int32)
     return _Lifted(box, min(support, 1.0), vox[members], pixels)
+
+
+def surround_height(frame: Frame, box_px: np.ndarray, params: LiftingParams, samples: int = 400) -> float:
+    """World height (m) of the horizontal surface around a depth-image box, NaN where none dominates.
+
+    The depth pixels of a ring around the box (``params.surround_ring`` of its width and height on
+    each side, about ``samples`` of them) are taken to the world; a horizontal surface puts many of
+    them in one thin layer of heights (a wall or the background spreads them), so the densest layer
+    ``params.surround_layer`` thick is the surface when it holds ``params.surround_share`` of them.
+    """
+    H, W = frame.depth.shape
+    x0, y0, x1, y1 = (float(v) for v in box_px)
+    gx, gy = params.surround_ring * (x1 - x0), params.surround_ring * (y1 - y0)
+    X0, Y0, X1, Y1 = max(0, int(x0 - gx)), max(0, int(y0 - gy)), min(W, int(x1 + gx) + 1), min(H, int(y1 + gy) + 1)
+    if X1 - X0 < 2 or Y1 - Y0 < 2:
+        return float("nan")
+    step = max(1, int(math.sqrt((X1 - X0) * (Y1 - Y0) / (2 * samples))))
+    vs, us = np.mgrid[Y0:Y1:step, X0:X1:step]
+    ring = ~((us >= x0) & (us < x1) & (vs >= y0) & (vs < y1))
+    us, vs = us[ring], vs[ring]
+    z = frame.depth[vs, us].astype(np.float64)
+    ok = np.isfinite(z) & (z >= params.min_depth) & (z <= params.max_depth)
+    if ok.sum() < params.min_points:
+        return float("nan")
+    us, vs, z = us[ok], vs[ok], z[ok]
+    K, T = frame.K, frame.T_world_camera
+    cam = np.stack([(us - K[0, 2]) * z / K[0, 0], (vs - K[1, 2]) * z / K[1, 1], z], axis=1)
+    heights = cam @ T[2, :3] + T[2, 3]
+    lo = heights.min()
+    hist = np.bincount(((heights - lo) / params.surround_layer).astype(np.int64))
+    pair = hist + np.concatenate([hist[1:], [0]])  # a surface straddling a bin boundary
+    k = int(np.argmax(pair))
+    if pair[k] < params.surround_share * len(heights):
+        return float("nan")
+    layer = (heights >= lo + k * params.surround_layer) & (heights < lo + (k + 2) * params.surround_layer)
+    return float(np.median(heights[layer]))
 
 
 def _sample_box_points(

@@ -16,7 +16,8 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
     """The JSON document for a list of scene objects (memory.SceneObject).
 
     Each object: id, class, score, confidence (that it exists), box (9-DoF), class_scores,
-    first/last seen frame and stamp, number of observations, colour word (None when never sampled).
+    first/last seen frame and stamp, number of detections and of independent looks
+    (places it was seen from), colour word (None when never sampled).
     """
     return {
         "format_version": FORMAT_VERSION,
@@ -36,6 +37,7 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
                 "first_seen_ns": int(o.first_seen_ns),
                 "last_seen_ns": int(o.last_seen_ns),
                 "n_observations": int(o.n_observations),
+                "n_looks": int(getattr(o, "n_looks", o.n_observations)),
                 "colour": o.colour_name,
             }
             for o in objects

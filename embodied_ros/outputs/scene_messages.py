@@ -53,6 +53,7 @@ class ObjectLike(Protocol):
     score: float
     box: np.ndarray
     n_observations: int
+    n_looks: int
     first_seen_ns: int
     last_seen_ns: int
 
@@ -276,6 +277,7 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
             box=np.asarray(o.box, dtype=np.float64).reshape(9),
             pose=pose_msg(box_rotations(o.box)[0], np.asarray(o.box)[0:3]),
             size=vector3_msg(np.asarray(o.box)[3:6]), n_observations=int(o.n_observations),
+            n_looks=int(o.n_looks),
             first_seen=time_msg(o.first_seen_ns), last_seen=time_msg(o.last_seen_ns),
         )
         for o in objects
