@@ -10,8 +10,9 @@ Published objects are matched to the scene's ``ground_truth.json`` by its rules
 Walks (``--walks``) are made of the scene's frames, the way a robot or a user would record them:
 ``sN`` every N-th frame (on the 1000-frame redkitchen walk at 30 Hz: ``s1`` the camera's rate,
 ``s10`` the 100 frames of ``redkitchen/``, ``s100`` and ``s200`` sparse keyframes of a short
-recording; ``sN+O`` the same from frame O on, another recording of the walk); ``first`` and ``last`` the two halves at the full rate. The map should not depend on
-the rate: the table ends with the objects published at one rate and not at another.
+recording; ``sN+O`` the same from frame O on, another recording of the walk); ``first`` and
+``last`` the two halves at the full rate. The map should not depend on the rate: the table ends
+with the objects published at one rate and not at another.
 
 Memory variants (MemoryConfig overrides):
   legacy    the scene memory before the object map (box fusion only, every object published);

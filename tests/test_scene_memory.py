@@ -202,8 +202,8 @@ def test_containment_joins_a_thin_fragment_of_the_same_class_only():
 
 
 def test_published_objects_need_min_observations():
-    memory = SceneMemory(publish_confidence=0.0)  # confirmed by a second sighting (confidence aside)
-    assert memory.config.min_observations == 2
+    assert SceneMemory().config.min_observations == 1  # by default the existence evidence alone decides
+    memory = SceneMemory(publish_confidence=0.0, min_observations=2)  # confirmed by a second sighting
     cup, blip = _box(0, 0), _box(5, 0)
     memory.update(_frame(0, [cup, blip], [0.5, 0.9], ["cup", "chair"]))
     assert memory.published_objects() == [] and len(memory.objects()) == 2

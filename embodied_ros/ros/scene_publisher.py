@@ -94,7 +94,7 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
     """embodied_ros/SceneObjectArray fields: the full 9-DoF boxes, ids and observation history."""
     items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
               "box": np.asarray(o.box, dtype=np.float64).reshape(9), "pose": pose, "size": _vector(o.box[3:6]),
-              "n_observations": int(o.n_observations), "first_seen": stamp(o.first_seen_ns),
+              "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
               "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
     return {"header": header(frame_id, stamp_ns), "objects": items}
