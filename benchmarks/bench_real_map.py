@@ -123,10 +123,10 @@ def _frames(scene: Path, registration: str, wanted: set[int]) -> dict[int, Frame
     return out
 
 
-def _cache_key(detector: str, scene: Path, registration: str, numbers: list[int]) -> str:
-    """What the lifted detections depend on: the detector, the frames and the network/lifting code."""
+def _cache_key(detector: str, scene: Path, registration: str) -> str:
+    """What the lifted detections depend on: the detector, the recording and the network/lifting code."""
     code = Path(embodied_ros.__file__).parent / "network"
-    h = hashlib.sha256(f"{detector}|{scene.resolve()}|{registration}|{numbers}".encode())
+    h = hashlib.sha256(f"{detector}|{scene.resolve()}|{registration}".encode())
     for f in sorted(code.glob("*.py")):
         h.update(f.read_bytes())
     return h.hexdigest()[:16]
@@ -134,15 +134,20 @@ def _cache_key(detector: str, scene: Path, registration: str, numbers: list[int]
 
 def _perceptions(name: str, data: Path, frames: dict[int, Frame], cache: Path | None, key: str
                  ) -> tuple[dict[int, FramePerception], dict[str, float]]:
-    """Each frame's lifted detections by one detector, and the mean milliseconds of detect and lift."""
+    """Each frame's lifted detections by one detector (those of frames already in the cache read from
+    it), and the mean milliseconds of detect and lift over the frames computed now (or when cached)."""
     stored = cache / f"{name}_{key}.pkl" if cache is not None else None
+    dets: dict[int, tuple] = {}
+    ms: dict[str, float] = {}
     if stored is not None and stored.exists():
         with stored.open("rb") as f:
             dets, ms = pickle.load(f)  # noqa: S301 - our own cache file
-    else:
+    missing = [k for k in frames if k not in dets]
+    if missing:
         perceptor = build_perceptor(name, weights=data, backend="onnxruntime")
-        dets, t_detect, t_lift = {}, [], []
-        for k, frame in frames.items():
+        t_detect, t_lift = [], []
+        for k in missing:
+            frame = frames[k]
             t0 = time.perf_counter()
             d2 = perceptor.detector.detect(frame.color)
             t1 = time.perf_counter()
@@ -278,7 +283,7 @@ def main() -> None:
     ceilings: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     for detector in args.detectors.split(","):
         perceptions, ms = _perceptions(detector, args.data, frames, args.cache,
-                                       _cache_key(detector, scene, args.registration, sorted(frames)))
+                                       _cache_key(detector, scene, args.registration))
         ceilings[detector] = _ceiling(list(perceptions.values()), truth)
         for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]

@@ -63,8 +63,9 @@ def random_scene(n: int, seed: int = 0, n_classes: int = 20) -> MemorySnapshot:
                     list(rng.uniform(0.1, 1.0, n)))
 
 
-def write_memory(path, snap: MemorySnapshot) -> None:
-    """Write a snapshot as a ``memory.json`` that ``SceneMemory.load`` reads (default parameters)."""
+def write_memory(path, snap: MemorySnapshot, log_odds: dict[int, float] | None = None) -> None:
+    """Write a snapshot as a ``memory.json`` that ``SceneMemory.load`` reads (default parameters);
+    ``log_odds``: the existence evidence of some objects by id (the rest load as confident)."""
     import json
     from dataclasses import asdict
 
@@ -75,6 +76,7 @@ def write_memory(path, snap: MemorySnapshot) -> None:
     objects = [{"id": o.id, "class_name": o.class_name, "score": o.score, "box": [float(v) for v in o.box],
                 "class_scores": dict(o.class_scores), "n_observations": o.n_observations,
                 "first_seen_frame": 0, "last_seen_frame": 1, "first_seen_ns": 0, "last_seen_ns": 1,
-                "fusion_weight": 1.0} for o in snap.objects]
+                "fusion_weight": 1.0, **({"log_odds": log_odds[o.id]} if o.id in (log_odds or {}) else {})}
+               for o in snap.objects]
     path.write_text(json.dumps({"format": "embodied_ros/scene_memory", "format_version": 1, "config": config,
                                 "frame_id": "world", "next_id": len(objects), "objects": objects}))

@@ -122,11 +122,11 @@ def test_the_parser_that_answered_is_named() -> None:
 
 def test_answers_come_from_the_published_objects(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
-    """The user was told about 'mouse #112', which RViz never showed (seen too rarely to be published)."""
+    """The user was told about 'mouse #112', which RViz never showed (not confident enough to be published)."""
     monkeypatch.setenv("EMBODIED_ROS_CACHE", str(tmp_path / "cache"))
     objects = [(o.class_name, list(o.box)) for o in kitchen().objects] + [("mouse", [0.2, -0.2, 0.77, 0.1, 0.06,
                                                                                        0.04])]
-    write_memory(tmp_path / "memory.json", snapshot(objects, n_obs=[5] * 11 + [1]))
+    write_memory(tmp_path / "memory.json", snapshot(objects, n_obs=[5] * 11 + [1]), log_odds={11: 0.6})  # p 0.65
     assert ground_command(tmp_path, "the mouse") == 1
     assert "#11" not in capsys.readouterr().out
     assert ground_command(tmp_path, "the mouse", all_objects=True) == 0  # widened for debugging

@@ -13,11 +13,12 @@ from rendered_scenes import look_at, project_box, render_frame
 
 from embodied_ros.detections import Detections2D, Detections3D, FramePerception
 from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.amodal import FloorEstimate
 from embodied_ros.memory.class_shapes import parts_may_touch
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
-NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave", "tvmonitor", "remote")
+NAMES = ("box", "chair", "sofa", "diningtable", "cup", "book", "microwave", "tvmonitor", "remote", "sink")
 CRATE = np.array([0.0, 2.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])  # 40 cm box on the floor, 2 m ahead
 EYE = np.array([0.0, 0.0, 1.0])
 
@@ -354,3 +355,47 @@ def test_detections_from_new_places_count_more_than_from_one_place():
         moving.update(FramePerception(i, i, det, viewpoint=np.array([0.6 * i, -1.0, 1.0])))
     assert here.objects()[0].confidence < 0.7 < moving.objects()[0].confidence
     assert here.published_objects() == [] and len(moving.published_objects()) == 1
+
+
+def _slab(x0: float, x1: float, y0: float, y1: float, z0: float, z1: float) -> np.ndarray:
+    return np.array([(x0 + x1) / 2, (y0 + y1) / 2, (z0 + z1) / 2, x1 - x0, y1 - y0, z1 - z0, 0.0, 0.0, 0.0])
+
+
+def _counter_views(scene: list[np.ndarray], thing: np.ndarray, name: str, memory: SceneMemory) -> None:
+    """Three places above a counter, two frames each, the detector calling ``thing`` ``name`` at 0.8."""
+    for i, x in enumerate((-0.6, 0.0, 0.6)):
+        T = look_at(np.array([x, 0.6, 1.7]), thing[:3])
+        for j in range(2):
+            memory.update(_perceive(render_frame(T, scene, index=10 * i + j), [thing], [name]))
+
+
+def test_a_sink_is_a_basin_lower_than_its_counter_and_a_thing_standing_on_it_is_not():
+    basin = _slab(-0.25, 0.25, 1.6, 2.0, 0.7, 0.9)  # the hole in the counter top, its floor at 0.7
+    sink_counter = [_slab(-1.0, 1.0, 1.5, 2.1, 0.0, 0.7), _slab(-1.0, -0.25, 1.5, 2.1, 0.7, 0.9),
+                    _slab(0.25, 1.0, 1.5, 2.1, 0.7, 0.9), _slab(-0.25, 0.25, 1.5, 1.6, 0.7, 0.9),
+                    _slab(-0.25, 0.25, 2.0, 2.1, 0.7, 0.9)]
+    sink = SceneMemory()
+    _counter_views(sink_counter, basin, "sink", sink)
+    assert [o.class_name for o in sink.published_objects()] == ["sink"]
+    model = _slab(-0.15, 0.15, 1.7, 1.9, 0.9, 1.15)  # a wooden model standing on a plain counter
+    counter = [_slab(-1.0, 1.0, 1.5, 2.1, 0.0, 0.9), model]
+    not_sink = SceneMemory()
+    _counter_views(counter, model, "sink", not_sink)
+    (obj,) = not_sink.objects()
+    assert obj.class_name == "sink" and obj.confidence <= 0.1 and not_sink.published_objects() == []
+    as_box = SceneMemory()  # what stands on the counter may be a box: no rule keeps it out
+    _counter_views(counter, model, "box", as_box)
+    assert [o.class_name for o in as_box.published_objects()] == ["box"]
+
+
+def test_the_floor_is_the_lowest_dense_layer_any_frame_saw_however_long_the_table_was_watched():
+    table = np.array([0.0, 2.0, 0.375, 4.0, 3.0, 0.75, 0.0, 0.0, 0.0])  # fills the close views below
+    floor_view = render_frame(look_at(np.array([0.0, -2.0, 1.2]), np.array([0.0, -0.5, 0.0])), [table])
+    table_view = render_frame(look_at(np.array([0.0, 1.0, 1.7]), np.array([0.0, 3.8, 0.7])), [table], wall_y=4.3)
+    floor = FloorEstimate()
+    floor.update(table_view)
+    assert floor.z == pytest.approx(0.75, abs=0.03)  # until the floor is seen, the table top stands for it
+    floor.update(floor_view)  # one frame of a five-frame recording sees the floor ...
+    for _ in range(400):  # ... and a 30 Hz stream then watches the table for 13 s
+        floor.update(table_view)
+    assert floor.z == pytest.approx(0.0, abs=0.03)

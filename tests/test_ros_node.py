@@ -108,7 +108,7 @@ def test_frames_in_markers_and_objects_out(ros: Any, live: Any) -> None:
     boxes = {m.id: m for m in markers if m.ns == "boxes"}
     labels = {m.id: m.text for m in markers if m.ns == "labels"}
     for obj in objects.objects:
-        assert obj.n_observations >= 2 and len(obj.box) == 9 and obj.size.x == pytest.approx(obj.box[3])
+        assert 1 <= obj.n_looks <= obj.n_observations and len(obj.box) == 9 and obj.size.x == pytest.approx(obj.box[3])
         assert len(boxes[obj.id].points) == 24 and labels[obj.id].startswith(f"{obj.class_name} #{obj.id}")
     assert {m.ns for m in markers} >= {"boxes", "labels", "occupancy"}
     if got["detections"]:  # vision_msgs installed: the same objects as Detection3DArray
