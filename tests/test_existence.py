@@ -78,8 +78,8 @@ def _look(memory: SceneMemory, eye: np.ndarray, t0_ns: int, seconds: float, hz: 
 
 def test_a_detection_recurring_from_one_place_gains_little() -> None:
     once, thirty = SceneMemory(), SceneMemory()
-    one = _look(once, EYE, 0, 1.0, 1.0, 0.4)  # one frame from the place
-    many = _look(thirty, EYE, 0, 1.0, 30.0, 0.4)  # thirty frames from the same place
+    one = _look(once, EYE, 0, 1.0, 1.0, 0.3)  # one frame from the place
+    many = _look(thirty, EYE, 0, 1.0, 30.0, 0.3)  # thirty frames from the same place
     assert many == pytest.approx(one, abs=1e-9) and one < 0.7
     assert once.objects()[0].n_looks == thirty.objects()[0].n_looks == 1
     assert thirty.objects()[0].n_observations == 30
@@ -90,11 +90,21 @@ def test_a_detection_recurring_from_one_place_gains_little() -> None:
 
 def test_one_strong_whole_view_of_a_place_seen_once_is_published() -> None:
     strong, weak = SceneMemory(), SceneMemory()
-    _look(strong, EYE, 0, 1.0, 1.0, 0.9)
-    _look(weak, EYE, 0, 1.0, 1.0, 0.3)
+    _look(strong, EYE, 0, 1.0, 1.0, 0.6)
+    _look(weak, EYE, 0, 1.0, 1.0, 0.4)
     (obj,) = strong.published_objects()
-    assert obj.n_looks == 1 and obj.n_observations == 1 and 0.7 <= obj.confidence < 0.8  # it was seen once
+    assert obj.n_looks == 1 and obj.n_observations == 1 and 0.7 <= obj.confidence < 0.75  # it was seen once
     assert weak.objects() and weak.published_objects() == []
+    # The same detection of a crate the image's edge cuts: a part, not enough on its own.
+    T = look_at(EYE, CRATE[:3] + [1.0, 0.0, 0.0])  # the crate at the image's left edge
+    frame = render_frame(T, [CRATE])
+    box = np.clip(project_box(T, CRATE), 0, [frame.width - 1, frame.height - 1] * 2)
+    assert box[0] == 0.0
+    dets = Detections2D(box[None], np.zeros(1, np.int64), np.array([0.6]), ("box",))
+    part = SceneMemory()
+    part.update(FramePerception(0, frame.stamp_ns, lift_detections(frame, dets, LiftingParams()), dets,
+                                viewpoint=EYE, frame=frame))
+    assert len(part.objects()) == 1 and part.published_objects() == []
 
 
 def test_the_same_walk_at_three_frame_rates_gives_the_same_map() -> None:
@@ -157,8 +167,8 @@ def test_going_round_again_does_not_make_a_recurring_detection_surer(tmp_path) -
     eyes = [EYE, EYE + [1.0, 0.0, 0.0], EYE + [-1.0, 0.0, 0.0]]
     places, one_sum = SceneMemory(), SceneMemory(existence_revisit_s=0.0)
     # Passes 100 s apart (render_frame stamps frames 0.1 s apart).
-    by_place = [_crate_pass(places, 1000 * k, eyes, 0.6) for k in range(6)]
-    summed = [_crate_pass(one_sum, 1000 * k, eyes, 0.6) for k in range(6)]
+    by_place = [_crate_pass(places, 1000 * k, eyes, 0.5) for k in range(6)]
+    summed = [_crate_pass(one_sum, 1000 * k, eyes, 0.5) for k in range(6)]
     assert by_place[0] == pytest.approx(summed[0]) and by_place[0] < 0.7  # one pass: the same, unconfirmed
     np.testing.assert_allclose(by_place, by_place[0])  # each pass says what the first said
     np.testing.assert_allclose(summed, by_place[0])  # a look that never ends averages every pass's frames alike
@@ -166,7 +176,7 @@ def test_going_round_again_does_not_make_a_recurring_detection_surer(tmp_path) -
     # The looks survive saving: both memories go on alike.
     places.save(tmp_path / "memory.json")
     loaded = SceneMemory.load(tmp_path / "memory.json")
-    assert _crate_pass(loaded, 6000, eyes, 0.6) == pytest.approx(_crate_pass(places, 6000, eyes, 0.6))
+    assert _crate_pass(loaded, 6000, eyes, 0.5) == pytest.approx(_crate_pass(places, 6000, eyes, 0.5))
 
 
 def test_an_object_missed_on_every_later_pass_is_forgotten() -> None:

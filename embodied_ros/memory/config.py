@@ -95,11 +95,15 @@ class MemoryConfig:
     # --- Existence as evidence both ways, in log-odds (memory/visibility.py decides what is in view),
     # counted in looks (memory/existence.py): a look is a place (existence_place) and a visit to it
     # (existence_revisit_s), and says the mean of its frames' evidence, so a 30 Hz stream and a 3 Hz
-    # one of the same walk give the same evidence. One look whose detection scores s gives
-    # existence_hit * s: a strong detection (s >= 0.68) seen once is published (publish_confidence).
+    # one of the same walk give the same evidence.
     # Log-odds of an object at its first detection, before that detection's own evidence.
     existence_prior: float = 0.0
-    # Evidence of one detection: existence_hit * its score.
+    # Evidence of one detection seen whole (its image region clear of the image's edge): this * its
+    # score. 1.7: one look of a whole object at 0.5, the usual operating point of a COCO detector, is
+    # enough to publish it (1.7 * 0.5 = logit(0.7)); a five-frame recording shows the table it holds.
+    existence_hit_whole: float = 1.7
+    # Evidence of one detection of a part, its image region cut by the image's edge: this * its score.
+    # A part is a weaker clue to the whole's class; it takes 0.68 for one look to publish.
     existence_hit: float = 1.25
     # Places are cells of camera positions this wide (m); 0 puts all evidence in one sum, as before looks.
     existence_place: float = 0.5
@@ -151,7 +155,8 @@ class MemoryConfig:
         for name in ("geometry_match", "geometry_merge", "geometry_touch", "geometry_min_ratio", "image_match",
                      "view_fraction", "publish_confidence"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
-        _check(self.existence_hit > 0.0, "existence_hit must be positive", self.existence_hit)
+        _check(self.existence_hit > 0.0 and self.existence_hit_whole > 0.0,
+               "existence_hit and existence_hit_whole must be positive", (self.existence_hit, self.existence_hit_whole))
         _check(self.existence_place >= 0.0, "existence_place must be >= 0 (metres; 0 = one place)",
                self.existence_place)
         _check(self.existence_revisit_s >= 0.0, "existence_revisit_s must be >= 0 (seconds)", self.existence_revisit_s)

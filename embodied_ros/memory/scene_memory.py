@@ -106,6 +106,7 @@ class _Detection:
     points: np.ndarray | None  # (V, 3) world points of the object, or None
     cut: bool  # its image region touches the image's edge: the object may go on beyond it
     surround_z: float = float("nan")  # height of the horizontal surface around its image region
+    whole: bool = False  # its image region is known and clear of the image's edge
 
     @property
     def recess(self) -> float:
@@ -257,7 +258,8 @@ class SceneMemory:
                     n_suppressed += 1  # its objects were all taken by better detections of this frame
                     continue
                 cut = boxes_2d is not None and _cut_by_edge(boxes_2d[k], frame)
-                detection = _Detection(boxes[k], float(scores[k]), names[k], points[k], cut, float(around[k]))
+                whole = boxes_2d is not None and frame is not None and np.all(np.isfinite(boxes_2d[k])) and not cut
+                detection = _Detection(boxes[k], float(scores[k]), names[k], points[k], cut, float(around[k]), whole)
                 if free:
                     obj_id = free[0]
                     self._observe(self._tracks[obj_id], detection, perception)
@@ -439,10 +441,12 @@ class SceneMemory:
         return tuple(sorted(missed)), tuple(sorted(forgotten))
 
     def _hit(self, track: Track, det: _Detection, perception: FramePerception) -> None:
-        """A detection's evidence, in the look of the place it was made from (memory/existence.py)."""
+        """A detection's evidence, in the look of the place it was made from (memory/existence.py):
+        more for a whole view than for one the image's edge cuts (or whose image region is unknown)."""
         cfg = self.config
         place = place_of(perception.viewpoint, cfg.existence_place)
-        self._evidence(track, cfg.existence_hit * det.score, place, perception.stamp_ns, hit=True)
+        hit = cfg.existence_hit_whole if det.whole else cfg.existence_hit
+        self._evidence(track, hit * det.score, place, perception.stamp_ns, hit=True)
 
     def _evidence(self, track: Track, value: float, place: Place | None, stamp_ns: int, hit: bool = False) -> None:
         """Add one frame's existence evidence to the object, in the place the frame looked from."""
