@@ -73,7 +73,7 @@ def test_geometry_apart_by_its_bounds_shares_no_neighbourhood() -> None:
         points = rng.normal(0, 0.1, (100, 3)) + rng.uniform(-0.6, 0.6, 3)
         keys = np.unique(voxel_keys(points, voxel))
         lo, hi = np.floor(points.min(axis=0) / voxel), np.floor(points.max(axis=0) / voxel)
-        glo, ghi = geometry.index_bounds()
+        glo, ghi = (np.array(b) for b in geometry.index_bounds())
         apart = not (np.all(lo - 1 <= ghi) and np.all(glo <= hi + 1))
         if apart:
             assert near_fraction(neighbourhoods(keys), geometry.keys) == 0.0
@@ -86,4 +86,16 @@ def test_cached_samples_follow_the_geometry() -> None:
     assert geometry.sample(64) is first  # kept
     geometry.add(np.full((10, 3), 5.0))
     moved = geometry.sample(64)
-    assert moved is not first and moved.max() > 4.0 and geometry.index_bounds()[1].max() >= int(5.0 / 0.03)
+    assert moved is not first and moved.max() > 4.0 and max(geometry.index_bounds()[1]) >= int(5.0 / 0.03)
+
+
+def test_carving_every_other_ray_keeps_every_hit_and_most_free_space() -> None:
+    """Occupancy's rays all give their hit; only every k-th carves (OccupancyConfig.carve_spacing)."""
+    from embodied_ros.memory.occupancy import OccupancyMap
+
+    frame = _frame(np.random.default_rng(7))
+    dense, sparse = OccupancyMap(carve_spacing=0.0), OccupancyMap()
+    a, b = dense.integrate_depth(frame), sparse.integrate_depth(frame)
+    assert a.n_rays == b.n_rays and a.n_hit == b.n_hit  # the same surfaces
+    assert 0.8 * a.n_free <= b.n_free < a.n_free  # fewer rays carve, nearly the same free space
+    assert np.array_equal(dense.occupied_voxels().centers, sparse.occupied_voxels().centers)

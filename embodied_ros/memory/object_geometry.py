@@ -169,11 +169,12 @@ class ObjectGeometry:
             self._cache["sample", n] = self.sums[idx] / np.maximum(self.hits[idx], 1)[:, None]
         return self._cache["sample", n]
 
-    def index_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """(3,) lowest and highest lattice index of the voxels along each axis; None without voxels."""
+    def index_bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The lowest and highest lattice index (i, j, k) of the voxels; None without voxels."""
         if "index_bounds" not in self._cache:
             ijk = unpack_voxels(self.keys)
-            self._cache["index_bounds"] = (ijk.min(axis=0), ijk.max(axis=0)) if len(ijk) else None
+            self._cache["index_bounds"] = ((tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
+                                           if len(ijk) else None)
         return self._cache["index_bounds"]
 
     def fit_box(self, min_count: int = 1, min_ratio: float = 0.0,

@@ -135,7 +135,7 @@ class _Queries:
         self.exclude = exclude if exclude is not None else [-1] * len(boxes)
         self.tracks = tracks  # the queries are objects (merging), not detections
         self._blocks: dict[int, np.ndarray] = {}
-        self._bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._bounds: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     def blocks(self, i: int) -> np.ndarray | None:
         """The 3 x 3 x 3 neighbourhoods of query ``i``'s voxels, of at most ``_FRACTION_SAMPLES`` of them
@@ -158,9 +158,10 @@ class _Queries:
             return True
         if i not in self._bounds:
             ijk = unpack_voxels(self.keys[i])
-            self._bounds[i] = (ijk.min(axis=0), ijk.max(axis=0))
+            self._bounds[i] = (tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
         lo, hi = self._bounds[i]
-        return bool(np.all(lo - 1 <= theirs[1]) and np.all(theirs[0] <= hi + 1))
+        return all(a - 1 <= b for a, b in zip(lo, theirs[1], strict=True)) and all(
+            a <= b + 1 for a, b in zip(theirs[0], hi, strict=True))
 
 
 class SceneMemory:
