@@ -9,7 +9,10 @@ player process (this checkout's, for both versions: across the middleware, as a 
 in-process with a subscriber of its markers, on this Python's ROS 2 (the venv's wheels: Fast DDS; a
 sourced ROS 2 such as ../shared/ros2: Cyclone DDS). Prints per code version: frames published,
 received and paired, keyframes processed and dropped, the node's ``stage_publish_ms`` and keyframe
-latency (median over keyframes), and image stamp -> markers received (median, p90). The baseline is
+latency (median over keyframes), image stamp -> markers received (median, p90), how every published
+frame was accounted for (processed, skipped as not a keyframe, replaced or stale, bad input; the
+rest is lost), the longest run of frames skipped in a row, and the peak RSS of the node's process
+(the node, its model and this harness's subscriber; the player runs apart). The baseline is
 ``git archive REF`` of this repository, run the same way in its own process just before this code
 (each in a fresh process: one rclpy, one node). ``--qos default`` keeps each version's default input
 QoS; ``reliable``/``best_effort`` sets it (in its own parameter name per version). Asserts nothing.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -59,7 +63,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     from embodied_ros.network.registry import build_perceptor
     from embodied_ros.sources import open_source
 
-    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=args.frames + 1)
+    count = 1 if args.publisher == "process" else args.frames + 1  # the player process reads its own frames
+    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=count)
               if not isinstance(f, Exception)]
     ros = InProcessRos()
     from embodied_ros.network.weights import DEFAULT_MODEL
@@ -80,6 +85,24 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         return result
 
     node.worker._process = recorded
+    submitted: list[tuple[int, bool]] = []  # (stamp, taken as a keyframe) of every frame submitted
+    submit = node.worker.submit
+
+    def counted(frame: object) -> bool:
+        taken = submit(frame)
+        submitted.append((frame.stamp_ns, taken))
+        return taken
+
+    node.worker.submit = counted
+    processed_stamps: set[int] = set()
+    process_inner = recorded
+
+    def recorded_stamp(frame: object) -> dict[str, float]:
+        result = process_inner(frame)
+        processed_stamps.add(frame.stamp_ns)
+        return result
+
+    node.worker._process = recorded_stamp
     latencies: list[float] = []
 
     def on_markers(data: bytes) -> None:  # raw CDR: the first marker's header stamp follows the count
@@ -96,7 +119,11 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     time.sleep(0.5)
     latencies.clear()
     stages.clear()
-    received0, processed0, dropped0 = node.worker.stats.received, node.worker.stats.processed, node.worker.stats.dropped
+    submitted.clear()
+    processed_stamps.clear()
+    counters = ("received", "processed", "dropped", "failed", "stale", "not_keyframes", "depth_fused")
+    before = {k: getattr(node.worker.stats, k, 0) for k in counters}  # the baseline lacks some
+    problems0 = sum(node.problems.values())
     pairs0 = _pairs(node)
     published = len(frames) - 1
     if args.publisher == "process":  # as a driver: another process (this checkout's player), across the middleware
@@ -118,12 +145,25 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     node.worker.wait_idle(120)
     time.sleep(1.0)
     stats = node.worker.stats
+    counts = {k: getattr(stats, k, 0) - before[k] for k in counters}
+    problems = sum(node.problems.values()) - problems0
+    # Lost unaccounted: published but neither processed nor skipped for a stated reason (not a keyframe,
+    # replaced, stale), nor reported as bad input.
+    accounted = counts["processed"] + counts["failed"] + counts["dropped"] + counts["not_keyframes"] + problems
+    keys = [stamp in processed_stamps for stamp, _ in submitted]
+    gaps, run = [], 0
+    for key in keys:
+        run = 0 if key else run + 1
+        gaps.append(run)
     publish_ms = [1000 * s["publish"] for s in stages if "publish" in s]
     latency_ms = [1000 * sum(s.values()) for s in stages]  # processing time of each keyframe
     result = {
         "code": str(Path(embodied_ros.__file__).parents[1]), "published": published,
-        "paired": _pairs(node) - pairs0, "frames_submitted": stats.received - received0,
-        "processed": stats.processed - processed0, "dropped": stats.dropped - dropped0,
+        "paired": _pairs(node) - pairs0, "frames_submitted": counts["received"],
+        "processed": counts["processed"], "dropped": counts["dropped"], "stale": counts["stale"],
+        "not_keyframes": counts["not_keyframes"], "depth_fused": counts["depth_fused"],
+        "lost": published - accounted, "most_skipped_in_a_row": max(gaps, default=0),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "publish_ms_median": float(np.median(publish_ms)) if publish_ms else None,
         "publish_ms_p90": float(np.percentile(publish_ms, 90)) if publish_ms else None,
         "keyframe_ms_median": float(np.median(latency_ms)) if latency_ms else None,
@@ -216,10 +256,14 @@ def main() -> int:
         runs.append(("this code", _run_child(REPO, args, install)))
     keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
                                                                                    0),
-            ("dropped", "keyframes dropped (queue depth 1)", 0), ("publish_ms_median", "stage_publish_ms median", 1),
+            ("dropped", "keyframes skipped (replaced, stale)", 0), ("stale", "  of which stale", 0),
+            ("not_keyframes", "frames not keyframes (policy)", 0), ("depth_fused", "skipped frames' depth fused", 0),
+            ("lost", "frames lost unaccounted", 0), ("most_skipped_in_a_row", "most frames skipped in a row", 0),
+            ("publish_ms_median", "stage_publish_ms median", 1),
             ("publish_ms_p90", "stage_publish_ms p90", 1), ("keyframe_ms_median", "keyframe processing, ms median", 0),
             ("markers_latency_ms_median", "image stamp -> markers, ms median", 0),
-            ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0)]
+            ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0),
+            ("peak_rss_mb", "peak RSS of the node's process, MB", 0)]
     print(f"{'':38s}" + "".join(f"{name:>24s}" for name, _ in runs))
     for key, label, digits in keys:
         print(f"{label:38s}" + "".join(f"{_fmt(r[key], digits):>24s}" for _, r in runs))
