@@ -99,3 +99,27 @@ def test_carving_every_other_ray_keeps_every_hit_and_most_free_space() -> None:
     assert a.n_rays == b.n_rays and a.n_hit == b.n_hit  # the same surfaces
     assert 0.8 * a.n_free <= b.n_free < a.n_free  # fewer rays carve, nearly the same free space
     assert np.array_equal(dense.occupied_voxels().centers, sparse.occupied_voxels().centers)
+
+
+def test_upright_box_pairs_overlap_as_the_general_clipping_says() -> None:
+    """Gravity-aligned pairs take the footprint-times-height path (geometry/iou.py); the general
+    twelve-face clipping is the reference, on random, aligned, identical and touching pairs."""
+    from embodied_ros.geometry import iou
+
+    rng = np.random.default_rng(8)
+    n = 600
+    a = np.c_[rng.normal(0, 0.5, (n, 3)), rng.uniform(0.05, 1.5, (n, 3)), rng.uniform(-3, 3, n), np.zeros((n, 2))]
+    b = np.c_[a[:, :3] + rng.normal(0, 0.4, (n, 3)), rng.uniform(0.05, 1.5, (n, 3)), rng.uniform(-3, 3, n),
+              np.zeros((n, 2))]
+    b[:100, 6] = a[:100, 6]  # aligned
+    b[100:150] = a[100:150]  # identical
+    b[150:200, 2] = a[150:200, 2] + 0.5 * (a[150:200, 5] + b[150:200, 5])  # one on the other: touching
+    Ra, Rb = iou.box_rotations(a), iou.box_rotations(b)
+    general, scale = iou._normalised_pair_volumes(a[:, :3], a[:, 3:6], Ra, b[:, :3], b[:, 3:6], Rb)
+    upright, scale_u = iou._upright_pair_volumes(a[:, :3], a[:, 3:6], Ra, b[:, :3], b[:, 3:6], Rb)
+    np.testing.assert_allclose(upright, general, atol=1e-12)
+    assert np.array_equal(scale, scale_u) and np.count_nonzero(general > 0) > 300
+    assert np.allclose(iou.pairwise_box_iou_3d(a[100:150], b[100:150]), 1.0)
+    assert np.all(iou.pairwise_box_iou_3d(a[150:200], b[150:200]) < 1e-9)
+    swapped, _ = iou._upright_pair_volumes(b[:, :3], b[:, 3:6], Rb, a[:, :3], a[:, 3:6], Ra)
+    assert np.array_equal(swapped, upright)  # the same number whichever box comes first
