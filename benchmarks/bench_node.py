@@ -76,6 +76,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     ready = getattr(node, "ready", None)  # this code loads the network on a thread
     if ready is not None:
         wait_until(ready.is_set, 300)
+    rss_ready = _rss_mb()
     stages: list[dict[str, float]] = []
     process = node.worker._process  # record every keyframe's stages (both versions call worker._process)
 
@@ -164,6 +165,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "not_keyframes": counts["not_keyframes"], "depth_fused": counts["depth_fused"],
         "lost": published - accounted, "most_skipped_in_a_row": max(gaps, default=0),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "rss_ready_mb": rss_ready, "rss_end_mb": _rss_mb(),
         "publish_ms_median": float(np.median(publish_ms)) if publish_ms else None,
         "publish_ms_p90": float(np.percentile(publish_ms, 90)) if publish_ms else None,
         "keyframe_ms_median": float(np.median(latency_ms)) if latency_ms else None,
@@ -175,6 +177,14 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     }
     ros.close([node])
     return result
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux /proc), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
 
 
 def _pairs(node: object) -> int:
@@ -263,6 +273,8 @@ def main() -> int:
             ("publish_ms_p90", "stage_publish_ms p90", 1), ("keyframe_ms_median", "keyframe processing, ms median", 0),
             ("markers_latency_ms_median", "image stamp -> markers, ms median", 0),
             ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0),
+            ("rss_ready_mb", "RSS of the node's process when ready, MB", 0),
+            ("rss_end_mb", "RSS of the node's process at the end, MB", 0),
             ("peak_rss_mb", "peak RSS of the node's process, MB", 0)]
     print(f"{'':38s}" + "".join(f"{name:>24s}" for name, _ in runs))
     for key, label, digits in keys:
