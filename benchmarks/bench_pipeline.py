@@ -55,7 +55,7 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
         if profile is not None:
             profile.enable()
         summary = run(source, perceptor, SceneMemory(**MEMORIES[memory]), OccupancyMap(), Path(out),
-                      stride=args.stride, max_frames=args.frames)
+                      stride=args.stride, max_frames=args.frames, write_inputs=not args.no_inputs)
         if profile is not None:
             profile.disable()
         wall = 1000 * (time.perf_counter() - t0) / summary.frames_processed
@@ -92,7 +92,7 @@ def _child(code: Path, args: argparse.Namespace, pair: str) -> dict[str, object]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", pair, "--scene", args.scene, "--stride",
            str(args.stride), "--data", str(args.data)] + (["--frames", str(args.frames)] if args.frames else []) \
-        + (["--profile"] if args.profile else [])
+        + (["--profile"] if args.profile else []) + (["--no-inputs"] if args.no_inputs else [])
     done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
@@ -108,6 +108,7 @@ def _table(runs: list[tuple[str, dict]], title: str) -> None:
     rows += [("total (stages)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in STAGES)),
              ("wall (with pictures)", lambda r: r["wall_ms"]),
              ("bag thread", lambda r: r["bag_thread_ms"] if r["bag_thread_ms"] is not None else float("nan")),
+             ("map (lift+memory+occ.)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in MAP_STAGES)),
              ("map / detector", lambda r: r["ratio"]),
              ("frames per second", lambda r: r["fps"]),  # sustained, to the bag closed (pictures after)
              ("peak RSS, MB", lambda r: r["peak_rss_mb"])]
@@ -132,6 +133,8 @@ def main() -> None:
     parser.add_argument("--baseline", default="", help="git ref: time the first pair with it and with this code")
     parser.add_argument("--repeats", type=int, default=2, help="with --baseline: runs of each, alternating")
     parser.add_argument("--profile", action="store_true", help="print where the map's time went (cProfile)")
+    parser.add_argument("--no-inputs", action="store_true",
+                        help="leave the inputs (JPEG, PNG) out of the bag: less work beside the network on 2 cores")
     parser.add_argument("--memory-frames", type=int, default=200, help="frames per memory-update measurement")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -139,7 +142,8 @@ def main() -> None:
         print("RESULT " + json.dumps(measure(args, args.child)), flush=True)
         return
     what = (f"{args.scene}, every {args.stride}. frame" + (f", at most {args.frames}" if args.frames else "")
-            + ", ONNX Runtime (CPU), every frame a keyframe; each run in its own process")
+            + ", ONNX Runtime (CPU), every frame a keyframe" + (", no inputs in the bag" if args.no_inputs else "")
+            + "; each run in its own process")
     if args.baseline:
         pair = args.pairs.split(",")[0]
         with tempfile.TemporaryDirectory() as tmp:
