@@ -89,7 +89,10 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     submitted: list[tuple[int, bool]] = []  # (stamp, taken as a keyframe) of every frame submitted
     submit = node.worker.submit
 
+    ages: list[float] = []  # image stamp -> handed to the worker, seconds (the input side of the latency)
+
     def counted(frame: object) -> bool:
+        ages.append(time.time() - frame.stamp_ns * 1e-9)
         taken = submit(frame)
         submitted.append((frame.stamp_ns, taken))
         return taken
@@ -122,6 +125,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     stages.clear()
     submitted.clear()
     processed_stamps.clear()
+    ages.clear()
     counters = ("received", "processed", "dropped", "failed", "stale", "not_keyframes", "depth_fused")
     before = {k: getattr(node.worker.stats, k, 0) for k in counters}  # the baseline lacks some
     problems0 = sum(node.problems.values())
@@ -172,6 +176,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "markers_latency_ms_median": float(np.median(latencies) * 1000) if latencies else None,
         "markers_latency_ms_p90": float(np.percentile(latencies, 90) * 1000) if latencies else None,
         "markers_received": len(latencies), "problems": dict(node.problems),
+        "input_age_ms_median": float(np.median(ages) * 1000) if ages else None,
         "stages_ms_median": {k: float(np.median([1000 * s[k] for s in stages if k in s])) for k in (stages[-1] if stages
                                                                                                   else {})},
     }
@@ -271,6 +276,7 @@ def main() -> int:
             ("lost", "frames lost unaccounted", 0), ("most_skipped_in_a_row", "most frames skipped in a row", 0),
             ("publish_ms_median", "stage_publish_ms median", 1),
             ("publish_ms_p90", "stage_publish_ms p90", 1), ("keyframe_ms_median", "keyframe processing, ms median", 0),
+            ("input_age_ms_median", "image stamp -> worker, ms median", 0),
             ("markers_latency_ms_median", "image stamp -> markers, ms median", 0),
             ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0),
             ("rss_ready_mb", "RSS of the node's process when ready, MB", 0),
