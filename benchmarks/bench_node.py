@@ -72,7 +72,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
     node = ros.node(build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime"),
                     pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
-                    **_qos_params(args.qos))
+                    **_qos_params(args.qos), **dict(json.loads(args.params)))
     ready = getattr(node, "ready", None)  # this code loads the network on a thread
     if ready is not None:
         wait_until(ready.is_set, 300)
@@ -208,11 +208,11 @@ def _baseline_tree(ref: str, into: Path) -> Path:
     return into / "code"
 
 
-def _run_child(code: Path, args: argparse.Namespace, install: Path) -> dict[str, object]:
+def _run_child(code: Path, args: argparse.Namespace, install: Path, params: str = "{}") -> dict[str, object]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--install", str(install), "--rate",
            str(args.rate), "--frames", str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
-           "--publisher", args.publisher]
+           "--publisher", args.publisher, "--params", params]
     done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
@@ -234,6 +234,8 @@ def main() -> int:
     parser.add_argument("--qos", default="default", choices=["default", "reliable", "best_effort"])
     parser.add_argument("--publisher", default="process", choices=["process", "inline"],
                         help="frames from a player process (default; as a driver) or from the node's process")
+    parser.add_argument("--params", default="{}",
+                        help='node parameters for this code\'s run, as JSON (e.g. \'{"keyframe_max_wait": 0}\')')
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--install", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -268,7 +270,7 @@ def main() -> int:
             code = _baseline_tree(args.baseline, Path(tmp))  # its own msg/ and srv/, built like ours
             runs.append((f"baseline ({args.baseline})",
                          _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
-        runs.append(("this code", _run_child(REPO, args, install)))
+        runs.append(("this code", _run_child(REPO, args, install, args.params)))
     keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
                                                                                    0),
             ("dropped", "keyframes skipped (replaced, stale)", 0), ("stale", "  of which stale", 0),
