@@ -195,8 +195,8 @@ def test_a_stale_keyframe_is_skipped_and_its_depth_fused() -> None:
         assert seen == [0] and stats.processed == 1 and stats.dropped == stats.stale == 1
         assert stats.not_keyframes == 1 and stats.skipped == 2 and stats.received == stats.processed + stats.skipped
         assert fused == [2]  # the newest skipped frame's depth; the older one was superseded
-        assert worker.submit(_frame(0.3, x=0.3))  # the worker idle: a keyframe is taken at once, however late
-        assert worker.wait_idle(10) and seen == [0, 3]
+        assert worker.submit(_frame(0.3, x=0.1))  # the stale one was never processed: the next is a keyframe
+        assert worker.wait_idle(10) and seen == [0, 3]  # and, the worker idle, taken at once, however late
     finally:
         release.set()
         worker.stop()

@@ -165,6 +165,8 @@ class KeyframeWorker:
                 self.stats.dropped += 1
                 self.stats.stale += 1
                 self._skip(frame)
+                if self._last_key is frame:  # never processed: the next frame is the keyframe, however close
+                    self._last_key = None
                 return None
             return "key", frame, submitted
         if self._skipped is not None:
