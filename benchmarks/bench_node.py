@@ -9,7 +9,10 @@ player process (this checkout's, for both versions: across the middleware, as a 
 in-process with a subscriber of its markers, on this Python's ROS 2 (the venv's wheels: Fast DDS; a
 sourced ROS 2 such as ../shared/ros2: Cyclone DDS). Prints per code version: frames published,
 received and paired, keyframes processed and dropped, the node's ``stage_publish_ms`` and keyframe
-latency (median over keyframes), and image stamp -> markers received (median, p90). The baseline is
+latency (median over keyframes), image stamp -> markers received (median, p90), how every published
+frame was accounted for (processed, skipped as not a keyframe, replaced or stale, bad input; the
+rest is lost), the longest run of frames skipped in a row, and the peak RSS of the node's process
+(the node, its model and this harness's subscriber; the player runs apart). The baseline is
 ``git archive REF`` of this repository, run the same way in its own process just before this code
 (each in a fresh process: one rclpy, one node). ``--qos default`` keeps each version's default input
 QoS; ``reliable``/``best_effort`` sets it (in its own parameter name per version). Asserts nothing.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -59,7 +63,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     from embodied_ros.network.registry import build_perceptor
     from embodied_ros.sources import open_source
 
-    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=args.frames + 1)
+    count = 1 if args.publisher == "process" else args.frames + 1  # the player process reads its own frames
+    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=count)
               if not isinstance(f, Exception)]
     ros = InProcessRos()
     from embodied_ros.network.weights import DEFAULT_MODEL
@@ -67,10 +72,11 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
     node = ros.node(build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime"),
                     pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
-                    **_qos_params(args.qos))
+                    **_qos_params(args.qos), **dict(json.loads(args.params)))
     ready = getattr(node, "ready", None)  # this code loads the network on a thread
     if ready is not None:
         wait_until(ready.is_set, 300)
+    rss_ready = _rss_mb()
     stages: list[dict[str, float]] = []
     process = node.worker._process  # record every keyframe's stages (both versions call worker._process)
 
@@ -80,6 +86,27 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         return result
 
     node.worker._process = recorded
+    submitted: list[tuple[int, bool]] = []  # (stamp, taken as a keyframe) of every frame submitted
+    submit = node.worker.submit
+
+    ages: list[float] = []  # image stamp -> handed to the worker, seconds (the input side of the latency)
+
+    def counted(frame: object) -> bool:
+        ages.append(time.time() - frame.stamp_ns * 1e-9)
+        taken = submit(frame)
+        submitted.append((frame.stamp_ns, taken))
+        return taken
+
+    node.worker.submit = counted
+    processed_stamps: set[int] = set()
+    process_inner = recorded
+
+    def recorded_stamp(frame: object) -> dict[str, float]:
+        result = process_inner(frame)
+        processed_stamps.add(frame.stamp_ns)
+        return result
+
+    node.worker._process = recorded_stamp
     latencies: list[float] = []
 
     def on_markers(data: bytes) -> None:  # raw CDR: the first marker's header stamp follows the count
@@ -96,7 +123,12 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     time.sleep(0.5)
     latencies.clear()
     stages.clear()
-    received0, processed0, dropped0 = node.worker.stats.received, node.worker.stats.processed, node.worker.stats.dropped
+    submitted.clear()
+    processed_stamps.clear()
+    ages.clear()
+    counters = ("received", "processed", "dropped", "failed", "stale", "not_keyframes", "depth_fused")
+    before = {k: getattr(node.worker.stats, k, 0) for k in counters}  # the baseline lacks some
+    problems0 = sum(node.problems.values())
     pairs0 = _pairs(node)
     published = len(frames) - 1
     if args.publisher == "process":  # as a driver: another process (this checkout's player), across the middleware
@@ -118,23 +150,46 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     node.worker.wait_idle(120)
     time.sleep(1.0)
     stats = node.worker.stats
+    counts = {k: getattr(stats, k, 0) - before[k] for k in counters}
+    problems = sum(node.problems.values()) - problems0
+    # Lost unaccounted: published but neither processed nor skipped for a stated reason (not a keyframe,
+    # replaced, stale), nor reported as bad input.
+    accounted = counts["processed"] + counts["failed"] + counts["dropped"] + counts["not_keyframes"] + problems
+    keys = [stamp in processed_stamps for stamp, _ in submitted]
+    gaps, run = [], 0
+    for key in keys:
+        run = 0 if key else run + 1
+        gaps.append(run)
     publish_ms = [1000 * s["publish"] for s in stages if "publish" in s]
     latency_ms = [1000 * sum(s.values()) for s in stages]  # processing time of each keyframe
     result = {
         "code": str(Path(embodied_ros.__file__).parents[1]), "published": published,
-        "paired": _pairs(node) - pairs0, "frames_submitted": stats.received - received0,
-        "processed": stats.processed - processed0, "dropped": stats.dropped - dropped0,
+        "paired": _pairs(node) - pairs0, "frames_submitted": counts["received"],
+        "processed": counts["processed"], "dropped": counts["dropped"], "stale": counts["stale"],
+        "not_keyframes": counts["not_keyframes"], "depth_fused": counts["depth_fused"],
+        "lost": published - accounted, "most_skipped_in_a_row": max(gaps, default=0),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "rss_ready_mb": rss_ready, "rss_end_mb": _rss_mb(),
         "publish_ms_median": float(np.median(publish_ms)) if publish_ms else None,
         "publish_ms_p90": float(np.percentile(publish_ms, 90)) if publish_ms else None,
         "keyframe_ms_median": float(np.median(latency_ms)) if latency_ms else None,
         "markers_latency_ms_median": float(np.median(latencies) * 1000) if latencies else None,
         "markers_latency_ms_p90": float(np.percentile(latencies, 90) * 1000) if latencies else None,
         "markers_received": len(latencies), "problems": dict(node.problems),
+        "input_age_ms_median": float(np.median(ages) * 1000) if ages else None,
         "stages_ms_median": {k: float(np.median([1000 * s[k] for s in stages if k in s])) for k in (stages[-1] if stages
                                                                                                   else {})},
     }
     ros.close([node])
     return result
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux /proc), MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return float("nan")
 
 
 def _pairs(node: object) -> int:
@@ -153,11 +208,11 @@ def _baseline_tree(ref: str, into: Path) -> Path:
     return into / "code"
 
 
-def _run_child(code: Path, args: argparse.Namespace, install: Path) -> dict[str, object]:
+def _run_child(code: Path, args: argparse.Namespace, install: Path, params: str = "{}") -> dict[str, object]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--install", str(install), "--rate",
            str(args.rate), "--frames", str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
-           "--publisher", args.publisher]
+           "--publisher", args.publisher, "--params", params]
     done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     if done.returncode or not lines:
@@ -179,6 +234,8 @@ def main() -> int:
     parser.add_argument("--qos", default="default", choices=["default", "reliable", "best_effort"])
     parser.add_argument("--publisher", default="process", choices=["process", "inline"],
                         help="frames from a player process (default; as a driver) or from the node's process")
+    parser.add_argument("--params", default="{}",
+                        help='node parameters for this code\'s run, as JSON (e.g. \'{"keyframe_max_wait": 0}\')')
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--install", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -213,13 +270,20 @@ def main() -> int:
             code = _baseline_tree(args.baseline, Path(tmp))  # its own msg/ and srv/, built like ours
             runs.append((f"baseline ({args.baseline})",
                          _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
-        runs.append(("this code", _run_child(REPO, args, install)))
+        runs.append(("this code", _run_child(REPO, args, install, args.params)))
     keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
                                                                                    0),
-            ("dropped", "keyframes dropped (queue depth 1)", 0), ("publish_ms_median", "stage_publish_ms median", 1),
+            ("dropped", "keyframes skipped (replaced, stale)", 0), ("stale", "  of which stale", 0),
+            ("not_keyframes", "frames not keyframes (policy)", 0), ("depth_fused", "skipped frames' depth fused", 0),
+            ("lost", "frames lost unaccounted", 0), ("most_skipped_in_a_row", "most frames skipped in a row", 0),
+            ("publish_ms_median", "stage_publish_ms median", 1),
             ("publish_ms_p90", "stage_publish_ms p90", 1), ("keyframe_ms_median", "keyframe processing, ms median", 0),
+            ("input_age_ms_median", "image stamp -> worker, ms median", 0),
             ("markers_latency_ms_median", "image stamp -> markers, ms median", 0),
-            ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0)]
+            ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0),
+            ("rss_ready_mb", "RSS of the node's process when ready, MB", 0),
+            ("rss_end_mb", "RSS of the node's process at the end, MB", 0),
+            ("peak_rss_mb", "peak RSS of the node's process, MB", 0)]
     print(f"{'':38s}" + "".join(f"{name:>24s}" for name, _ in runs))
     for key, label, digits in keys:
         print(f"{label:38s}" + "".join(f"{_fmt(r[key], digits):>24s}" for _, r in runs))

@@ -1,78 +1,172 @@
-"""Per-stage time per frame and peak memory of `embodied-ros run` on the redkitchen recording, for
-detector:memory pairs side by side in one run (default: the old pipeline, Yolo-Fastest with the box-only
-memory, against today's defaults), plus the scene-memory update cost with 100 vs 10,000 objects
-(bench_memory.py).
+"""Per-stage time per frame, sustained frame rate and peak memory of `embodied-ros run`, for
+detector:memory pairs side by side in one run, or for this code against a baseline (``--baseline
+REF``: ``git archive REF`` run the same way in its own process, alternating with this code), plus
+the scene-memory update cost with 100 vs 10,000 objects (bench_memory.py).
 
-Usage: .venv/bin/python benchmarks/bench_pipeline.py [--frames N] [--data DIR]
+The map's work per keyframe (lifting + object map + occupancy) is compared with the detector's
+(network) time of the same frames in the same process: the ratio the issue-34 budget bounds by 1.
+
+Usage: .venv/bin/python benchmarks/bench_pipeline.py [--scene redkitchen] [--frames N] [--stride K]
            [--pairs yolo-fastest-1.1-xl:legacy,yolox-nano:full]   (memories: see bench_real_map.MEMORIES)
+           [--baseline REF [--repeats 2]] [--profile] [--data DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import io
+import json
+import os
+import pstats
 import resource
+import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_memory import bench_memory  # noqa: E402
-from bench_real_map import MEMORIES  # noqa: E402
-
-from embodied_ros.cli import default_data_dir  # noqa: E402
-from embodied_ros.memory.occupancy import OccupancyMap  # noqa: E402
-from embodied_ros.memory.scene_memory import SceneMemory  # noqa: E402
-from embodied_ros.network.registry import build_perceptor  # noqa: E402
-from embodied_ros.pipeline import STAGES, run  # noqa: E402
-from embodied_ros.sources import open_source  # noqa: E402
-
 FRAME_BUDGET_MS = 1000.0 / 30  # Azure Kinect at 30 fps
+STAGES = ("decode", "network", "lifting", "memory", "occupancy", "writing")
+MAP_STAGES = ("lifting", "memory", "occupancy")  # the map's work per keyframe
+
+
+def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
+    """One `run` over the frames with whatever embodied_ros this process imports; its figures."""
+    from bench_real_map import MEMORIES
+
+    from embodied_ros.memory.occupancy import OccupancyMap
+    from embodied_ros.memory.scene_memory import SceneMemory
+    from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.pipeline import run
+    from embodied_ros.sources import open_source
+
+    model, memory = pair.split(":")
+    source = open_source(args.data / args.scene)
+    perceptor = build_perceptor(model, weights=args.data, backend="onnxruntime")
+    perceptor.perceive(source.read(0))  # warm-up: session creation, first-call allocations
+    profile = cProfile.Profile() if args.profile else None
+    with tempfile.TemporaryDirectory() as out:
+        t0 = time.perf_counter()
+        if profile is not None:
+            profile.enable()
+        summary = run(source, perceptor, SceneMemory(**MEMORIES[memory]), OccupancyMap(), Path(out),
+                      stride=args.stride, max_frames=args.frames, write_inputs=not args.no_inputs)
+        if profile is not None:
+            profile.disable()
+        wall = 1000 * (time.perf_counter() - t0) / summary.frames_processed
+    stage_ms = dict(summary.stage_ms)
+    result = {
+        "code": str(Path(sys.modules["embodied_ros"].__file__).parents[1]), "pair": pair,
+        "frames": summary.frames_processed, "stage_ms": stage_ms, "wall_ms": wall,
+        "fps": getattr(summary, "fps", float("nan")),  # what `run` reports (the baseline may not)
+        "bag_thread_ms": getattr(summary, "writer_ms", None),
+        "ratio": sum(stage_ms.get(s, 0.0) for s in MAP_STAGES) / stage_ms["network"],
+        "objects": [len(summary.objects), len(summary.all_objects)],
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # Linux: kilobytes
+    }
+    if profile is not None:
+        text = io.StringIO()
+        stats = pstats.Stats(profile, stream=text).sort_stats("cumulative")
+        stats.print_stats(r"embodied_ros/(memory|network/lifting|geometry|pipeline|outputs)", 30)
+        result["profile"] = text.getvalue()
+    return result
+
+
+def _baseline_tree(ref: str, into: Path) -> Path:
+    """``git archive REF`` of this repository's package into ``into`` (no git state changes)."""
+    archive = into / "baseline.tar"
+    with open(archive, "wb") as out:
+        subprocess.run(["git", "-C", str(REPO), "archive", ref, "embodied_ros", "msg", "srv"], stdout=out, check=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(into / "code", filter="tar") if sys.version_info >= (3, 12) else tar.extractall(into / "code")
+    return into / "code"
+
+
+def _child(code: Path, args: argparse.Namespace, pair: str) -> dict[str, object]:
+    """``measure`` in a fresh process importing embodied_ros from ``code``: its own peak RSS."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", pair, "--scene", args.scene, "--stride",
+           str(args.stride), "--data", str(args.data)] + (["--frames", str(args.frames)] if args.frames else []) \
+        + (["--profile"] if args.profile else []) + (["--no-inputs"] if args.no_inputs else [])
+    done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        print(done.stdout[-4000:])
+        raise SystemExit(f"bench_pipeline: the run in {code} failed")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _table(runs: list[tuple[str, dict]], title: str) -> None:
+    print(title)
+    print(f"{'ms per frame':<24}" + "".join(f" {name:>22}" for name, _ in runs))
+    rows = [(s, lambda r, s=s: r["stage_ms"].get(s, 0.0)) for s in STAGES]
+    rows += [("total (stages)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in STAGES)),
+             ("wall (with pictures)", lambda r: r["wall_ms"]),
+             ("bag thread", lambda r: r["bag_thread_ms"] if r["bag_thread_ms"] is not None else float("nan")),
+             ("map (lift+memory+occ.)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in MAP_STAGES)),
+             ("map / detector", lambda r: r["ratio"]),
+             ("frames per second", lambda r: r["fps"]),  # sustained, to the bag closed (pictures after)
+             ("peak RSS, MB", lambda r: r["peak_rss_mb"])]
+    for label, value in rows:
+        print(f"{label:<24}" + "".join(f" {value(r):22.2f}" for _, r in runs))
+    for name, r in runs:
+        stream = sum(r["stage_ms"].get(s, 0.0) for s in ("memory", "occupancy"))
+        print(f"{name} ({r['code']}): memory + occupancy {stream:.1f} ms/frame = {stream / FRAME_BUDGET_MS:.2f} of the "
+              f"33 ms budget; {r['objects'][0]} objects published, {r['objects'][1]} in memory")
 
 
 def main() -> None:
+    from embodied_ros.cli import default_data_dir
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--frames", type=int, default=100)
+    parser.add_argument("--scene", default="redkitchen", help="recording under --data (e.g. redkitchen_walk)")
+    parser.add_argument("--frames", type=int, default=None, help="at most N frames (default: all)")
+    parser.add_argument("--stride", type=int, default=1)
     parser.add_argument("--data", type=Path, default=default_data_dir())
     parser.add_argument("--pairs", default="yolo-fastest-1.1-xl:legacy,yolox-nano:full",
                         help="detector:memory pairs to time (default: %(default)s)")
+    parser.add_argument("--baseline", default="", help="git ref: time the first pair with it and with this code")
+    parser.add_argument("--repeats", type=int, default=2, help="with --baseline: runs of each, alternating")
+    parser.add_argument("--profile", action="store_true", help="print where the map's time went (cProfile)")
+    parser.add_argument("--no-inputs", action="store_true",
+                        help="leave the inputs (JPEG, PNG) out of the bag: less work beside the network on 2 cores")
     parser.add_argument("--memory-frames", type=int, default=200, help="frames per memory-update measurement")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        print("RESULT " + json.dumps(measure(args, args.child)), flush=True)
+        return
+    what = (f"{args.scene}, every {args.stride}. frame" + (f", at most {args.frames}" if args.frames else "")
+            + ", ONNX Runtime (CPU), every frame a keyframe" + (", no inputs in the bag" if args.no_inputs else "")
+            + "; each run in its own process")
+    if args.baseline:
+        pair = args.pairs.split(",")[0]
+        with tempfile.TemporaryDirectory() as tmp:
+            base = _baseline_tree(args.baseline, Path(tmp))
+            runs = []
+            for k in range(args.repeats):  # alternating: the machine's load drifts
+                runs.append((f"{args.baseline} #{k + 1}", _child(base, args, pair)))
+                runs.append((f"this code #{k + 1}", _child(REPO, args, pair)))
+        _table(runs, f"{pair} on {what}")
+    else:
+        runs = [(pair, _child(REPO, args, pair)) for pair in args.pairs.split(",")]
+        _table(runs, what)
+    for name, r in runs:
+        if r.get("profile"):
+            print(f"\n--- where the time went: {name} ---\n{r['profile']}")
 
-    source = open_source(args.data / "redkitchen")
-    stage_ms, walls, objects = {}, {}, {}
-    for pair in args.pairs.split(","):
-        model, memory = pair.split(":")
-        perceptor = build_perceptor(model, weights=args.data, backend="onnxruntime")
-        perceptor.perceive(source.read(0))  # warm-up: session creation, first-call allocations
-        with tempfile.TemporaryDirectory() as out:
-            t0 = time.perf_counter()
-            summary = run(source, perceptor, SceneMemory(**MEMORIES[memory]), OccupancyMap(), Path(out),
-                          max_frames=args.frames)
-            walls[pair] = 1000 * (time.perf_counter() - t0) / summary.frames_processed
-        stage_ms[pair] = summary.stage_ms
-        objects[pair] = (len(summary.objects), len(summary.all_objects))
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kilobytes
+    if args.memory_frames > 0:
+        from bench_memory import bench_memory
 
-    pairs = list(stage_ms)
-    print(f"redkitchen, {summary.frames_processed} frames, ONNX Runtime (CPU); ms per frame (every frame a keyframe)")
-    print(f"{'stage':<10}" + "".join(f" {p:>32}" for p in pairs) + (f" {'ratio':>7}" if len(pairs) == 2 else ""))
-    for stage in (*STAGES, "total"):
-        row = [sum(stage_ms[p].values()) if stage == "total" else stage_ms[p].get(stage, 0.0) for p in pairs]
-        ratio = f" {row[1] / row[0]:7.2f}" if len(pairs) == 2 and row[0] > 0 else ""
-        print(f"{stage:<10}" + "".join(f" {v:32.1f}" for v in row) + ratio)
-    print(f"{'wall':<10}" + "".join(f" {walls[p]:32.1f}" for p in pairs) + "   (incl. pictures)")
-    for p in pairs:
-        stream = sum(stage_ms[p].get(s, 0.0) for s in ("memory", "occupancy"))
-        print(f"{p}: memory + occupancy {stream:.1f} ms/frame = {stream / FRAME_BUDGET_MS:.2f} of the 33 ms budget; "
-              f"{objects[p][0]} objects published, {objects[p][1]} in memory")
-    print(f"peak resident memory: {peak_mb:.0f} MB")
-
-    small, _ = bench_memory(100, args.memory_frames)
-    large, _ = bench_memory(10_000, args.memory_frames)
-    print(f"memory update, 10 detections/frame: {small:.2f} ms with 100 objects (baseline), "
-          f"{large:.2f} ms with 10,000 objects; ratio {large / small:.2f}")
+        small, _ = bench_memory(100, args.memory_frames)
+        large, _ = bench_memory(10_000, args.memory_frames)
+        print(f"memory update, 10 detections/frame: {small:.2f} ms with 100 objects (baseline), "
+              f"{large:.2f} ms with 10,000 objects; ratio {large / small:.2f}")
 
 
 if __name__ == "__main__":

@@ -216,7 +216,10 @@ def _run_into_folder(args: argparse.Namespace, source: FrameSource, perceptor: P
     print(f"{summary.frames_processed} frames processed, {len(summary.skipped)} skipped, "
           f"{len(summary.objects)} objects published ({len(summary.all_objects)} in memory)")
     print("objects: " + ", ".join(f"{k} x{v}" for k, v in summary.class_counts().items()))
-    print("mean ms per frame: " + ", ".join(f"{k} {v:.1f}" for k, v in summary.stage_ms.items()))
+    print("mean ms per frame: " + ", ".join(f"{k} {v:.1f}" for k, v in summary.stage_ms.items())
+          + f"; the bag on its own thread {summary.writer_ms:.1f}")
+    print(f"sustained {summary.fps:.1f} frames per second ({summary.frames_processed} frames in "
+          f"{summary.seconds:.1f} s, reading to the bag closed)")
     print(f"outputs in {args.out}: " + ", ".join(p.name for p in outputs))
     if summary.stopped:
         print(f"embodied-ros: {state}: the map of those frames is in {args.out}", file=sys.stderr)

@@ -17,6 +17,7 @@ from .frame import Frame
 from .memory.occupancy import OccupancyMap
 from .memory.scene_memory import SceneMemory, SceneObject
 from .network.perceptor import Perceptor
+from .outputs.background_writer import BackgroundBagWriter
 from .outputs.bag_writer import SceneBagWriter
 from .outputs.camera_poses import CAMERA_POSES_FILE, CameraPose, write_camera_poses
 from .outputs.contact_sheet import ObjectViews, save_contact_sheet
@@ -61,10 +62,14 @@ class RunSummary:
         skipped: one message per skipped bad frame.
         objects: the published objects at the end (at most N per class).
         all_objects: every object in memory at the end.
-        stage_ms: mean milliseconds per frame for each stage.
+        stage_ms: mean milliseconds per frame for each stage (on the perception thread; "writing"
+            is handing the frame to the bag's thread).
         outputs: files written.
         stopped: ``should_stop`` ended the run before the source's end; the outputs hold the
             frames up to there.
+        seconds: wall time from the first frame read to the bag closed (pictures and files after
+            it not included).
+        writer_ms: mean milliseconds per frame the bag's own thread spent writing.
     """
 
     frames_read: int
@@ -75,6 +80,13 @@ class RunSummary:
     stage_ms: dict[str, float]
     outputs: tuple[Path, ...]
     stopped: bool = False
+    seconds: float = 0.0
+    writer_ms: float = 0.0
+
+    @property
+    def fps(self) -> float:
+        """Frames processed per second of ``seconds``: the rate the run sustained."""
+        return self.frames_processed / self.seconds if self.seconds > 0 else 0.0
 
     def class_counts(self) -> dict[str, int]:
         counts: dict[str, int] = defaultdict(int)
@@ -139,7 +151,8 @@ def run(
     stopped = False
 
     views = ObjectViews()
-    writer = SceneBagWriter(out_dir, write_inputs=write_inputs)
+    writer = BackgroundBagWriter(SceneBagWriter(out_dir, write_inputs=write_inputs))
+    started = time.perf_counter()
     try:
         frames = source.frames(stride=stride, max_frames=max_frames)
         if progress is not None:
@@ -169,9 +182,7 @@ def run(
             with timer.stage("occupancy"):
                 occupancy.integrate_frame(frame, perception)
             with timer.stage("writing"):
-                writer.write_inputs_of(frame)
-                writer.write_scene(frame.stamp_ns, frame.world_frame, memory.published_objects(),
-                                   occupancy.occupied_voxels())
+                writer.write(frame, memory.published_objects(), occupancy.occupied_voxels())
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
@@ -185,9 +196,11 @@ def run(
         writer.abort()  # failed (an OS error, a full disk): no second error from closing
         raise
     bag_path = writer.close()
+    seconds = time.perf_counter() - started
+    writer_ms = 1000.0 * writer.busy_s / max(processed, 1)
 
     if processed == 0 and stopped:
-        return RunSummary(frames_read, 0, tuple(skipped), (), (), timer.mean_ms(), (), stopped=True)
+        return RunSummary(frames_read, 0, tuple(skipped), (), (), timer.mean_ms(), (), stopped=True, seconds=seconds)
     if processed == 0:
         reason = skipped[0] if skipped else "the source yielded no frames"
         raise InputError(f"{source.name}: no usable frame ({len(skipped)} skipped; first: {reason})")
@@ -212,4 +225,4 @@ def run(
                                                    "each on a frame where it was seen")
     outputs += [top, sheet]
     return RunSummary(frames_read, processed, tuple(skipped), objects, tuple(memory.objects()),
-                      timer.mean_ms(), tuple(outputs), stopped)
+                      timer.mean_ms(), tuple(outputs), stopped, seconds, writer_ms)

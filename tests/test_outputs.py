@@ -152,3 +152,37 @@ def test_pictures_draw_visible_boxes_only(tmp_path: Path) -> None:
     save_top_down_map(tmp_path / "map.png", objects, occupancy.occupied_voxels(), np.zeros((2, 3)))
     image = cv2.imread(str(tmp_path / "map.png"))
     assert image is not None and image.shape[0] > 400 and image.std() > 5
+
+
+def test_the_background_writer_writes_every_frame_in_order(tmp_path: Path) -> None:
+    """`run`'s bag is written on its own thread: the same messages, in the frames' order."""
+    from embodied_ros.outputs.background_writer import BackgroundBagWriter
+
+    memory, occupancy, _ = _scene()
+    writer = BackgroundBagWriter(SceneBagWriter(tmp_path), depth=2)  # a short queue: the loop waits on it
+    for i in range(12):
+        writer.write(_frame(i), memory.published_objects(), occupancy.occupied_voxels())
+    assert writer.close() == tmp_path / "scene.mcap"
+    assert writer.frames_written == 12 and writer.busy_s > 0
+    with AnyReader([tmp_path], default_typestore=typestore()) as reader:
+        stamps = [t for c, t, _ in reader.messages() if c.topic == OutputTopics().markers]
+    assert stamps == [_frame(i).stamp_ns for i in range(12)]
+
+
+def test_a_failure_on_the_writers_thread_reaches_the_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk met while writing in the background is raised on the next frame handed over."""
+    from filesystems import disk_full_after
+
+    from embodied_ros.outputs.background_writer import BackgroundBagWriter
+
+    memory, occupancy, _ = _scene()
+    noise = np.random.default_rng(0).integers(0, 256, (480, 640, 3), dtype=np.uint8)  # about 0.5 MB as JPEG
+    with disk_full_after(monkeypatch, tmp_path, 2_000_000):
+        writer = BackgroundBagWriter(SceneBagWriter(tmp_path), depth=1)
+        with pytest.raises(OSError):
+            for i in range(40):  # the budget runs out within a few frames
+                frame = _frame(i)
+                writer.write(Frame(noise, frame.depth, K, frame.T_world_camera, frame.stamp_ns, i),
+                             memory.published_objects(), occupancy.occupied_voxels())
+            writer.close()
+        writer.abort()  # what the run does then: no second error

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -145,7 +146,7 @@ def test_worker_queue_holds_one_frame_and_counts_drops() -> None:
         return {"network": 0.0}
 
     errors: list[str] = []
-    worker = KeyframeWorker(process, KeyframePolicy(max_interval=0.0), on_error=errors.append)
+    worker = KeyframeWorker(process, KeyframePolicy(max_interval=0.0, max_wait=0.0), on_error=errors.append)
     try:
         assert worker.submit(_frame(0.0))
         assert started.wait(10)  # the worker is busy with frame 0
@@ -156,6 +157,68 @@ def test_worker_queue_holds_one_frame_and_counts_drops() -> None:
         assert seen == [0, 3] and worker.stats.dropped == 2 and worker.stats.processed == 2 and not errors
     finally:
         release.set()
+        worker.stop()
+
+
+def _soon(condition, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_stale_keyframe_is_skipped_and_its_depth_fused() -> None:
+    """A keyframe that waited for a busy network longer than max_wait gives way to the next frame;
+    every frame is accounted for, and the skipped ones' depth is fused while the worker is idle."""
+    started, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+    fused: list[int] = []
+
+    def process(frame: Frame) -> dict[str, float]:
+        seen.append(frame.index)
+        started.set()
+        release.wait(10)
+        return {}
+
+    policy = KeyframePolicy(min_translation=0.05, min_rotation=0.1, max_interval=10.0, max_wait=0.05)
+    worker = KeyframeWorker(process, policy, fuse_depth=lambda f: fused.append(f.index))
+    try:
+        assert worker.submit(_frame(0.0)) and started.wait(10)  # the first is a keyframe; the worker is busy with it
+        assert not worker.submit(_frame(0.1, x=0.01))  # not a keyframe (it hardly moved): skipped
+        assert worker.submit(_frame(0.2, x=0.1))  # a keyframe, waiting behind frame 0 ...
+        time.sleep(0.2)  # ... longer than max_wait
+        release.set()
+        assert worker.wait_idle(10) and _soon(lambda: len(fused) == 1)
+        stats = worker.stats
+        assert seen == [0] and stats.processed == 1 and stats.dropped == stats.stale == 1
+        assert stats.not_keyframes == 1 and stats.skipped == 2 and stats.received == stats.processed + stats.skipped
+        assert fused == [2]  # the newest skipped frame's depth; the older one was superseded
+        assert worker.submit(_frame(0.3, x=0.1))  # the stale one was never processed: the next is a keyframe
+        assert worker.wait_idle(10) and seen == [0, 3]  # and, the worker idle, taken at once, however late
+    finally:
+        release.set()
+        worker.stop()
+
+
+def test_depth_fusion_waits_for_time_between_frames() -> None:
+    """Skipped frames' depth is fused only when the next frame is not due before the fusion ends."""
+    fused: list[int] = []
+    policy = KeyframePolicy(min_translation=1.0, min_rotation=1.0, max_interval=100.0)  # only the first is key
+    worker = KeyframeWorker(lambda f: {}, policy, fuse_depth=lambda f: (fused.append(f.index), time.sleep(0.05)))
+    try:
+        worker.submit(_frame(0.0))
+        for i in range(1, 100):  # 200 Hz for half a second: no time for a 50 ms fusion between two frames
+            worker.submit(_frame(i * 0.005))
+            time.sleep(0.005)
+        assert worker.wait_idle(10)
+        time.sleep(0.2)
+        # the first tries and learns its cost; then only gaps in the stream (and its end) leave time,
+        # where fusing whenever idle would fuse about ten
+        assert 1 <= len(fused) <= 5 and worker.fuse_cost_s >= 0.04
+        assert worker.stats.depth_fused == len(fused) and worker.stats.not_keyframes == 99
+    finally:
         worker.stop()
 
 

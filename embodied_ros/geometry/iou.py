@@ -326,15 +326,53 @@ def _normalised_pair_volumes(
     return volume, scale
 
 
+def _upright_pair_volumes(
+    ca: np.ndarray, ea: np.ndarray, Ra: np.ndarray, cb: np.ndarray, eb: np.ndarray, Rb: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_normalised_pair_volumes`` of K pairs of upright boxes (rotations about z alone): the
+    overlap of their footprints times that of their heights. The footprint of the larger box,
+    in the smaller one's frame, is four half-planes clipping the smaller's rectangle; a tenth of
+    the general computation, which clips all twelve faces (gravity-aligned boxes are the usual case).
+    """
+    swap = _b_first(ca, ea, Ra, cb, eb, Rb)  # the same frame whichever order the pair comes in
+    s = swap[:, None]
+    c_s, c_l = np.where(s, cb, ca), np.where(s, ca, cb)
+    e_s, e_l = np.where(s, eb, ea), np.where(s, ea, eb)
+    R_s, R_l = np.where(s[:, :, None], Rb, Ra), np.where(s[:, :, None], Ra, Rb)
+    scale = np.maximum(e_s.max(axis=1), e_l.max(axis=1))
+    inv = 1.0 / scale
+    hs, hl = 0.5 * e_s * inv[:, None], 0.5 * e_l * inv[:, None]
+    d = (c_l - c_s) * inv[:, None]
+    height = np.minimum(d[:, 2] + hl[:, 2], hs[:, 2]) - np.maximum(d[:, 2] - hl[:, 2], -hs[:, 2])
+    # The larger box's centre and axes in the smaller's frame (2D).
+    cs, sn = R_s[:, 0, 0], R_s[:, 1, 0]
+    u, v = cs * d[:, 0] + sn * d[:, 1], -sn * d[:, 0] + cs * d[:, 1]
+    cr, sr = cs * R_l[:, 0, 0] + sn * R_l[:, 1, 0], cs * R_l[:, 1, 0] - sn * R_l[:, 0, 0]  # cos, sin of the turn
+    along, across = cr * u + sr * v, -sr * u + cr * v
+    lines = np.zeros((len(d), 6, 3))
+    lines[:, :, 2] = 1.0  # rows 4 and 5: always satisfied
+    lines[:, 0] = np.stack([cr, sr, along + hl[:, 0]], axis=1)
+    lines[:, 1] = np.stack([-cr, -sr, hl[:, 0] - along], axis=1)
+    lines[:, 2] = np.stack([-sr, cr, across + hl[:, 1]], axis=1)
+    lines[:, 3] = np.stack([sr, -cr, hl[:, 1] - across], axis=1)
+    area = _clipped_face_areas(hs[:, 0], hs[:, 1], lines, height > 0.0)
+    return area * np.maximum(height, 0.0), scale
+
+
 def _pair_overlaps(
     ca: np.ndarray, ea: np.ndarray, Ra: np.ndarray, cb: np.ndarray, eb: np.ndarray, Rb: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """(K,) intersection volumes (m^3) and IoUs of K matched valid pairs, in chunks."""
     k = len(ca)
     inter, iou = np.zeros(k), np.zeros(k)
+    upright = (Ra[:, 2, 2] == 1.0) & (Rb[:, 2, 2] == 1.0)  # a rotation about z alone leaves z as it is
     for lo in range(0, k, _PAIR_CHUNK):
         sl = slice(lo, lo + _PAIR_CHUNK)
-        vol_n, scale = _normalised_pair_volumes(ca[sl], ea[sl], Ra[sl], cb[sl], eb[sl], Rb[sl])
+        vol_n, scale = np.zeros(len(ca[sl])), np.ones(len(ca[sl]))
+        for pick, volumes in ((upright[sl], _upright_pair_volumes), (~upright[sl], _normalised_pair_volumes)):
+            if np.any(pick):
+                idx = np.flatnonzero(pick) + lo
+                vol_n[idx - lo], scale[idx - lo] = volumes(ca[idx], ea[idx], Ra[idx], cb[idx], eb[idx], Rb[idx])
         va_n = np.prod(ea[sl] / scale[:, None], axis=1)
         vb_n = np.prod(eb[sl] / scale[:, None], axis=1)
         vol_n = np.clip(vol_n, 0.0, np.minimum(va_n, vb_n))

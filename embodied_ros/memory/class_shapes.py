@@ -13,6 +13,7 @@ Classes without an entry get no prior.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -136,9 +137,29 @@ def union_plausible(box: np.ndarray, other: np.ndarray, class_name: str) -> bool
     prior = shape_prior(class_name)
     if prior is None:
         return True
-    corners = box_corners(np.stack([box, other]))  # (2, 8, 3)
-    c, s = np.cos(box[6]), np.sin(box[6])
-    local = corners.reshape(-1, 3)[:, :2] @ np.array([[c, -s], [s, c]])  # along box's axes
-    ext = np.ptp(local, axis=0)
-    height = float(np.ptp(corners.reshape(-1, 3)[:, 2]))
-    return float(ext.max()) <= _SLACK * prior.max_long and height <= _SLACK * prior.max_height
+    if not (box[7] or box[8] or other[7] or other[8]):
+        long, height = _upright_union(box, other)
+    else:
+        corners = box_corners(np.stack([box, other]))  # (2, 8, 3)
+        c, s = np.cos(box[6]), np.sin(box[6])
+        local = corners.reshape(-1, 3)[:, :2] @ np.array([[c, -s], [s, c]])  # along box's axes
+        long = float(np.ptp(local, axis=0).max())
+        height = float(np.ptp(corners.reshape(-1, 3)[:, 2]))
+    return long <= _SLACK * prior.max_long and height <= _SLACK * prior.max_height
+
+
+def _upright_union(box: np.ndarray, other: np.ndarray) -> tuple[float, float]:
+    """The longer horizontal extent, along ``box``'s axes, and the height of two upright boxes'
+    union, in closed form: the association asks this of every candidate pair, and its numpy
+    form costs 0.1 ms a call in small-array overhead."""
+    c, s = math.cos(float(box[6])), math.sin(float(box[6]))
+    lo_u = lo_v = lo_z = math.inf
+    hi_u = hi_v = hi_z = -math.inf
+    for b in (box, other):
+        x, y, z, dx, dy, dz, yaw = (float(v) for v in b[:7])
+        cd, sd = math.cos(yaw) * c + math.sin(yaw) * s, math.sin(yaw) * c - math.cos(yaw) * s  # cos, sin of yaw - box's
+        u, v = x * c + y * s, -x * s + y * c
+        ru, rv = 0.5 * (abs(dx * cd) + abs(dy * sd)), 0.5 * (abs(dx * sd) + abs(dy * cd))
+        lo_u, hi_u, lo_v, hi_v = min(lo_u, u - ru), max(hi_u, u + ru), min(lo_v, v - rv), max(hi_v, v + rv)
+        lo_z, hi_z = min(lo_z, z - 0.5 * dz), max(hi_z, z + 0.5 * dz)
+    return max(hi_u - lo_u, hi_v - lo_v), hi_z - lo_z

@@ -196,6 +196,13 @@ class OccupancyConfig:
     max_range: float = 4.0
     # Default pixel stride of integrate_depth in both image axes (4 on 640x480 = 19,200 rays).
     pixel_stride: int = 4
+    # Free space needs fewer rays than surfaces: only every k-th of those rays (in both image axes)
+    # is carved, k the largest whose rays at max_range lie at most this fraction of a voxel apart
+    # (0.5: k = 2 for 0.16 m voxels, 4 m and f = 525-585 px, a quarter of the samples). Every ray
+    # still gives its hit. 0 carves every ray. Depth integration 10.7 -> 6.4 ms of CPU per walk frame;
+    # over the 1000-frame redkitchen walk 1710 occupied voxels against 1691 (all of those among
+    # them), 3238 free against 3317 (docs/performance.md).
+    carve_spacing: float = 0.5
     # Bound on the voxels held in memory (allocated in blocks of 8x8x8); when exceeded, the blocks
     # farthest from the latest camera position are evicted.
     max_voxels: int = 2_000_000
@@ -239,6 +246,7 @@ class OccupancyConfig:
                "need log_odds_min < occupied_threshold < log_odds_max", self.occupied_threshold)
         _check(self.max_range > 0.0, "max_range must be positive (metres)", self.max_range)
         _check(self.pixel_stride >= 1, "pixel_stride must be at least 1", self.pixel_stride)
+        _check(self.carve_spacing >= 0.0, "carve_spacing must be >= 0 (a fraction of a voxel)", self.carve_spacing)
         _check(self.max_voxels >= 512, "max_voxels must hold at least one 8x8x8 block (512)", self.max_voxels)
         _check(self.grid_class_weight > 0.0, "grid_class_weight must be positive", self.grid_class_weight)
         _check(self.pixel_class_weight >= 0.0, "pixel_class_weight must be >= 0", self.pixel_class_weight)

@@ -102,6 +102,9 @@ class ObjectGeometry:
     seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     sums: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    # What the memory asks of the geometry every frame and changes only with its voxels (sample,
+    # bounds): computed once per change, dropped by _combine.
+    _cache: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -136,6 +139,7 @@ class ObjectGeometry:
         def total(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             return np.bincount(inverse, weights=np.concatenate([a, b]), minlength=n).astype(np.int32)
 
+        self._cache.clear()
         self.counts, self.seen, self.hits = total(self.counts, counts), total(self.seen, seen), total(self.hits, hits)
         self.keys, self.sums = uniq, _sum_by(inverse, np.concatenate([self.sums, sums]), n)
         if n > self.max_voxels:
@@ -159,8 +163,19 @@ class ObjectGeometry:
 
     def sample(self, n: int) -> np.ndarray:
         """At most ``n`` voxel centroids spread over the object (deterministic), for visibility tests."""
-        idx = np.linspace(0, len(self.keys) - 1, num=min(n, len(self.keys))).astype(np.int64) if len(self.keys) else []
-        return self.sums[idx] / np.maximum(self.hits[idx], 1)[:, None]
+        if ("sample", n) not in self._cache:
+            k = len(self.keys)
+            idx = np.linspace(0, k - 1, num=min(n, k)).astype(np.int64) if k else []
+            self._cache["sample", n] = self.sums[idx] / np.maximum(self.hits[idx], 1)[:, None]
+        return self._cache["sample", n]
+
+    def index_bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The lowest and highest lattice index (i, j, k) of the voxels; None without voxels."""
+        if "index_bounds" not in self._cache:
+            ijk = unpack_voxels(self.keys)
+            self._cache["index_bounds"] = ((tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
+                                           if len(ijk) else None)
+        return self._cache["index_bounds"]
 
     def fit_box(self, min_count: int = 1, min_ratio: float = 0.0,
                 trim_percentiles: tuple[float, float] = (2.0, 98.0)) -> np.ndarray | None:

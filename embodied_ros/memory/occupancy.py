@@ -126,7 +126,7 @@ class OccupancyMap:
 
     Args:
         voxel_size, log_odds_hit, log_odds_miss, log_odds_min, log_odds_max,
-            occupied_threshold, max_range, pixel_stride, max_voxels, grid_class_weight,
+            occupied_threshold, max_range, pixel_stride, carve_spacing, max_voxels, grid_class_weight,
             grid_in_view_only, detection_votes_with_grid, pixel_class_weight, surface_subdivision,
             align_to_grid, bounds: see :class:`OccupancyConfig`
             (same names and defaults).
@@ -146,6 +146,7 @@ class OccupancyMap:
         occupied_threshold: float = 0.8,
         max_range: float = 4.0,
         pixel_stride: int = 4,
+        carve_spacing: float = 0.5,
         max_voxels: int = 2_000_000,
         grid_class_weight: float = 1.0,
         grid_in_view_only: bool = True,
@@ -158,7 +159,7 @@ class OccupancyMap:
         self.config = OccupancyConfig(
             voxel_size=voxel_size, log_odds_hit=log_odds_hit, log_odds_miss=log_odds_miss,
             log_odds_min=log_odds_min, log_odds_max=log_odds_max, occupied_threshold=occupied_threshold,
-            max_range=max_range, pixel_stride=pixel_stride, max_voxels=max_voxels,
+            max_range=max_range, pixel_stride=pixel_stride, carve_spacing=carve_spacing, max_voxels=max_voxels,
             grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only,
             detection_votes_with_grid=detection_votes_with_grid, pixel_class_weight=pixel_class_weight,
             surface_subdivision=surface_subdivision, align_to_grid=align_to_grid, bounds=bounds,
@@ -226,8 +227,10 @@ class OccupancyMap:
         origin = (t - self._origin) * inv_vs  # voxel units
         seg = np.stack([(R_wc[i, 0] * cam[0] + R_wc[i, 1] * cam[1] + R_wc[i, 2] * cam[2]) * inv_vs
                         for i in range(3)], axis=1)  # (R, 3) camera -> endpoint, voxel units
+        k = max(1, int(self.config.carve_spacing * self.voxel_size * frame.K[0, 0] / (max_range * stride)))
+        carve = None if k == 1 else (u % k == 0) & (v % k == 0)
         with self._lock:
-            fh, ff = self._apply(*trace_rays(origin, seg, hit), near=origin)
+            fh, ff = self._apply(*trace_rays(origin, seg, hit, carve), near=origin)
             self._mark_surface(origin + seg[hit])
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))

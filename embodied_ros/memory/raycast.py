@@ -9,13 +9,16 @@ _RAY_GROUPS = 6  # rays are sampled in this many groups of similar length (less 
 _MASK_LIMIT = 1 << 25  # cells of the per-frame dense scratch mask; larger frames fall back to np.unique
 
 
-def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
+               carve: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Voxels of a bundle of rays, in voxel units.
 
     Args:
         origin: (3,) ray origin (the camera), voxel units.
         seg: (R, 3) vector from the origin to each ray's endpoint, voxel units.
         hit: (R,) bool, True where the endpoint is a surface (a hit).
+        carve: (R,) bool, the rays whose free space is sampled (None: every ray); the others give
+            only their hit.
 
     Returns:
         (H, 3) int64 unique endpoint voxels of the hit rays and (F, 3) int64 unique voxels
@@ -37,9 +40,9 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray) -> tuple[np
     # Rays sorted by sample count and cut into a few groups; within a group all rays are sampled
     # at once on a (rays, most samples) grid, a ray's surplus samples clamped onto its last one,
     # so the padding repeats a cell instead of needing a mask and stays small.
-    carve = np.flatnonzero(n > 0)
-    carve = carve[np.argsort(n[carve], kind="stable")]
-    for group in np.array_split(carve, min(_RAY_GROUPS, len(carve))) if len(carve) else []:
+    rays = np.flatnonzero((n > 0) if carve is None else (n > 0) & carve)
+    rays = rays[np.argsort(n[rays], kind="stable")]
+    for group in np.array_split(rays, min(_RAY_GROUPS, len(rays))) if len(rays) else []:
         ng = n[group]
         unit = (seg[group] / length[group, None]).astype(np.float32)
         t = np.minimum(np.arange(int(ng[-1]), dtype=np.float32)[None, :] * np.float32(_RAY_STEP),

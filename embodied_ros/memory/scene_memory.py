@@ -52,11 +52,11 @@ from .class_shapes import parts_may_touch, shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
 from .existence import ExistenceEvidence, Place, place_of
 from .object_colour import detection_samples
-from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, voxel_keys
+from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, unpack_voxels, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
 from .track import Track
-from .visibility import Visibility, box_samples, classify_points, visibility
+from .visibility import Visibility, box_samples, classify_points, may_be_in_view, visibility
 
 __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 
@@ -136,6 +136,7 @@ class _Queries:
         self.exclude = exclude if exclude is not None else [-1] * len(boxes)
         self.tracks = tracks  # the queries are objects (merging), not detections
         self._blocks: dict[int, np.ndarray] = {}
+        self._bounds: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
     def blocks(self, i: int) -> np.ndarray | None:
         """The 3 x 3 x 3 neighbourhoods of query ``i``'s voxels, of at most ``_FRACTION_SAMPLES`` of them
@@ -147,6 +148,21 @@ class _Queries:
             step = max(1, len(keys) // _FRACTION_SAMPLES)
             self._blocks[i] = neighbourhoods(keys[::step])
         return self._blocks[i]
+
+    def may_touch(self, i: int, geometry: ObjectGeometry | None) -> bool:
+        """False when no voxel of query ``i`` lies within one voxel of ``geometry``'s voxels (their
+        index bounds are apart), so that its geometry fit is 0 without looking at the voxels."""
+        if self.keys[i] is None or geometry is None or not len(self.keys[i]):
+            return True
+        theirs = geometry.index_bounds()
+        if theirs is None:
+            return True
+        if i not in self._bounds:
+            ijk = unpack_voxels(self.keys[i])
+            self._bounds[i] = (tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
+        lo, hi = self._bounds[i]
+        return all(a - 1 <= b for a, b in zip(lo, theirs[1], strict=True)) and all(
+            a <= b + 1 for a, b in zip(theirs[0], hi, strict=True))
 
 
 class SceneMemory:
@@ -372,7 +388,7 @@ class SceneMemory:
         if lifted and q.tracks is not None and not same:
             hit &= self._compatible(track, name) and self._compatible(q.tracks[i], track.class_name)
         if self._compatible(track, name):
-            geo = self._geometry_fit(q.blocks(i), track) if near else 0.0
+            geo = self._geometry_fit(q.blocks(i), track) if near and q.may_touch(i, track.geometry) else 0.0
             hit |= geo >= cfg.geometry_match > 0
             fit = max(fit, geo)
             if i2d is not None:
@@ -408,6 +424,14 @@ class SceneMemory:
             else:  # box samples: the box's own front surface hides its inside
                 samples.append(box_samples(track.box))
                 tolerances.append(0.5 * float(track.box[3:6].max()))
+        # Objects none of whose samples can fall in the image are not in view: skipped, as their
+        # Visibility would say nothing (no sample seen, hidden or seen through).
+        bounds = np.array([[s.min(axis=0), s.max(axis=0)] for s in samples])
+        keep = np.flatnonzero(may_be_in_view(bounds[:, 0], bounds[:, 1], frame))
+        ids, samples = [ids[k] for k in keep], [samples[k] for k in keep]
+        tolerances = [tolerances[k] for k in keep]
+        if not ids:
+            return {}
         return dict(zip(ids, visibility(samples, np.array(tolerances), frame), strict=True))
 
     def _existence(self, views: dict[int, Visibility], taken: set[int],

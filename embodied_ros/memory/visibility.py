@@ -105,6 +105,32 @@ def classify_points(points: np.ndarray, tolerance: np.ndarray | float, frame: Fr
                       valid & (observed > z + tol))
 
 
+def may_be_in_view(lo: np.ndarray, hi: np.ndarray, frame: Frame, max_depth: float = 6.0,
+                   border_px: int = 4) -> np.ndarray:
+    """(N,) bool: False where no point of the axis-aligned world box [lo, hi] (each (N, 3)) can be
+    ``inside`` the frame as ``classify_points`` sees it (in front, in range, within the border).
+
+    Inside is an intersection of half-spaces in camera coordinates (z > 0.1, z <= max_depth and
+    the four image edges as planes through the camera), so a box all of whose 8 corners lie
+    outside one of them holds no point inside: objects behind or beside the camera are skipped
+    without projecting their points.
+    """
+    lo, hi = np.asarray(lo, dtype=np.float64).reshape(-1, 3), np.asarray(hi, dtype=np.float64).reshape(-1, 3)
+    pick = np.indices((2, 2, 2)).reshape(3, -1).T.astype(bool)  # (8, 3): take hi where True
+    corners = np.where(pick[None], hi[:, None], lo[:, None])  # (N, 8, 3)
+    T_cw = np.linalg.inv(frame.T_world_camera)
+    cam = corners @ T_cw[:3, :3].T + T_cw[:3, 3]
+    x, y, z = cam[..., 0], cam[..., 1], cam[..., 2]
+    (fx, cx), (fy, cy) = frame.K[0, [0, 2]], frame.K[1, [1, 2]]
+    H, W = frame.depth.shape
+    outside = ((z <= 0.1).all(axis=1) | (z > max_depth).all(axis=1)
+               | (fx * x + (cx - border_px) * z < 0).all(axis=1)
+               | (fx * x + (cx - W + border_px) * z >= 0).all(axis=1)
+               | (fy * y + (cy - border_px) * z < 0).all(axis=1)
+               | (fy * y + (cy - H + border_px) * z >= 0).all(axis=1))
+    return ~outside
+
+
 def visibility(samples: list[np.ndarray], tolerances: np.ndarray, frame: Frame, **margins: float) -> list[Visibility]:
     """How every object's sample points fall in ``frame`` (one projection for all).
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from ..detections import Detections2D
 from ..errors import InputError, ModelError
@@ -20,7 +20,9 @@ from ..runtime.config import RuntimeConfig
 from ..runtime.contract import Backend, InferenceBackend, IOContract
 from ..runtime.select import create_backend
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, finish_detections
-from .onnx_export import export_onnx
+
+if TYPE_CHECKING:  # torch only for export and the torch backend: an ONNX file runs without it
+    import torch
 
 __all__ = ["DEFAULT_IOU_THRESHOLD", "NetworkDetector2D", "check_rgb", "read_class_names", "runtime_config"]
 
@@ -106,6 +108,8 @@ class NetworkDetector2D:
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         """Zero inputs of the graph's shapes, in contract order (for export)."""
+        import torch
+
         return tuple(torch.zeros(shape) for shape in self.contract.example_shapes().values())
 
     def export(self, path: str | Path) -> Path:
@@ -114,6 +118,8 @@ class NetworkDetector2D:
         Raises:
             ModelError: the export fails.
         """
+        from .onnx_export import export_onnx
+
         export_onnx(self.torch_module(), self.example_inputs(), path, input_names=self.contract.input_names,
                     output_names=self.contract.output_names, dynamic_axes=self.contract.onnx_dynamic_axes())
         return Path(path)

@@ -220,7 +220,8 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     radius = max(params.cluster_radius, 1.5 * params.voxel_size, 3.0 * spacing)
     # Two passes: the support (floor, table top) joins the object to its neighbours, so it is
     # found at the bottom of the object's cluster, removed, and the rest clustered again.
-    members = _core_cluster(vox, vox_core, radius)
+    pairs = _neighbour_pairs(vox, radius)
+    members = _core_cluster(vox, vox_core, pairs)
     if members is None:
         return None
     keep = _remove_support(vox[members], name, params)
@@ -228,7 +229,11 @@ def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingPara
     if not keep.all():
         support_z = float(np.median(vox[members[~keep], 2]))
         rest = members[keep]
-        sub = _core_cluster(vox[rest], vox_core[rest], radius)
+        # The neighbours among the rest are the first pass's pairs with both ends kept.
+        renumber = np.full(len(vox), -1)
+        renumber[rest] = np.arange(len(rest))
+        kept_pairs = renumber[pairs]
+        sub = _core_cluster(vox[rest], vox_core[rest], kept_pairs[(kept_pairs >= 0).all(axis=1)])
         if sub is None:
             return None
         members = rest[sub]
@@ -448,9 +453,13 @@ def _class_value(pairs: tuple[tuple[str, float], ...], name: str) -> float | Non
     return next((v for n, v in pairs if class_key(n) == key), None)
 
 
-def _core_cluster(vox: np.ndarray, core: np.ndarray, radius: float) -> np.ndarray | None:
-    """Indices of the Euclidean cluster (voxels within ``radius`` linked) with most core points."""
-    pairs = cKDTree(vox, balanced_tree=False, compact_nodes=False).query_pairs(radius, output_type="ndarray")
+def _neighbour_pairs(vox: np.ndarray, radius: float) -> np.ndarray:
+    """(E, 2) index pairs of the voxels within ``radius`` of each other."""
+    return cKDTree(vox, balanced_tree=False, compact_nodes=False).query_pairs(radius, output_type="ndarray")
+
+
+def _core_cluster(vox: np.ndarray, core: np.ndarray, pairs: np.ndarray) -> np.ndarray | None:
+    """Indices of the Euclidean cluster (voxels linked by ``pairs``, ``_neighbour_pairs``) with most core points."""
     comp = component_labels(len(vox), pairs)
     weight = np.bincount(comp, weights=core, minlength=len(vox))
     if weight.max() <= 0:

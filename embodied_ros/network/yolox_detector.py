@@ -11,16 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
-import torch
 
 from ..errors import ModelError
 from ..runtime.contract import Backend, IOContract, TensorSpec
 from .detector2d import NetworkDetector2D, read_class_names, runtime_config
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, paste_resized, top_left
 from .weights import cache_dir
+
+if TYPE_CHECKING:  # torch only for the torch backend and export: the ONNX file runs without torch and onnx
+    import torch
 
 INPUT_NAME, OUTPUT_NAME = "images", "output"
 STRIDES = (8, 16, 32)
@@ -137,12 +139,19 @@ class YoloxDetector2D(NetworkDetector2D):
 
 
 def _input_size(path: Path) -> tuple[int, int]:
-    """(width, height) of the ONNX graph's fixed image input."""
+    """(width, height) of the ONNX graph's fixed image input, read by ONNX Runtime (a session without
+    graph optimisation, dropped at once), so that the ONNX path needs neither onnx nor torch."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
     try:
-        graph = onnx.load(str(path), load_external_data=False).graph
-    except Exception as exc:  # protobuf's DecodeError, OSError
+        session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime's Fail/InvalidProtobuf, OSError
         raise ModelError(f"{path}: not a readable ONNX file ({exc})".splitlines()[0]) from exc
-    dims = [d.dim_value for d in graph.input[0].type.tensor_type.shape.dim] if graph.input else []
-    if len(dims) != 4 or min(dims) < 1:
+    inputs = session.get_inputs()
+    dims = list(inputs[0].shape) if inputs else []
+    if len(dims) != 4 or not all(isinstance(d, int) and d >= 1 for d in dims):
         raise ModelError(f"{path}: expected one fixed (1, 3, H, W) input, got {dims}")
     return dims[3], dims[2]

@@ -73,6 +73,12 @@ class NodeConfig:
     keyframe_min_rotation: float = 0.1
     # ... or this much time passed (seconds); 0 makes every frame a keyframe.
     keyframe_max_interval: float = 1.0
+    # A keyframe that came while the network was busy and waited longer than this (seconds) is
+    # skipped (counted) for the next, fresher frame, so markers never come late; 0 = never skip it.
+    keyframe_max_wait: float = 0.03
+    # Frames not run through the network (not keyframes, or skipped) still carry depth: fuse it into
+    # the occupancy map when the worker is idle and the next frame is not due before it would end.
+    fuse_skipped_depth: bool = True
     # Folder that holds the maps of ~/save_map and ~/load_map (a request names a map in it, never
     # another path); "" = ~/.embodied_ros/map.
     map_dir: str = ""
@@ -102,7 +108,7 @@ class NodeConfig:
         if self.backend not in ("auto", "tensorrt", "onnxruntime", "torch"):
             raise ConfigError(f"backend must be auto, tensorrt, onnxruntime or torch, got {self.backend!r}")
         for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
-                     "keyframe_max_interval", "image_min_score"):
+                     "keyframe_max_interval", "keyframe_max_wait", "image_min_score"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -30,7 +30,8 @@ def diagnostic_status(name: str, stats: WorkerStats, input_rate: float, keyframe
     values = {
         "input_rate_hz": f"{input_rate:.2f}", "keyframe_rate_hz": f"{keyframe_rate:.2f}",
         "frames_received": stats.received, "keyframes": stats.keyframes, "keyframes_processed": stats.processed,
-        "keyframes_dropped": stats.dropped, "keyframes_failed": stats.failed,
+        "keyframes_dropped": stats.dropped, "keyframes_stale": stats.stale, "keyframes_failed": stats.failed,
+        "frames_not_keyframes": stats.not_keyframes, "skipped_frames_depth_fused": stats.depth_fused,
         "last_keyframe_latency_ms": f"{1000 * stats.last_latency_s:.1f}",
     }
     for stage, seconds in (stats.last_stage_s or {}).items():

@@ -86,8 +86,9 @@ class EmbodiedPerceptionNode(Node):
 
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         policy = KeyframePolicy(config.keyframe_min_translation, config.keyframe_min_rotation,
-                                config.keyframe_max_interval)
-        self.worker = KeyframeWorker(self._process, policy, on_error=self._keyframe_failed)
+                                config.keyframe_max_interval, config.keyframe_max_wait)
+        self.worker = KeyframeWorker(self._process, policy, on_error=self._keyframe_failed,
+                                     fuse_depth=self.state.integrate_depth if config.fuse_skipped_depth else None)
         self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)
         self.inputs = None
@@ -258,7 +259,8 @@ class EmbodiedPerceptionNode(Node):
         stats = self.worker.stats
         problems = [f"{n} x {kind}" for kind, n in self.problems.items()]
         if stats.dropped:
-            problems.append(f"{stats.dropped} keyframes dropped (network slower than the keyframe rate)")
+            problems.append(f"{stats.dropped} keyframes skipped ({stats.stale} stale): the network is slower than "
+                            "the keyframe rate")
         state = "failed" if self.failed.done() else "ready" if self.ready.is_set() else "loading"
         extra: dict[str, Any] = {"state": state, "objects": len(self.state.memory),
                                  "grounding": self.grounder.error or "ready"}

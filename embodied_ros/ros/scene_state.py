@@ -65,6 +65,13 @@ class SceneState:
             self.occupancy.integrate_frame(frame, perception)
             return time.perf_counter() - start
 
+    def integrate_depth(self, frame: Frame) -> float:
+        """Fuse a frame the network skipped into the occupancy map, its depth only; seconds taken."""
+        with self.lock:
+            start = time.perf_counter()
+            self.occupancy.integrate_depth(frame)
+            return time.perf_counter() - start
+
     def process(self, frame: Frame) -> dict[str, float]:
         """Network, memory and occupancy map for one keyframe; per-stage seconds."""
         perception, stages = self.remember(frame)

@@ -19,14 +19,16 @@ import logging
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import onnx
 
 from ..errors import ModelError
 from .contract import Backend, IOContract
 from .engine_cache import EngineKey, cache_decision, cached_engine_path, write_engine
-from .tensorrt_compat import load_onnx
+
+if TYPE_CHECKING:  # onnx is imported where it is used: backend selection probes tensorrt_status on every run
+    import onnx
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,8 @@ def _sort_topologically(graph: onnx.GraphProto) -> None:
         ordered += ready
         ready_ids = {id(n) for n in ready}
         pending = [n for n in pending if id(n) not in ready_ids]
+    import onnx
+
     nodes = [onnx.NodeProto.FromString(n.SerializeToString()) for n in ordered]
     del graph.node[:]
     graph.node.extend(nodes)
@@ -143,6 +147,7 @@ class TensorRTBackend:
         """
         from ..network.weights import cache_dir as default_cache_dir
         from ..network.weights import sha256_file
+        from .tensorrt_compat import load_onnx
 
         self.onnx_path = Path(onnx_path)
         model = load_onnx(self.onnx_path)  # missing or corrupt ONNX -> ModelError before anything else
@@ -216,6 +221,8 @@ class TensorRTBackend:
         with tempfile.TemporaryDirectory(prefix="embodied_ros_trt_") as tmp:
             source = self.onnx_path
             if self.fp16 and strongly_typed:
+                import onnx
+
                 source = Path(tmp) / f"{self.onnx_path.stem}.fp16.onnx"
                 onnx.save(fp16_onnx(model), str(source))
             if not parser.parse_from_file(str(source)):
