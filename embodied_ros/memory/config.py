@@ -125,6 +125,11 @@ class MemoryConfig:
     forget_after_s: float = 2.0
     # Only objects at least this confident (probability) are published; 0 publishes all.
     publish_confidence: float = 0.7
+    # Find the unknown objects in each frame's depth (memory/discovery.py: compact things resting on a
+    # support that no named object holds), tracked with the evidence rules above as class "object".
+    discover_unknown: bool = True
+    # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
+    max_unknown: int = 100
     # In view: at least this fraction of the object's sample points seen at their own depth ...
     view_fraction: float = 0.5
     # ... and its seen region at least this many pixels on its shorter side (smaller than that,
@@ -140,6 +145,7 @@ class MemoryConfig:
         _check(0.0 <= self.score_threshold <= 1.0, "score_threshold must be in [0, 1]", self.score_threshold)
         _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
         _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
+        _check(self.max_unknown >= 0, "max_unknown must be at least 0", self.max_unknown)
         _check(0.0 < self.containment_threshold <= 1.0, "containment_threshold must be in (0, 1]",
                self.containment_threshold)
         _check(self.min_observations >= 1, "min_observations must be at least 1", self.min_observations)
