@@ -477,7 +477,8 @@ class ObjectDiscovery:
                 if support_z is None:
                     continue
             above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
-            for part in self._split_by_colour(piece[above], r[above], c[above], frame):
+            for part in (sub for apart in _connected(r[above], c[above]) for sub in
+                         self._split_by_colour(piece[above][apart], r[above][apart], c[above][apart], frame)):
                 thing, rr, cc = piece[above][part], r[above][part], c[above][part]
                 if len(thing) < p.min_points:
                     continue
@@ -527,6 +528,21 @@ class WallPlanes:
         """(W, 4) the planes of this frame and those seen in at least ``min_frames`` frames."""
         known = self.rows[self.rows[:, 4] >= min_frames, :4]
         return np.vstack([np.array(planes).reshape(-1, 4), known])
+
+
+def _connected(rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
+    """The samples (at these grid positions) as index arrays of their 4-connected groups: things that a
+    strip of their support (a shelf's edge) joined into one piece part when the strip is taken away."""
+    if len(rows) == 0:
+        return []
+    r0, c0 = rows.min(), cols.min()
+    mask = np.zeros((rows.max() - r0 + 1, cols.max() - c0 + 1), bool)
+    mask[rows - r0, cols - c0] = True
+    labels, n = ndimage.label(mask)
+    if n == 1:
+        return [np.arange(len(rows))]
+    own = labels[rows - r0, cols - c0]
+    return [np.flatnonzero(own == k) for k in range(1, n + 1)]
 
 
 def _runs(labels: np.ndarray, n: int, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

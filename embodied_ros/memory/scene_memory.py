@@ -548,7 +548,9 @@ class SceneMemory:
         return merges
 
     def _unknown_fit(self, box: np.ndarray, keys: np.ndarray | None, taken: set[int]) -> int | None:
-        """The unknown object a segment is (the best fit: IoU or its voxels on the object's), None when
+        """The unknown object a segment is (the best fit: box IoU above ``_UNKNOWN_SAME``, or
+        ``geometry_match`` of its voxels among the object's: two things side by side must not grow one of
+        them), None when
         it is a new one, ``_SKIP`` when it lies on a confident named object (a chair's backrest seen over
         the table; not furniture that things rest on) or on two unknown objects at once (two things
         that touch, seen as one). Named objects the memory is unsure of do not count: the geometry shows
@@ -559,18 +561,24 @@ class SceneMemory:
         if not ids:
             return None
         tracks = [self._tracks[c] for c in ids]
-        iou = _overlaps(box[None], np.array([t.box for t in tracks]))[0][0]
+        boxes = np.array([t.box for t in tracks])
+        iou = _overlaps(box[None], boxes)[0][0]
+        inside = box_intersection_volume(box[None], boxes)[0] / max(float(np.prod(box[3:6])), 1e-9)
         blocks = None if keys is None else neighbourhoods(keys[::max(1, len(keys) // _FRACTION_SAMPLES)])
         best, best_fit, holding = None, 0.0, 0
         for j, track in enumerate(tracks):
-            geo = self._geometry_fit(blocks, track)
-            if track.class_name != UNKNOWN_CLASS:
-                if self._confident_named(track) and (iou[j] > cfg.iou_threshold or geo >= _NAMED_PART):
+            if track.class_name != UNKNOWN_CLASS:  # a part of a named object: in its box and on its voxels
+                if self._confident_named(track) and (iou[j] > cfg.iou_threshold or (
+                        inside[j] >= _NAMED_PART and self._geometry_fit(blocks, track) >= _NAMED_PART)):
                     return _SKIP
                 continue
+            # Unknown objects: their own voxels (those the box is fitted to), not the strays of one bad segment.
+            own = track.geometry.keys[track.geometry.core(*self._core_rule(track))] if track.geometry else None
+            geo = near_fraction(blocks, own) if blocks is not None and own is not None else 0.0
+            same = fraction_in(keys, own) if keys is not None and own is not None else 0.0
             holding += geo >= _BRIDGE_SHARE
-            fit = max(float(iou[j]), geo)
-            if (iou[j] > cfg.iou_threshold or geo >= cfg.geometry_match) and track.id not in taken and fit > best_fit \
+            fit = max(float(iou[j]), same)
+            if (iou[j] > _UNKNOWN_SAME or same >= cfg.geometry_match) and track.id not in taken and fit > best_fit \
                     and union_plausible(track.box, box, UNKNOWN_CLASS):
                 best, best_fit = track.id, fit
         return _SKIP if holding >= 2 else best
@@ -687,12 +695,15 @@ class SceneMemory:
             geometry.mark_seen(seen, np.unique(voxel_keys(points, geometry.voxel_size)))
         self._fit(track)
 
+    def _core_rule(self, track: Track) -> tuple[int, float]:
+        """(min_count, min_ratio) of the voxels an object's box is fitted to (ObjectGeometry.core)."""
+        return 2 if track.n_obs >= self.config.geometry_min_count_after else 1, self.config.geometry_min_ratio
+
     def _fit(self, track: Track) -> None:
         """The track's box from its geometry, completed with its class's shape prior, facing its views."""
         if track.geometry is None or not is_yaw_only(track.box):
             return
-        min_count = 2 if track.n_obs >= self.config.geometry_min_count_after else 1
-        box = track.geometry.fit_box(min_count, self.config.geometry_min_ratio)
+        box = track.geometry.fit_box(*self._core_rule(track))
         if box is None:
             return
         if self.config.amodal:
