@@ -51,6 +51,11 @@ the table, however much of it the table's lifted detections took in."""
 class DiscoveryParams:
     """How a frame's depth becomes unknown objects. Defaults suit Kinect-class RGB-D at 0.3-4.5 m."""
 
+    # A frame is looked at when the camera moved min_move m or turned min_turn rad since the last one
+    # looked at, or max_interval s passed (0, 0, 0: every frame).
+    min_move: float = 0.05
+    min_turn: float = 0.087
+    max_interval: float = 0.5
     # Depth pixels sampled every this many pixels along both image axes (4 on 640x480: 19,200 points).
     pixel_stride: int = 4
     # Depth outside [min_depth, max_depth] metres is not used (beyond, a 5 cm thing is lost in the noise).
@@ -167,6 +172,7 @@ class ObjectDiscovery:
     walls: WallPlanes = field(init=False)
     seconds: float = 0.0
     _rays: dict = field(default_factory=dict, repr=False)
+    _last: tuple[np.ndarray, int] | None = field(default=None, repr=False)  # the last frame looked at
 
     def __post_init__(self) -> None:
         p = self.params
@@ -176,9 +182,13 @@ class ObjectDiscovery:
     def reset(self) -> None:
         self.supports.reset()
         self.walls = WallPlanes()
+        self._last = None
 
-    def discover(self, frame: Frame, floor_z: float | None = None) -> Detections3D:
-        """The compact things resting on supports in one frame (module notes).
+    def discover(self, frame: Frame, floor_z: float | None = None) -> Detections3D | None:
+        """The compact things resting on supports in one frame (module notes), or None when the camera has
+        not moved ``min_move`` m nor turned ``min_turn`` rad since the last frame looked at, and less than
+        ``max_interval`` s have passed: a 30 Hz stream says little more than its keyframes, at a fraction
+        of the cost.
 
         Args:
             frame: posed RGB-D frame, world z up.
@@ -186,13 +196,27 @@ class ObjectDiscovery:
 
         Returns:
             Detections3D of class ``UNKNOWN_CLASS`` in the frame's world, with points, pixels, 2D
-            regions and, as ``surround_z``, the height of the support each rests on.
+            regions and, as ``surround_z``, the height of the support each rests on; None: not looked at.
         """
         start = time.perf_counter()
         try:
+            if not self._keyframe(frame):
+                return None
             return self._discover(frame, floor_z)
         finally:
             self.seconds = time.perf_counter() - start
+
+    def _keyframe(self, frame: Frame) -> bool:
+        p = self.params
+        last = self._last
+        T = frame.T_world_camera
+        if last is not None:
+            moved = float(np.linalg.norm(T[:3, 3] - last[0][:3, 3]))
+            turned = float(np.arccos(np.clip((np.trace(last[0][:3, :3].T @ T[:3, :3]) - 1) / 2, -1.0, 1.0)))
+            if moved < p.min_move and turned < p.min_turn and 0 <= frame.stamp_ns - last[1] < p.max_interval * 1e9:
+                return False
+        self._last = (T.copy(), int(frame.stamp_ns))
+        return True
 
     def _discover(self, frame: Frame, floor_z: float | None) -> Detections3D:
         p = self.params
@@ -209,6 +233,7 @@ class ObjectDiscovery:
         self.walls.add(walls)
         labels, n = ndimage.label(s.valid & ~support & ~structure & ~breaks)
         far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
+        labels = _grow(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
         hidden = _hidden(s.depth, labels, support | structure, p.hidden_gap, far)
         return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls))
 
@@ -463,7 +488,7 @@ class ObjectDiscovery:
         touching = self.supports.surface_near(bases, p.contact_below, p.contact_above)
         contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
         levels = self.supports.levels(p.level_cells)
-        k, o = p.pixel_stride, p.pixel_stride // 2
+        k = p.pixel_stride
         boxes, points, pixels, regions, under = [], [], [], [], []
         for j in range(len(pieces)):
             piece, base, r, c, label = pieces[j]
@@ -482,15 +507,17 @@ class ObjectDiscovery:
                 thing, rr, cc = piece[above][part], r[above][part], c[above][part]
                 if len(thing) < p.min_points:
                     continue
-                box = _rest_on(fit_upright_box(thing, pad=0.5 * p.support_cell), support_z)
+                spacing = float(np.median(s.depth[rr, cc])) * k / frame.K[0, 0]  # between samples, at its depth
+                box = _rest_on(fit_upright_box(thing, pad=spacing), support_z)
                 size = box[3:6]
                 if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
                     continue  # too large, too flat, or a pole
-                uv = np.stack([cc * k + o, rr * k + o], axis=1).astype(np.int32)
+                block = np.stack(np.meshgrid(np.arange(k), np.arange(k)), axis=-1).reshape(-1, 2)  # (k*k, 2)
+                uv = (np.stack([cc * k, rr * k], axis=1)[:, None, :] + block[None]).reshape(-1, 2).astype(np.int32)
                 boxes.append(box)
                 points.append(thing)
-                pixels.append(uv)
-                regions.append([uv[:, 0].min() - o, uv[:, 1].min() - o, uv[:, 0].max() + o, uv[:, 1].max() + o])
+                pixels.append(uv)  # every pixel of its samples' cells: a small thing keeps a colour after erosion
+                regions.append([uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max() + 1, uv[:, 1].max() + 1])
                 under.append(support_z)
         if not boxes:
             return empty
@@ -592,9 +619,10 @@ def _breaks(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
 def _hidden(depth: np.ndarray, labels: np.ndarray, room: np.ndarray, near: float, far: np.ndarray,
             reach: int = 2) -> np.ndarray:
     """(h, w) bool: samples with something in front of them up to ``reach`` samples away along either
-    image axis: another piece or the room (``room``: structure, supports) nearer to the camera by more
-    than ``near`` metres, or anything nearer by more than ``far`` (h, w) metres (a discontinuity; a
-    sample nearer by less may be the piece's own leaning surface in the band a discontinuity leaves)."""
+    image axis, outside its own piece: another piece or the room (``room``: structure, supports) nearer to
+    the camera by more than ``near`` metres, or anything nearer by more than ``far`` (h, w) metres per
+    sample between them (a discontinuity; a sample nearer by less may be the piece's own leaning surface
+    in the band a discontinuity leaves)."""
     out = np.zeros(depth.shape, bool)
     valid = depth > 0
     other = (labels > 0) | room
@@ -604,9 +632,26 @@ def _hidden(depth: np.ndarray, labels: np.ndarray, room: np.ndarray, near: float
                             ((slice(None, -k), slice(None)), (slice(k, None), slice(None))),
                             ((slice(k, None), slice(None)), (slice(None, -k), slice(None)))):
             gap = depth[here] - depth[there]  # > 0: the other sample is nearer
-            front = valid[there] & ((gap > far[here]) | (other[there] & (labels[there] != labels[here]) & (gap > near)))
-            out[here] |= front
+            apart = labels[there] != labels[here]  # not the piece's own (sloping) surface
+            out[here] |= valid[there] & apart & ((gap > k * far[here]) | (other[there] & (gap > near)))
     return out & valid
+
+
+def _grow(labels: np.ndarray, depth: np.ndarray, free: np.ndarray, tol: np.ndarray) -> np.ndarray:
+    """Each piece grown by one sample into the ``free`` samples (those beside a discontinuity) whose depth
+    is within ``tol`` (h, w) of its own beside them: its silhouette, which the discontinuity took from it
+    (without it, every box is a sample short on each side)."""
+    out = labels.copy()
+    gap = np.full(labels.shape, np.inf, dtype=np.float32)
+    for here, there in (((slice(None), slice(None, -1)), (slice(None), slice(1, None))),
+                        ((slice(None), slice(1, None)), (slice(None), slice(None, -1))),
+                        ((slice(None, -1), slice(None)), (slice(1, None), slice(None))),
+                        ((slice(1, None), slice(None)), (slice(None, -1), slice(None)))):
+        d = np.abs(depth[here] - depth[there])
+        take = free[here] & (labels[there] > 0) & (d <= tol[here]) & (d < gap[here])
+        out[here] = np.where(take, labels[there], out[here])
+        gap[here] = np.where(take, d, gap[here])
+    return out
 
 
 def _edges(labels: np.ndarray) -> np.ndarray:

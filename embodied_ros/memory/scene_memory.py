@@ -275,9 +275,10 @@ class SceneMemory:
                     track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
-            discovery_s, named_now = self._discover(perception, taken, created, updated)
+            spared: set[int] = set()
+            discovery_s, named_now = self._discover(perception, views, taken, created, updated, spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
-            missed, forgotten = self._existence(views, taken, perception)
+            missed, forgotten = self._existence(views, taken | spared, perception)
             merged = named_now + self._merge_pass(sorted(taken))
             new = set(created)
             return UpdateResult(
@@ -466,11 +467,14 @@ class SceneMemory:
 
     # ------------------------------------------------------------------ unknown objects
 
-    def _discover(self, perception: FramePerception, taken: set[int], created: list[int],
-                  updated: list[int]) -> tuple[float, list[tuple[int, int]]]:
+    def _discover(self, perception: FramePerception, views: dict[int, Visibility], taken: set[int],
+                  created: list[int], updated: list[int], spared: set[int]) -> tuple[float, list[tuple[int, int]]]:
         """Take in the frame's unknown objects (memory/discovery.py): a segment that is part of a named
         object is left out; one that is an unknown object not yet taken this frame adds to it (the
         evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``.
+
+        Frames discovery does not look at (ObjectDiscovery.discover) put the unknown objects in view in
+        ``spared``: no evidence against them.
 
         Returns:
             The seconds it took, and the merges of unknown objects into named ones (removed, survivor).
@@ -479,6 +483,9 @@ class SceneMemory:
             return 0.0, []
         start = time.perf_counter()
         found = self._discovery.discover(perception.frame, self._floor.z)
+        if found is None:  # not a frame discovery looks at: it says nothing of the unknown objects in view
+            spared |= {i for i in views if self._tracks[i].class_name == UNKNOWN_CLASS}
+            return time.perf_counter() - start, []
         if len(found) and not self._frame_id:
             self._frame_id = found.frame_id
         for k in range(len(found)):
