@@ -125,16 +125,17 @@ class MemoryConfig:
     forget_after_s: float = 2.0
     # Only objects at least this confident (probability) are published; 0 publishes all.
     publish_confidence: float = 0.7
-    # Find the unknown objects in each frame's depth (memory/discovery.py: compact things resting on a
-    # support that no named object holds), tracked with the evidence rules above as class "object".
-    discover_unknown: bool = True
-    # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
-    max_unknown: int = 100
     # In view: at least this fraction of the object's sample points seen at their own depth ...
     view_fraction: float = 0.5
     # ... and its seen region at least this many pixels on its shorter side (smaller than that,
     # a detector cannot be expected to find it).
     view_min_px: float = 30.0
+
+    # Find the unknown objects in each frame's depth (memory/discovery.py: compact things resting on a
+    # support that no named object holds), tracked with the evidence rules above as class "object".
+    discover_unknown: bool = True
+    # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
+    max_unknown: int = 100
 
     def __post_init__(self) -> None:
         try:
