@@ -3,8 +3,11 @@ detector:memory pairs side by side in one run (default: the old pipeline, Yolo-F
 memory, against today's defaults), plus the scene-memory update cost with 100 vs 10,000 objects
 (bench_memory.py).
 
-Usage: .venv/bin/python benchmarks/bench_pipeline.py [--frames N] [--data DIR]
+Usage: .venv/bin/python benchmarks/bench_pipeline.py [--frames N] [--data DIR] [--scene redkitchen]
            [--pairs yolo-fastest-1.1-xl:legacy,yolox-nano:full]   (memories: see bench_real_map.MEMORIES)
+
+``--scene redkitchen_walk`` is the camera's own rate (30 Hz, stride 1): the memory, discovery and occupancy
+stages must keep up with it; redkitchen is every 10th of its frames (3 Hz), every one a keyframe.
 """
 
 from __future__ import annotations
@@ -35,12 +38,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=100)
     parser.add_argument("--data", type=Path, default=default_data_dir())
+    parser.add_argument("--scene", default="redkitchen", help="folder under --data (default: %(default)s)")
     parser.add_argument("--pairs", default="yolo-fastest-1.1-xl:legacy,yolox-nano:full",
                         help="detector:memory pairs to time (default: %(default)s)")
     parser.add_argument("--memory-frames", type=int, default=200, help="frames per memory-update measurement")
     args = parser.parse_args()
 
-    source = open_source(args.data / "redkitchen")
+    source = open_source(args.data / args.scene)
     stage_ms, walls, objects = {}, {}, {}
     for pair in args.pairs.split(","):
         model, memory = pair.split(":")
@@ -56,7 +60,7 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: kilobytes
 
     pairs = list(stage_ms)
-    print(f"redkitchen, {summary.frames_processed} frames, ONNX Runtime (CPU); ms per frame (every frame a keyframe)")
+    print(f"{args.scene}, {summary.frames_processed} frames, ONNX Runtime (CPU); ms per frame (every frame a keyframe)")
     print(f"{'stage':<10}" + "".join(f" {p:>32}" for p in pairs) + (f" {'ratio':>7}" if len(pairs) == 2 else ""))
     for stage in (*STAGES, "total"):
         row = [sum(stage_ms[p].values()) if stage == "total" else stage_ms[p].get(stage, 0.0) for p in pairs]

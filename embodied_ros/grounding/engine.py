@@ -521,8 +521,9 @@ class Grounder:
         ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes)
         t, conf, by_label = self._candidates(parsed.target, ctx)
         if len(t) == 0:
-            t, conf = self._unnamed_candidates(parsed, ctx)
-            if len(t):
+            unnamed, unnamed_conf = self._unnamed_candidates(parsed, ctx)
+            if len(unnamed):
+                t, conf = unnamed, unnamed_conf
                 notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits the "
                              "rest of the phrase")
         if len(t) == 0:

@@ -490,8 +490,9 @@ class SceneMemory:
             self._frame_id = found.frame_id
         for k in range(len(found)):
             points = found.points[k]
-            obj_id = self._unknown_fit(found.boxes[k], self._keys(points), taken)
+            obj_id, holding = self._unknown_fit(found.boxes[k], self._keys(points), taken)
             if obj_id == _SKIP:
+                spared.update(holding)  # two things seen as one: both are there, neither is missed
                 continue
             detection = _Detection(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
                                    float(found.surround_z[k]))
@@ -554,7 +555,8 @@ class SceneMemory:
                     merges.append((other.id, named.id))
         return merges
 
-    def _unknown_fit(self, box: np.ndarray, keys: np.ndarray | None, taken: set[int]) -> int | None:
+    def _unknown_fit(self, box: np.ndarray, keys: np.ndarray | None,
+                     taken: set[int]) -> tuple[int | None, list[int]]:
         """The unknown object a segment is (the best fit: box IoU above ``_UNKNOWN_SAME``, or
         ``geometry_match`` of its voxels among the object's: two things side by side must not grow one of
         them), None when
@@ -562,33 +564,35 @@ class SceneMemory:
         the table; not furniture that things rest on) or on two unknown objects at once (two things
         that touch, seen as one). Named objects the memory is unsure of do not count: the geometry shows
         that something is there, not that the detector named it right. An unknown object grows only as
-        far as a compact thing can (its shape prior, memory/class_shapes.py)."""
+        far as a compact thing can (its shape prior, memory/class_shapes.py). Also returns the unknown
+        objects that hold part of it (a segment over them says that they are there)."""
         cfg = self.config
         ids = [int(c) for c in self._index.query(box)]
         if not ids:
-            return None
+            return None, []
         tracks = [self._tracks[c] for c in ids]
         boxes = np.array([t.box for t in tracks])
         iou = _overlaps(box[None], boxes)[0][0]
         inside = box_intersection_volume(box[None], boxes)[0] / max(float(np.prod(box[3:6])), 1e-9)
         blocks = None if keys is None else neighbourhoods(keys[::max(1, len(keys) // _FRACTION_SAMPLES)])
-        best, best_fit, holding = None, 0.0, 0
+        best, best_fit, holding = None, 0.0, []
         for j, track in enumerate(tracks):
             if track.class_name != UNKNOWN_CLASS:  # a part of a named object: in its box and on its voxels
                 if self._confident_named(track) and (iou[j] > cfg.iou_threshold or (
                         inside[j] >= _NAMED_PART and self._geometry_fit(blocks, track) >= _NAMED_PART)):
-                    return _SKIP
+                    return _SKIP, []
                 continue
             # Unknown objects: their own voxels (those the box is fitted to), not the strays of one bad segment.
             own = track.geometry.keys[track.geometry.core(*self._core_rule(track))] if track.geometry else None
             geo = near_fraction(blocks, own) if blocks is not None and own is not None else 0.0
             same = fraction_in(keys, own) if keys is not None and own is not None else 0.0
-            holding += geo >= _BRIDGE_SHARE
+            if geo >= _BRIDGE_SHARE:
+                holding.append(track.id)
             fit = max(float(iou[j]), same)
             if (iou[j] > _UNKNOWN_SAME or same >= cfg.geometry_match) and track.id not in taken and fit > best_fit \
                     and union_plausible(track.box, box, UNKNOWN_CLASS):
                 best, best_fit = track.id, fit
-        return _SKIP if holding >= 2 else best
+        return (_SKIP if len(holding) >= 2 else best), holding
 
     # ------------------------------------------------------------------ tracks
 
