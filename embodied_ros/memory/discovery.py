@@ -5,7 +5,7 @@ that no class covers (a food box, a game controller, a PC tower). The geometry s
 physical reasoning alone, on the frame's depth sampled every ``pixel_stride`` pixels:
 
 * supports: horizontal surfaces (up-facing normals) in dense height layers of the frame (floor,
-  table, counter, shelf), kept across frames in a support map (memory/support_map.py): a black
+  table, counter, shelf), kept across frames in a support map (memory/room_surfaces.py): a black
   worktop returns depth only from some views, and a thing hides the surface under it;
 * structure: vertical planes longer or taller than any object (walls, cabinet fronts); their
   points belong to the room, and removing them frees what stands against them;
@@ -35,8 +35,17 @@ from ..detections import Detections3D
 from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.fitting import fit_upright_box
+from .depth_grid import (
+    connected_groups,
+    depth_breaks,
+    grid_normals,
+    grow_silhouettes,
+    hidden_samples,
+    label_runs,
+    piece_edges,
+)
 from .object_colour import to_lab
-from .support_map import SupportMap
+from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
 
 UNKNOWN_CLASS = "object"
 """The class of what the geometry shows and no detector names (grounding answers it by colour, size
@@ -221,20 +230,20 @@ class ObjectDiscovery:
     def _discover(self, frame: Frame, floor_z: float | None) -> Detections3D:
         p = self.params
         s = self._sample(frame)
-        breaks = _breaks(s.depth, p.break_base, p.break_per_m * p.pixel_stride / 4)
-        normal, has_normal = _normals(s.points, s.valid & ~breaks)
+        breaks = depth_breaks(s.depth, p.break_base, p.break_per_m * p.pixel_stride / 4)
+        normal, has_normal = grid_normals(s.points, s.valid & ~breaks)
         up = has_normal & (normal[..., 2] >= p.up_cos)
         support = self._supports(s.points, up, int(s.valid.sum()))
         self.supports.add(s.points[support])
         # Where the map knows a surface, a sample at its height is on it, whatever the noise did to its normal.
         level = s.valid & ~support & (~has_normal | (normal[..., 2] >= p.known_up_cos))
         support[level] = self.supports.holds(s.points[level])
-        structure, walls = self._structure(s.points, normal, has_normal, s.valid)
+        structure, walls = find_walls(s.points, normal, has_normal, s.valid, p)
         self.walls.add(walls)
         labels, n = ndimage.label(s.valid & ~support & ~structure & ~breaks)
         far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
-        labels = _grow(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
-        hidden = _hidden(s.depth, labels, support | structure, p.hidden_gap, far)
+        labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
+        hidden = hidden_samples(s.depth, labels, support | structure, p.hidden_gap, far)
         return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls))
 
     # -- the frame's samples ----------------------------------------------------------------------
@@ -285,73 +294,6 @@ class ObjectDiscovery:
                 wide[j] = span.max() >= p.min_support_span
         out[up] = wide[level]
         return out
-
-    def _structure(self, points: np.ndarray, normal: np.ndarray, has_normal: np.ndarray,
-                   valid: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
-        """(h, w) bool: the samples on vertical planes larger than any object (walls, cabinet fronts), and
-        those planes (``_plane``)."""
-        p = self.params
-        out = np.zeros_like(valid)
-        walls: list[np.ndarray] = []
-        at = np.flatnonzero(valid)  # the valid samples, as flat arrays
-        xy = points.reshape(-1, 3)[at, :2]
-        z = points.reshape(-1, 3)[at, 2]
-        n = normal.reshape(-1, 3)[at]
-        known = has_normal.ravel()[at]
-        vertical = known & (np.abs(n[:, 2]) < p.wall_cos)
-        if vertical.sum() < 4 * p.min_points:
-            return out, walls
-        theta = np.mod(np.arctan2(n[:, 1], n[:, 0]), np.pi)  # a plane's two sides alike
-        step = np.deg2rad(3.0)
-        hist = np.bincount((theta[vertical] / step).astype(np.int64) % 60, minlength=60)
-        band = hist + np.roll(hist, 1) + np.roll(hist, -1)
-        done: list[float] = []
-        wall = np.zeros(len(at), bool)
-        for k in np.argsort(-band)[:4]:
-            if band[k] < 0.1 * vertical.sum():
-                break
-            angle = (k + 0.5) * step
-            if any(_angle_apart(np.array([angle]), a)[0] < np.deg2rad(20) for a in done):
-                continue
-            done.append(angle)
-            facing = vertical & (_angle_apart(theta, angle) < np.deg2rad(8))
-            offsets = xy @ np.array([np.cos(angle), np.sin(angle)], dtype=np.float32)
-            for rho in _peaks(offsets[facing], 0.02, max(4 * p.min_points, 0.01 * len(at))):
-                on = facing & (np.abs(offsets - rho) < p.wall_tol)
-                plane = self._plane(xy, z, theta, known, on)
-                if plane is not None:
-                    wall |= plane[0]
-                    walls.append(plane[1])
-        out.ravel()[at] = wall
-        return out, walls
-
-    def _plane(self, xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray,
-               on: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """The vertical plane through the ``on`` samples when it is structure (larger than any object;
-        else None): (V,) bool its samples (near it, along its extent, not facing across it), and the
-        plane as (4,) normal angle (rad, in [0, pi)), offset along that normal and its extent along
-        the plane (m)."""
-        p = self.params
-        pts = xy[on].astype(np.float64)
-        if len(pts) < 4 * self.params.min_points:
-            return None
-        centre = pts.mean(axis=0)
-        _, vectors = np.linalg.eigh((pts - centre).T @ (pts - centre))  # the plane's normal, refined
-        normal = vectors[:, 0]
-        along = np.array([-normal[1], normal[0]])
-        span = np.percentile(pts @ along, [1, 99])
-        height = np.percentile(z[on], [1, 99])
-        if span[1] - span[0] < p.min_wall_span and height[1] - height[0] < p.min_wall_span:
-            return None
-        near = np.abs((xy - centre) @ normal) < p.wall_tol
-        t = xy[near] @ along
-        near[near] = (t >= span[0] - 0.05) & (t <= span[1] + 0.05)
-        refined = np.mod(np.arctan2(normal[1], normal[0]), np.pi)
-        near[near] = ~known[near] | (_angle_apart(theta[near], refined) < np.deg2rad(30))
-        refined_normal = np.array([np.cos(refined), np.sin(refined)])
-        along = np.array([-refined_normal[1], refined_normal[0]])
-        ends = np.percentile(pts @ along, [1, 99])
-        return near, np.array([refined, float(centre @ refined_normal), ends[0], ends[1]])
 
     # -- the pieces -------------------------------------------------------------------------------
 
@@ -456,7 +398,7 @@ class ObjectDiscovery:
         ids = ids[ids > 0]
         if len(ids) == 0:
             return empty
-        lo, hi, order, first = _runs(labels, n, s.points)
+        lo, hi, order, first = label_runs(labels, n, s.points)
         lo, hi = lo[ids], hi[ids]
         starts, ends = first[ids], first[ids] + counts[ids]
         pts = s.points.reshape(-1, 3)[order].astype(np.float64)
@@ -466,7 +408,7 @@ class ObjectDiscovery:
         rows, cols = np.divmod(order, w)
         lows = np.flatnonzero(keep)  # the lowest point of each piece that may stand on something
         lowest = pts[[starts[j] + int(np.argmin(pts[starts[j]:ends[j], 2])) for j in lows]].reshape(-1, 3)
-        edge = _edges(labels).ravel()[order]
+        edge = piece_edges(labels).ravel()[order]
         hidden = hidden.ravel()[order]
         pieces = []
         for j in np.flatnonzero(keep):
@@ -477,7 +419,7 @@ class ObjectDiscovery:
             top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
             if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
                 continue  # its top is hidden behind something nearer: cut, part of something larger
-            if _on_wall(piece, walls, p.fixture_depth):
+            if on_wall(piece, walls, p.fixture_depth):
                 continue  # flat on a wall: a socket, a poster, a pocket: part of the room
             pieces.append((piece, piece[piece[:, 2] <= lo[j, 2] + p.base_band], r, c, j))
         if not pieces:
@@ -502,7 +444,7 @@ class ObjectDiscovery:
                 if support_z is None:
                     continue
             above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
-            for part in (sub for apart in _connected(r[above], c[above]) for sub in
+            for part in (sub for apart in connected_groups(r[above], c[above]) for sub in
                          self._split_by_colour(piece[above][apart], r[above][apart], c[above][apart], frame)):
                 thing, rr, cc = piece[above][part], r[above][part], c[above][part]
                 if len(thing) < p.min_points:
@@ -525,186 +467,6 @@ class ObjectDiscovery:
         return Detections3D(np.array(boxes), np.zeros(m, np.int64), np.full(m, p.score), (UNKNOWN_CLASS,),
                             frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64), points=tuple(points),
                             pixels=tuple(pixels), surround_z=np.array(under))
-
-
-@dataclass
-class WallPlanes:
-    """The structure planes seen so far (walls, cabinet fronts): rows of normal angle (rad, [0, pi)),
-    offset, extent along the plane (m, start and end) and frames that saw it; a plane of a frame within
-    ``angle_tol`` and ``offset_tol`` of a known one is that one. The ``max_planes`` seen most are kept."""
-
-    angle_tol: float = np.deg2rad(5.0)
-    offset_tol: float = 0.05
-    max_planes: int = 64
-    rows: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
-
-    def add(self, planes: list[np.ndarray]) -> None:
-        for plane in planes:
-            near = np.flatnonzero((_angle_apart(self.rows[:, 0], plane[0]) < self.angle_tol)
-                                  & (np.abs(self.rows[:, 1] - plane[1]) < self.offset_tol))
-            if len(near):
-                row = self.rows[near[0]]
-                row[2], row[3] = min(row[2], plane[2]), max(row[3], plane[3])
-                row[4] += 1
-            else:
-                self.rows = np.vstack([self.rows, np.append(plane, 1.0)])
-        if len(self.rows) > self.max_planes:
-            self.rows = self.rows[np.argsort(-self.rows[:, 4], kind="stable")[: self.max_planes]]
-
-    def seen(self, planes: list[np.ndarray], min_frames: int = 2) -> np.ndarray:
-        """(W, 4) the planes of this frame and those seen in at least ``min_frames`` frames."""
-        known = self.rows[self.rows[:, 4] >= min_frames, :4]
-        return np.vstack([np.array(planes).reshape(-1, 4), known])
-
-
-def _connected(rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:
-    """The samples (at these grid positions) as index arrays of their 4-connected groups: things that a
-    strip of their support (a shelf's edge) joined into one piece part when the strip is taken away."""
-    if len(rows) == 0:
-        return []
-    r0, c0 = rows.min(), cols.min()
-    mask = np.zeros((rows.max() - r0 + 1, cols.max() - c0 + 1), bool)
-    mask[rows - r0, cols - c0] = True
-    labels, n = ndimage.label(mask)
-    if n == 1:
-        return [np.arange(len(rows))]
-    own = labels[rows - r0, cols - c0]
-    return [np.flatnonzero(own == k) for k in range(1, n + 1)]
-
-
-def _runs(labels: np.ndarray, n: int, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per label 0..n of an (h, w) image: (n + 1, 3) least and greatest point, the samples' flat
-    indices sorted by label, and where each label's run starts in that order (one sort: each label is
-    a run, reduced at once; ndimage.label leaves no label empty)."""
-    flat = labels.ravel()
-    order = np.argsort(flat, kind="stable")
-    first = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=n + 1))[:-1]])
-    pts = points.reshape(-1, 3)[order]
-    return np.minimum.reduceat(pts, first, axis=0), np.maximum.reduceat(pts, first, axis=0), order, first
-
-
-def _normals(points: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(h, w, 3) unit normals of the sampled surface (from the 3 x 3 smoothed points' central
-    differences, oriented up where not vertical) and (h, w) bool where they are defined."""
-    weight = valid.astype(np.float32)
-    total = np.maximum(ndimage.uniform_filter(weight, 3), 1e-6)
-    smooth = np.stack([ndimage.uniform_filter(points[..., a] * weight, 3) for a in range(3)], axis=-1)
-    smooth /= total[..., None]
-    dx = np.zeros_like(smooth)
-    dy = np.zeros_like(smooth)
-    dx[:, 1:-1] = smooth[:, 2:] - smooth[:, :-2]
-    dy[1:-1] = smooth[2:] - smooth[:-2]
-    normal = np.cross(dx, dy)
-    normal /= np.linalg.norm(normal, axis=-1, keepdims=True) + 1e-9
-    normal *= np.where(normal[..., 2:3] < 0, -1.0, 1.0)
-    ok = np.zeros_like(valid)
-    ok[1:-1, 1:-1] = (valid[1:-1, 1:-1] & valid[2:, 1:-1] & valid[:-2, 1:-1] & valid[1:-1, 2:]
-                      & valid[1:-1, :-2])
-    return normal, ok
-
-
-def _breaks(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
-    """(h, w) bool: samples beside a depth discontinuity (to a neighbour along either image axis)."""
-    tol = base + per_m * depth
-    out = np.zeros(depth.shape, bool)
-    across = np.abs(np.diff(depth, axis=1)) > np.minimum(tol[:, 1:], tol[:, :-1])
-    down = np.abs(np.diff(depth, axis=0)) > np.minimum(tol[1:], tol[:-1])
-    out[:, 1:] |= across
-    out[:, :-1] |= across
-    out[1:] |= down
-    out[:-1] |= down
-    return out
-
-
-def _hidden(depth: np.ndarray, labels: np.ndarray, room: np.ndarray, near: float, far: np.ndarray,
-            reach: int = 2) -> np.ndarray:
-    """(h, w) bool: samples with something in front of them up to ``reach`` samples away along either
-    image axis, outside its own piece: another piece or the room (``room``: structure, supports) nearer to
-    the camera by more than ``near`` metres, or anything nearer by more than ``far`` (h, w) metres per
-    sample between them (a discontinuity; a sample nearer by less may be the piece's own leaning surface
-    in the band a discontinuity leaves)."""
-    out = np.zeros(depth.shape, bool)
-    valid = depth > 0
-    other = (labels > 0) | room
-    for k in range(1, reach + 1):
-        for here, there in (((slice(None), slice(None, -k)), (slice(None), slice(k, None))),
-                            ((slice(None), slice(k, None)), (slice(None), slice(None, -k))),
-                            ((slice(None, -k), slice(None)), (slice(k, None), slice(None))),
-                            ((slice(k, None), slice(None)), (slice(None, -k), slice(None)))):
-            gap = depth[here] - depth[there]  # > 0: the other sample is nearer
-            apart = labels[there] != labels[here]  # not the piece's own (sloping) surface
-            out[here] |= valid[there] & apart & ((gap > k * far[here]) | (other[there] & (gap > near)))
-    return out & valid
-
-
-def _grow(labels: np.ndarray, depth: np.ndarray, free: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    """Each piece grown by one sample into the ``free`` samples (those beside a discontinuity) whose depth
-    is within ``tol`` (h, w) of its own beside them: its silhouette, which the discontinuity took from it
-    (without it, every box is a sample short on each side)."""
-    out = labels.copy()
-    gap = np.full(labels.shape, np.inf, dtype=np.float32)
-    for here, there in (((slice(None), slice(None, -1)), (slice(None), slice(1, None))),
-                        ((slice(None), slice(1, None)), (slice(None), slice(None, -1))),
-                        ((slice(None, -1), slice(None)), (slice(1, None), slice(None))),
-                        ((slice(1, None), slice(None)), (slice(None, -1), slice(None)))):
-        d = np.abs(depth[here] - depth[there])
-        take = free[here] & (labels[there] > 0) & (d <= tol[here]) & (d < gap[here])
-        out[here] = np.where(take, labels[there], out[here])
-        gap[here] = np.where(take, d, gap[here])
-    return out
-
-
-def _edges(labels: np.ndarray) -> np.ndarray:
-    """(h, w) bool: samples with a 4-neighbour of another label (a piece's outline)."""
-    out = np.zeros(labels.shape, bool)
-    across = labels[:, 1:] != labels[:, :-1]
-    down = labels[1:] != labels[:-1]
-    out[:, 1:] |= across
-    out[:, :-1] |= across
-    out[1:] |= down
-    out[:-1] |= down
-    return out
-
-
-def _peaks(values: np.ndarray, bin_size: float, min_count: float) -> list[float]:
-    """Heights of the histogram peaks (a bin with its two neighbours holding ``min_count``), apart by
-    more than three bins, refined to the mean of their values."""
-    if len(values) == 0:
-        return []
-    lo = float(values.min())
-    hist = np.bincount(((values - lo) / bin_size).astype(np.int64))
-    band = hist + np.concatenate([hist[1:], [0]]) + np.concatenate([[0], hist[:-1]])
-    out: list[int] = []
-    for k in np.argsort(-band):
-        if band[k] < min_count:
-            break
-        if all(abs(int(k) - j) > 3 for j in out):
-            out.append(int(k))
-    peaks = []
-    for k in out:
-        centre = lo + (k + 0.5) * bin_size
-        peaks.append(float(values[np.abs(values - centre) < 1.5 * bin_size].mean()))
-    return peaks
-
-
-def _on_wall(points: np.ndarray, walls: np.ndarray, depth: float) -> bool:
-    """Whether nearly all the (N, 3) points lie within ``depth`` metres of one of the (W, 4) vertical
-    planes (``ObjectDiscovery._plane``), along its extent."""
-    if len(walls) == 0:
-        return False
-    normals = np.stack([np.cos(walls[:, 0]), np.sin(walls[:, 0])])  # (2, W)
-    along = points[:, :2].mean(axis=0) @ np.stack([-normals[1], normals[0]])
-    beside = (along >= walls[:, 2] - 0.1) & (along <= walls[:, 3] + 0.1)
-    if not beside.any():
-        return False
-    gap = np.abs(points[:, :2] @ normals[:, beside] - walls[beside, 1])  # (N, W')
-    return bool((np.percentile(gap, 95, axis=0) <= depth).any())
-
-
-def _angle_apart(theta: np.ndarray, angle: float) -> np.ndarray:
-    """Angles between undirected horizontal directions (radians in [0, pi/2])."""
-    d = np.abs(np.mod(theta - angle, np.pi))
-    return np.minimum(d, np.pi - d)
 
 
 def _rest_on(box: np.ndarray, support_z: float) -> np.ndarray:

@@ -474,7 +474,7 @@ class SceneMemory:
         evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``.
 
         Frames discovery does not look at (ObjectDiscovery.discover) put the unknown objects in view in
-        ``spared``: no evidence against them.
+        ``spared`` (no evidence against them), and so does a segment over two of them (they are there).
 
         Returns:
             The seconds it took, and the merges of unknown objects into named ones (removed, survivor).
@@ -558,14 +558,13 @@ class SceneMemory:
     def _unknown_fit(self, box: np.ndarray, keys: np.ndarray | None,
                      taken: set[int]) -> tuple[int | None, list[int]]:
         """The unknown object a segment is (the best fit: box IoU above ``_UNKNOWN_SAME``, or
-        ``geometry_match`` of its voxels among the object's: two things side by side must not grow one of
-        them), None when
-        it is a new one, ``_SKIP`` when it lies on a confident named object (a chair's backrest seen over
-        the table; not furniture that things rest on) or on two unknown objects at once (two things
-        that touch, seen as one). Named objects the memory is unsure of do not count: the geometry shows
-        that something is there, not that the detector named it right. An unknown object grows only as
-        far as a compact thing can (its shape prior, memory/class_shapes.py). Also returns the unknown
-        objects that hold part of it (a segment over them says that they are there)."""
+        ``geometry_match`` of its voxels among the object's own, those its box is fitted to: two things side
+        by side must not grow one of them); None when it is a new one; ``_SKIP`` when it lies on a
+        confident named object (a chair's backrest seen over the table; not furniture that things rest on)
+        or on two unknown objects at once (two things that touch, seen as one). Named objects the memory
+        is unsure of do not count: the geometry shows that something is there, not that the detector named
+        it right. An unknown object grows only as far as a compact thing can (its shape prior,
+        memory/class_shapes.py). Also returns the unknown objects that hold part of the segment."""
         cfg = self.config
         ids = [int(c) for c in self._index.query(box)]
         if not ids:
@@ -768,7 +767,7 @@ class SceneMemory:
         keep.weight = min(keep.weight + gone.weight, self.config.max_fusion_weight)
         for name, ev in gone.evidence.items():
             keep.evidence[name] = keep.evidence.get(name, 0.0) + ev
-        keep.class_name = max(keep.evidence, key=lambda n: (n != UNKNOWN_CLASS, keep.evidence[n], n == keep.class_name))
+        keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
         keep.n_obs += gone.n_obs
         keep.n_cut += gone.n_cut
         if gone.log_odds > keep.log_odds:  # two fragments saw mostly the same frames: the surer one's evidence
