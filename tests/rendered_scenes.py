@@ -51,16 +51,21 @@ def _hit_plane(origin: np.ndarray, dirs: np.ndarray, point: np.ndarray, normal: 
 
 
 def render_frame(T_world_camera: np.ndarray, boxes: list[np.ndarray], wall_y: float | None = None,
-                 index: int = 0) -> Frame:
-    """Depth of boxes on the floor z = 0 (and optionally a wall at y = wall_y facing +y)."""
+                 index: int = 0, colors: list[tuple[int, int, int]] | None = None) -> Frame:
+    """Depth of boxes on the floor z = 0 (and optionally a wall at y = wall_y facing +y); ``colors``: an RGB
+    per box (the floor and the wall stay grey 128)."""
     origin, dirs = _rays(T_world_camera)
     t = _hit_plane(origin, dirs, np.zeros(3), np.array([0.0, 0.0, 1.0]))
     if wall_y is not None:
         t = np.minimum(t, _hit_plane(origin, dirs, np.array([0.0, wall_y, 0.0]), np.array([0.0, 1.0, 0.0])))
-    for box in boxes:
-        t = np.minimum(t, _hit_box(origin, dirs, box))
+    color = np.full((H * W, 3), 128, dtype=np.uint8)
+    for k, box in enumerate(boxes):
+        hit = _hit_box(origin, dirs, box)
+        if colors is not None:
+            color[hit < t] = colors[k]
+        t = np.minimum(t, hit)
     depth = np.where(np.isfinite(t) & (t < 8.0), t, 0.0).reshape(H, W).astype(np.float32)
-    color = np.full((H, W, 3), 128, dtype=np.uint8)
+    color = color.reshape(H, W, 3)
     return Frame(color, depth, K_SYN.copy(), T_world_camera, stamp_ns=index * 100_000_000, index=index,
                  source_name="rendered")
 

@@ -381,6 +381,20 @@ class Grounder:
         idx = np.flatnonzero((conf >= LABEL_HOLDS) & (ctx.scene.prior > 0) & ctx.scene.confident)
         return idx, conf, by_label
 
+    def _unnamed_candidates(self, parsed: ParsedPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
+        """For a class no object of the map has and the detector cannot name ("the PC tower", "the box next
+        to the mug"), the confident unnamed objects (class ``UNNAMED_CLASS``) as candidates at label
+        confidence ``LABEL_HOLDS``, when the phrase says more than the name (a colour, a size, a place):
+        the rest of the phrase then picks one out, and the answer says that it is unnamed."""
+        noun = parsed.target
+        none = np.zeros(0, np.int64), np.zeros(len(ctx.snapshot))
+        if not (noun.attributes or parsed.clauses) or self.matcher.match(noun.text, ctx.vocabulary or KNOWN_LABELS):
+            return none
+        unnamed = np.array([c == UNNAMED_CLASS for c in ctx.snapshot.class_names], dtype=bool)
+        idx = np.flatnonzero(unnamed & (ctx.scene.prior > 0) & ctx.scene.confident)
+        conf = np.where(unnamed, LABEL_HOLDS, 0.0)
+        return idx, conf
+
     def _attributes(self, noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """Over a noun phrase's candidates: (score: product of its attribute scores, ordinals excluded;
         holds: whether every checkable attribute holds; why an attribute cannot be checked at all)."""
@@ -506,6 +520,12 @@ class Grounder:
         scene = self._scene(snapshot)
         ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes)
         t, conf, by_label = self._candidates(parsed.target, ctx)
+        if len(t) == 0:
+            unnamed, unnamed_conf = self._unnamed_candidates(parsed, ctx)
+            if len(unnamed):
+                t, conf = unnamed, unnamed_conf
+                notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits the "
+                             "rest of the phrase")
         if len(t) == 0:
             return self._fail(phrase, parsed, "; ".join([*cannot, self._no_target(parsed, conf, ctx, vocabulary)])
                               + _suffix(notes), by_label)

@@ -90,8 +90,9 @@ _BASINS = {"sink": ShapePrior(1.2, 0.6, min_largest=0.35, recessed=True)}
 _RECESS = 0.03  # metres the middle of a basin's seen points lies at least below the surface around it
 _HANDHELD = {  # held in one hand: a TV remote is ~5 cm wide, a game controller ~11 cm, a phone ~8 cm
     "remote": ShapePrior(0.35, 0.1, max_short=0.12), "cellphone": ShapePrior(0.25, 0.2, max_short=0.1)}
+_UNKNOWN = {"object": ShapePrior(0.6, 0.6)}  # what memory/discovery.py finds: a compact thing (its max_size)
 SHAPE_PRIORS: dict[str, ShapePrior] = {
-    **_FURNITURE, **_SCREENS, **_HANDHELD, **_BASINS,
+    **_FURNITURE, **_SCREENS, **_HANDHELD, **_BASINS, **_UNKNOWN,
     **{k: ShapePrior(v[0], v[1], min_largest=v[2] if len(v) > 2 else 0.0) for k, v in _THINGS.items()}}
 _SLACK = 1.25  # sizes measured from noisy depth: a little over the prior is still the class
 _LARGE = 1.5  # metres: furniture that can be longer than this may be seen in parts

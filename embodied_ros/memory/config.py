@@ -135,6 +135,12 @@ class MemoryConfig:
     # a detector cannot be expected to find it).
     view_min_px: float = 30.0
 
+    # Find the unknown objects in each frame's depth (memory/discovery.py: compact things resting on a
+    # support that no named object holds), tracked with the evidence rules above as class "object".
+    discover_unknown: bool = True
+    # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
+    max_unknown: int = 100
+
     def __post_init__(self) -> None:
         try:
             object.__setattr__(self, "score_mode", ScoreMode(self.score_mode))
@@ -144,6 +150,7 @@ class MemoryConfig:
         _check(0.0 <= self.score_threshold <= 1.0, "score_threshold must be in [0, 1]", self.score_threshold)
         _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
         _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
+        _check(self.max_unknown >= 0, "max_unknown must be at least 0", self.max_unknown)
         _check(0.0 < self.containment_threshold <= 1.0, "containment_threshold must be in (0, 1]",
                self.containment_threshold)
         _check(self.min_observations >= 1, "min_observations must be at least 1", self.min_observations)

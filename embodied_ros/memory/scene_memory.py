@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,9 @@ from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import parts_may_touch, shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
+from .discovery import SUPPORT_CLASSES, UNKNOWN_CLASS, ObjectDiscovery
 from .existence import ExistenceEvidence, Place, place_of
-from .object_colour import detection_samples
+from .object_colour import detection_samples, sample_colour
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, unpack_voxels, voxel_keys
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
@@ -76,6 +78,10 @@ _VIEW_SAMPLES = 64  # surface points per object in the visibility test
 _FRACTION_SAMPLES = 512  # voxels per query whose share on an object's geometry is measured
 _VIEW_RADIUS = 3.0  # metres: objects within twice this of the view's middle are tested
 _FLOOR_MOVED = 0.05  # metres the floor estimate moves before floor-standing objects are refitted
+_SKIP = -1  # a discovered segment that is part of a named object, or two unknown ones seen as one
+_NAMED_PART = 0.5  # ... when this fraction of its voxels lies within one voxel of the named object's
+_BRIDGE_SHARE = 0.25  # ... or this fraction within one voxel of each of two unknown objects' voxels
+_UNKNOWN_SAME = 0.3  # two unknown objects whose boxes overlap by more than this IoU are one
 
 
 def _overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +194,7 @@ class SceneMemory:
         self._last_frame = (-1, 0)
         self._n_updates = 0
         self._snapshot: MemorySnapshot | None = None
+        self._discovery = ObjectDiscovery() if self.config.discover_unknown else None
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> SceneMemory:
@@ -239,10 +246,8 @@ class SceneMemory:
                 self._floor.update(frame)
                 self._follow_floor()
             views = self._views(frame) if frame is not None else {}
-            if len(det) == 0:
-                missed, forgotten = self._existence(views, set(), perception)
-                return UpdateResult(missed=missed, forgotten=forgotten)
-            self._frame_id = det.frame_id
+            if len(det):
+                self._frame_id = det.frame_id
             valid = np.all(np.isfinite(det.boxes), axis=1) & np.all(det.boxes[:, 3:6] > 0, axis=1)
             valid &= np.isfinite(det.scores)
             keep = valid & (det.scores >= self.config.score_threshold)
@@ -288,8 +293,11 @@ class SceneMemory:
                     track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
-            missed, forgotten = self._existence(views, taken, perception)
-            merged = self._merge_pass(sorted(taken))
+            spared: set[int] = set()
+            discovery_s, named_now = self._discover(perception, views, taken, created, updated, spared)
+            taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
+            missed, forgotten = self._existence(views, taken | spared, perception)
+            merged = named_now + self._merge_pass(sorted(taken))
             new = set(created)
             return UpdateResult(
                 created=tuple(i for i in created if i in self._tracks),
@@ -300,6 +308,7 @@ class SceneMemory:
                 n_invalid=int(np.count_nonzero(~valid)),
                 missed=missed,
                 forgotten=forgotten,
+                discovery_s=discovery_s,
             )
 
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
@@ -381,6 +390,10 @@ class SceneMemory:
         """
         cfg = self.config
         name = q.names[i]
+        if (name == UNKNOWN_CLASS) != (track.class_name == UNKNOWN_CLASS):
+            return None  # unknown objects become named ones only by a confident named object (_name_unknown)
+        if name == UNKNOWN_CLASS and q.tracks is not None:  # two unknown objects are one when their boxes
+            return iou if iou > _UNKNOWN_SAME else None  # mostly agree: touching things share voxels
         same = track.class_name == name
         lifted = track.geometry is not None or q.keys[i] is not None
         fit = iou if self._same_class(track.class_name, name) else 0.0
@@ -480,6 +493,134 @@ class SceneMemory:
         track.log_odds = track.existence.log_odds(cfg.existence_min, cfg.existence_max)
         track.cached = None
 
+    # ------------------------------------------------------------------ unknown objects
+
+    def _discover(self, perception: FramePerception, views: dict[int, Visibility], taken: set[int],
+                  created: list[int], updated: list[int], spared: set[int]) -> tuple[float, list[tuple[int, int]]]:
+        """Take in the frame's unknown objects (memory/discovery.py): a segment that is part of a named
+        object is left out; one that is an unknown object not yet taken this frame adds to it (the
+        evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``.
+
+        Frames discovery does not look at (ObjectDiscovery.discover) put the unknown objects in view in
+        ``spared`` (no evidence against them), and so does a segment over two of them (they are there).
+
+        Returns:
+            The seconds it took, and the merges of unknown objects into named ones (removed, survivor).
+        """
+        if self._discovery is None or perception.frame is None:
+            return 0.0, []
+        start = time.perf_counter()
+        found = self._discovery.discover(perception.frame, self._floor.z)
+        if found is None:  # not a frame discovery looks at: it says nothing of the unknown objects in view
+            spared |= {i for i in views if self._tracks[i].class_name == UNKNOWN_CLASS}
+            return time.perf_counter() - start, []
+        if len(found) and not self._frame_id:
+            self._frame_id = found.frame_id
+        for k in range(len(found)):
+            points = found.points[k]
+            obj_id, holding = self._unknown_fit(found.boxes[k], self._keys(points), taken)
+            if obj_id == _SKIP:
+                spared.update(holding)  # two things seen as one: both are there, neither is missed
+                continue
+            detection = _Detection(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
+                                   float(found.surround_z[k]))
+            if obj_id is None:
+                obj_id = self._create(detection, perception)
+                created.append(obj_id)
+            else:
+                self._observe(self._tracks[obj_id], detection, perception)
+                updated.append(obj_id)
+            track = self._tracks[obj_id]
+            if track.colour.wants_sample(track.n_obs):
+                track.colour.add(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
+            taken.add(obj_id)
+        merges = self._name_unknown(taken)
+        return time.perf_counter() - start, merges
+
+    def _confident_named(self, track: Track) -> bool:
+        """Whether a track is a named object the memory publishes (and not furniture things rest on)."""
+        return (track.class_name != UNKNOWN_CLASS and track.confidence >= self.config.publish_confidence
+                and class_key(track.class_name) not in SUPPORT_CLASSES)
+
+    def _name_unknown(self, taken: set[int]) -> list[tuple[int, int]]:
+        """A confident named object of this frame that covers an unknown object (IoU above
+        ``iou_threshold``, or ``geometry_match`` of its voxels within one of the unknown object's) is that
+        object, one object and not two: the unknown one goes, and the named one, as the detections made
+        it (the geometry's evidence says nothing of the name), keeps the older of the two ids (the
+        unknown object's id now names it).
+
+        Returns:
+            (removed id, surviving id) pairs.
+        """
+        merges: list[tuple[int, int]] = []
+        for obj_id in sorted(taken):
+            named = self._tracks.get(obj_id)
+            if named is None or not self._confident_named(named):
+                continue
+            others = [self._tracks[int(c)] for c in self._index.query(named.box)
+                      if self._tracks[int(c)].class_name == UNKNOWN_CLASS]
+            if not others:
+                continue
+            iou = _overlaps(named.box[None], np.array([t.box for t in others]))[0][0]
+            keys = named.geometry.keys if named.geometry is not None else None
+            blocks = None if keys is None else neighbourhoods(keys[::max(1, len(keys) // _FRACTION_SAMPLES)])
+            cfg = self.config
+            for other in (t for t, v in zip(others, iou, strict=True)
+                          if v > cfg.iou_threshold or self._geometry_fit(blocks, t) >= cfg.geometry_match):
+                del self._tracks[other.id]
+                self._index.remove(other.id)
+                if other.id < named.id:  # the older id survives, as in every merge
+                    merges.append((named.id, other.id))
+                    del self._tracks[named.id]
+                    self._index.remove(named.id)
+                    named.id = other.id
+                    named.first_frame, named.first_ns = min((named.first_frame, named.first_ns),
+                                                            (other.first_frame, other.first_ns))
+                    named.cached = None
+                    self._tracks[named.id] = named
+                    self._index.insert(named.id, named.box)
+                else:
+                    merges.append((other.id, named.id))
+        return merges
+
+    def _unknown_fit(self, box: np.ndarray, keys: np.ndarray | None,
+                     taken: set[int]) -> tuple[int | None, list[int]]:
+        """The unknown object a segment is (the best fit: box IoU above ``_UNKNOWN_SAME``, or
+        ``geometry_match`` of its voxels among the object's own, those its box is fitted to: two things side
+        by side must not grow one of them); None when it is a new one; ``_SKIP`` when it lies on a
+        confident named object (a chair's backrest seen over the table; not furniture that things rest on)
+        or on two unknown objects at once (two things that touch, seen as one). Named objects the memory
+        is unsure of do not count: the geometry shows that something is there, not that the detector named
+        it right. An unknown object grows only as far as a compact thing can (its shape prior,
+        memory/class_shapes.py). Also returns the unknown objects that hold part of the segment."""
+        cfg = self.config
+        ids = [int(c) for c in self._index.query(box)]
+        if not ids:
+            return None, []
+        tracks = [self._tracks[c] for c in ids]
+        boxes = np.array([t.box for t in tracks])
+        iou = _overlaps(box[None], boxes)[0][0]
+        inside = box_intersection_volume(box[None], boxes)[0] / max(float(np.prod(box[3:6])), 1e-9)
+        blocks = None if keys is None else neighbourhoods(keys[::max(1, len(keys) // _FRACTION_SAMPLES)])
+        best, best_fit, holding = None, 0.0, []
+        for j, track in enumerate(tracks):
+            if track.class_name != UNKNOWN_CLASS:  # a part of a named object: in its box and on its voxels
+                if self._confident_named(track) and (iou[j] > cfg.iou_threshold or (
+                        inside[j] >= _NAMED_PART and self._geometry_fit(blocks, track) >= _NAMED_PART)):
+                    return _SKIP, []
+                continue
+            # Unknown objects: their own voxels (those the box is fitted to), not the strays of one bad segment.
+            own = track.geometry.keys[track.geometry.core(*self._core_rule(track))] if track.geometry else None
+            geo = near_fraction(blocks, own) if blocks is not None and own is not None else 0.0
+            same = fraction_in(keys, own) if keys is not None and own is not None else 0.0
+            if geo >= _BRIDGE_SHARE:
+                holding.append(track.id)
+            fit = max(float(iou[j]), same)
+            if (iou[j] > _UNKNOWN_SAME or same >= cfg.geometry_match) and track.id not in taken and fit > best_fit \
+                    and union_plausible(track.box, box, UNKNOWN_CLASS):
+                best, best_fit = track.id, fit
+        return (_SKIP if len(holding) >= 2 else best), holding
+
     # ------------------------------------------------------------------ tracks
 
     def _merge_pass(self, ids: list[int]) -> list[tuple[int, int]]:
@@ -507,7 +648,8 @@ class SceneMemory:
                 continue
             for c in (int(c) for c in self._index.query(track.box)):
                 other = self._tracks[c]
-                if c == track.id or c in hits or other.class_name != track.class_name or other.geometry is None:
+                if c == track.id or c in hits or other.class_name != track.class_name or other.geometry is None \
+                        or track.class_name == UNKNOWN_CLASS:
                     continue
                 if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name):
                     hits.append(c)
@@ -591,12 +733,15 @@ class SceneMemory:
             geometry.mark_seen(seen, np.unique(voxel_keys(points, geometry.voxel_size)))
         self._fit(track)
 
+    def _core_rule(self, track: Track) -> tuple[int, float]:
+        """(min_count, min_ratio) of the voxels an object's box is fitted to (ObjectGeometry.core)."""
+        return 2 if track.n_obs >= self.config.geometry_min_count_after else 1, self.config.geometry_min_ratio
+
     def _fit(self, track: Track) -> None:
         """The track's box from its geometry, completed with its class's shape prior, facing its views."""
         if track.geometry is None or not is_yaw_only(track.box):
             return
-        min_count = 2 if track.n_obs >= self.config.geometry_min_count_after else 1
-        box = track.geometry.fit_box(min_count, self.config.geometry_min_ratio)
+        box = track.geometry.fit_box(*self._core_rule(track))
         if box is None:
             return
         if self.config.amodal:
@@ -682,9 +827,9 @@ class SceneMemory:
 
     def published_objects(self) -> list[SceneObject]:
         """Confident objects seen at least ``min_observations`` times, at most ``max_per_class``
-        per class (highest score first), best score first overall."""
+        per class and ``max_unknown`` unknown objects (highest score first), best score first overall."""
         return self.snapshot().published(self.config.max_per_class, self.config.min_observations,
-                                         self.config.publish_confidence)
+                                         self.config.publish_confidence, {UNKNOWN_CLASS: self.config.max_unknown})
 
     def get(self, obj_id: int) -> SceneObject | None:
         """The object with id ``obj_id``, or None if there is none (never was, merged away or forgotten)."""
@@ -722,6 +867,8 @@ class SceneMemory:
             self._tracks.clear()
             self._index.clear()
             self._floor.reset()
+            if self._discovery is not None:
+                self._discovery.reset()
             self._completed_to = None
             self._frame_id = ""
             self._last_frame = (-1, 0)

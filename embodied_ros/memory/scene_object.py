@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -88,6 +88,7 @@ class UpdateResult:
         missed: ids of objects that lost existence evidence (in view and not detected, or their
             place seen through).
         forgotten: ids of objects removed because their evidence fell too low.
+        discovery_s: seconds spent finding and taking in the frame's unknown objects (memory/discovery.py).
     """
 
     created: tuple[int, ...] = ()
@@ -98,6 +99,7 @@ class UpdateResult:
     n_invalid: int = 0
     missed: tuple[int, ...] = ()
     forgotten: tuple[int, ...] = ()
+    discovery_s: float = field(default=0.0, compare=False)  # a timing, not part of what the update did
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,20 +132,21 @@ class MemorySnapshot:
         return len(self.objects)
 
     def published(self, max_per_class: int, min_observations: int = 1,
-                  min_confidence: float = 0.0) -> list[SceneObject]:
-        """At most ``max_per_class`` objects per class, each class's highest scores, best first,
-        among those seen at least ``min_observations`` times and at least ``min_confidence``
-        confident (unconfirmed objects never take a place in a class's limit)."""
+                  min_confidence: float = 0.0, limits: dict[str, int] | None = None) -> list[SceneObject]:
+        """At most ``max_per_class`` objects per class (``limits``: other limits for some classes), each
+        class's highest scores, best first, among those seen at least ``min_observations`` times and at
+        least ``min_confidence`` confident (unconfirmed objects never take a place in a class's limit)."""
         confirmed = np.array([o.n_observations >= min_observations and o.confidence >= min_confidence
                               for o in self.objects], dtype=bool)
         if not confirmed.any():
             return []
-        _, codes = np.unique(np.array(self.class_names), return_inverse=True)
+        classes, codes = np.unique(np.array(self.class_names), return_inverse=True)
         codes = np.where(confirmed, codes, -1)  # unconfirmed objects sort first and are dropped below
         order = np.lexsort((self.ids, -self.scores, codes))  # by class, then score desc, then id
         order = order[codes[order] >= 0]
         sorted_codes = codes[order]
         starts = np.searchsorted(sorted_codes, sorted_codes, side="left")
-        keep = order[np.arange(len(order)) - starts < max_per_class]
+        limit = np.array([(limits or {}).get(str(c), max_per_class) for c in classes], dtype=np.int64)
+        keep = order[np.arange(len(order)) - starts < limit[sorted_codes]]
         keep = keep[np.lexsort((self.ids[keep], -self.scores[keep]))]
         return [self.objects[i] for i in keep]

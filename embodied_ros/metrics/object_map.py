@@ -30,10 +30,10 @@ import numpy as np
 from ..detections import class_key
 from ..errors import InputError
 from ..geometry.boxes import as_boxes
-from ..geometry.iou import box_iou_3d
+from ..geometry.iou import box_intersection_volume, box_iou_3d
 
-__all__ = ["GroundTruthObject", "MapScore", "MatchMode", "Outcome", "PredictionResult", "load_ground_truth",
-           "reached_by_detections", "score_object_map"]
+__all__ = ["AgnosticScore", "GroundTruthObject", "MapScore", "MatchMode", "Outcome", "PredictionResult",
+           "load_ground_truth", "reached_by_detections", "score_class_agnostic", "score_object_map"]
 
 
 class MatchMode(Enum):
@@ -274,3 +274,73 @@ def reached_by_detections(
     reached = [g.id for j, g in enumerate(required)
                if any(g.accepts(n) for n in set(names[good[:, j]]))]
     return tuple(sorted(reached))
+
+
+@dataclass(frozen=True)
+class AgnosticScore:
+    """How much of the room a map found as something, whatever it called it.
+
+    Attributes:
+        found: ids of the required objects some prediction fits (any class, unknown objects too).
+        n_required: required objects.
+        outcomes: per prediction (input order): "found" (fits a required object first), "ignored"
+            (fits an optional one), "duplicate" (fits an object already found), "part" (fits none but lies
+            mostly inside one: a piece of it), "spurious" (none of these: a thing the room's annotation
+            does not hold).
+    """
+
+    found: tuple[int, ...]
+    n_required: int
+    outcomes: tuple[str, ...]
+
+    @property
+    def recall(self) -> float:
+        return len(self.found) / self.n_required if self.n_required else float("nan")
+
+    def count(self, outcome: str, classes: Sequence[str] | None = None, only: str | None = None) -> int:
+        """Predictions with this outcome (of class ``only`` among ``classes`` when given)."""
+        return sum(o == outcome and (only is None or classes is None or classes[i] == only)
+                   for i, o in enumerate(self.outcomes))
+
+
+def score_class_agnostic(
+    boxes: np.ndarray,
+    scores: np.ndarray,
+    ground_truth: Sequence[GroundTruthObject],
+    iou_threshold: float = 0.25,
+    inside: float = 0.5,
+) -> AgnosticScore:
+    """Match predictions to the annotated objects by IoU alone (names ignored), greedy by score.
+
+    Args:
+        boxes: (P, 9) predicted world boxes.
+        scores: (P,) the greedy order.
+        ground_truth: the annotated objects.
+        iou_threshold: minimum IoU of a fit.
+        inside: a prediction that fits nothing is a part of an object when at least this fraction of its
+            box's volume lies in that object's box.
+    """
+    boxes = as_boxes(boxes)
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    gt_boxes = np.array([g.box for g in ground_truth], dtype=np.float64).reshape(-1, 9)
+    if not len(boxes) or not len(gt_boxes):
+        required = sum(not g.optional for g in ground_truth)
+        return AgnosticScore((), required, ("spurious",) * len(boxes))
+    iou = box_iou_3d(boxes, gt_boxes)
+    own = np.prod(boxes[:, 3:6], axis=1)
+    share = box_intersection_volume(boxes, gt_boxes) / np.maximum(own, 1e-12)[:, None]
+    outcomes = ["spurious"] * len(boxes)
+    taken: set[int] = set()
+    for p in np.argsort(-scores, kind="stable"):
+        cands = np.flatnonzero(iou[p] >= iou_threshold)
+        cands = cands[np.argsort(-iou[p, cands], kind="stable")]
+        free = [int(c) for c in cands if int(c) not in taken]
+        if free:
+            taken.add(free[0])
+            outcomes[p] = "ignored" if ground_truth[free[0]].optional else "found"
+        elif len(cands):
+            outcomes[p] = "ignored" if ground_truth[int(cands[0])].optional else "duplicate"
+        elif np.any(share[p] >= inside):
+            outcomes[p] = "part"
+    found = tuple(sorted(ground_truth[g].id for g in taken if not ground_truth[g].optional))
+    return AgnosticScore(found, sum(not g.optional for g in ground_truth), tuple(outcomes))

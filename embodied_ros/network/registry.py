@@ -18,6 +18,7 @@ _REPO_MODELS = Path(__file__).resolve().parents[2] / "models"
 # The 2D detector keeps candidates well below Darknet's display threshold (0.25): the scene
 # memory applies the project's 0.075 score rule, and repeated weak sightings accumulate.
 DETECTOR_SCORE_THRESHOLD = 0.1
+ULTRALYTICS = "ultralytics-onnx"  # a user's Ultralytics export, its classes its own (network/ultralytics_detector.py)
 # Detector ensembles by name: the member models (weights.KNOWN_MODELS) and how their boxes are fused
 # (network/ensemble.py): in the image, or by the scene memory as two detections of one object.
 ENSEMBLES = {
@@ -48,6 +49,24 @@ def _custom_darknet_files(weights: Path) -> ModelFiles:
     if not cfg.is_file() or not names:
         raise ModelError(f"{weights}: a Darknet model needs {cfg.name} and a .names file in the same folder")
     return ModelFiles(cfg, weights, names[0], "darknet")
+
+
+def _ultralytics_files(weights: Path | None) -> tuple[Path, Path | None]:
+    """A user's Ultralytics export (``--weights FILE.onnx|FILE.tflite``, or a folder holding one) and its
+    names file: ``FILE.names`` beside it, else the one ``*.names`` in its folder when the model carries
+    no names of its own (None: the names in the model's metadata)."""
+    if weights is None:
+        raise ModelError(f"--model {ULTRALYTICS} needs --weights FILE.onnx (an Ultralytics export; see "
+                         "docs/custom_detectors.md)")
+    files = [weights] if weights.is_file() else sorted(p for p in weights.iterdir() if p.suffix in (".onnx", ".tflite"))
+    if len(files) != 1 or files[0].suffix not in (".onnx", ".tflite"):
+        raise ModelError(f"--weights {weights}: --model {ULTRALYTICS} needs one .onnx (or .tflite) Ultralytics export")
+    model = files[0]
+    own = model.with_suffix(".names")
+    if own.is_file():
+        return model, own
+    others = sorted(model.parent.glob("*.names"))
+    return model, others[0] if len(others) == 1 and model.suffix == ".tflite" else None
 
 
 PERCEPTRON = "embodied-perceptron"
@@ -149,8 +168,9 @@ def build_perceptor(
     Args:
         name: "embodied-perceptron" (the project's network; weights from ``embodied-ros train``),
             a known 2D detector (``weights.KNOWN_MODELS``: Yolo-Fastest, YOLOX-Nano, NanoDet-Plus;
-            lifted to 3D), a detector ensemble (``ENSEMBLES``: the members' boxes fused) or "darknet" for a
-            user's own Darknet files given by ``weights``.
+            lifted to 3D), a detector ensemble (``ENSEMBLES``: the members' boxes fused), "darknet" for a
+            user's own Darknet files given by ``weights``, or "ultralytics-onnx" for a user's Ultralytics
+            export (YOLOv8/YOLO11/YOLO-World/YOLOE ONNX, or TFLite with LiteRT) with its own classes.
         weights: a weights file, the folder holding the model's files, or a folder of such folders.
         download: fetch missing files from their upstream URL (sha256-checked).
         backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
@@ -175,6 +195,12 @@ def build_perceptor(
             return detector_score_threshold
         return KNOWN_MODELS[model].score_threshold if model in KNOWN_MODELS else DETECTOR_SCORE_THRESHOLD
 
+    if name == ULTRALYTICS:
+        from .ultralytics_detector import UltralyticsDetector2D
+
+        model, names = _ultralytics_files(weights)
+        detector = UltralyticsDetector2D(model, names, score_threshold=threshold(name), **runtime)
+        return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name} {model.name}+lifting")
     if name in ENSEMBLES:
         from .ensemble import EnsembleDetector2D
 
@@ -191,7 +217,7 @@ def build_perceptor(
             raise ModelError("--model darknet needs --weights PATH.weights")
         files = _custom_darknet_files(weights)
     else:
-        known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), *sorted(ENSEMBLES), "darknet"])
+        known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), *sorted(ENSEMBLES), "darknet", ULTRALYTICS])
         raise ModelError(f"unknown model {name!r}; known: {known}")
     detector = build_detector(files, score_threshold=threshold(name), **runtime)
     return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners, box_rotations
+from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vector3_msg
 from ..messages.types import msg_class
@@ -21,8 +22,9 @@ MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown
 """Every marker namespace (one per layer, so RViz can toggle each) -> whether config/embodied.rviz shows it.
 
 The one list of them: the shipped RViz config's MarkerArray display names exactly these (a test checks), so
-a new layer is added here and there together. ``unknown_objects`` is kept for the class-agnostic objects
-(what no detector names but the geometry shows) so they get their own switch; ``occupancy`` is off because
+a new layer is added here and there together. ``unknown_objects`` holds the class-agnostic objects (what no
+detector names but the geometry shows: memory/discovery.py), boxes and labels, so they get their own switch
+and never mix with the named classes' boxes; ``occupancy`` is off because
 the ``~/occupancy`` cloud shows the same voxels as small points that do not hide the boxes.
 """
 LINE_WIDTH = 0.02
@@ -215,14 +217,15 @@ def marker_array(
     labels = label_positions(objects, text_height)
     for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
         rgb = class_color_float(obj.class_name)
+        unknown = obj.class_name == UNKNOWN_CLASS  # its own namespace: box id = object id, label id = -1 - id
         markers.append(
-            _marker("boxes", obj.id, _LINE_LIST, frame_id, stamp_ns,
+            _marker("unknown_objects" if unknown else "boxes", obj.id, _LINE_LIST, frame_id, stamp_ns,
                     scale=vector3_msg((line_width, 0.0, 0.0)), color=_rgba(rgb),
                     points=[_point(p) for p in edges[i]])
         )
         markers.append(
-            _marker("labels", obj.id, _TEXT_VIEW_FACING, frame_id, stamp_ns,
-                    pose=pose_msg(np.eye(3), label_pos),
+            _marker("unknown_objects" if unknown else "labels", -1 - obj.id if unknown else obj.id,
+                    _TEXT_VIEW_FACING, frame_id, stamp_ns, pose=pose_msg(np.eye(3), label_pos),
                     scale=vector3_msg((SPACE_WIDTH * text_height, 0.0, text_height)),
                     color=_rgba(rgb), text=label_text(obj))
         )
@@ -244,7 +247,9 @@ def marker_array(
 
 
 def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> Any:
-    """vision_msgs/Detection3DArray of the scene objects (id = the object's stable id)."""
+    """vision_msgs/Detection3DArray of the named scene objects (id = the object's stable id); unknown objects
+    have no class to report (they are in SceneObjectArray's ``unknown_objects``)."""
+    objects = [o for o in objects if o.class_name != UNKNOWN_CLASS]
     ObjectHypothesis = msg_class("vision_msgs/msg/ObjectHypothesis")
     WithPose = msg_class("vision_msgs/msg/ObjectHypothesisWithPose")
     PoseWithCovariance = msg_class("geometry_msgs/msg/PoseWithCovariance")
@@ -269,7 +274,8 @@ def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: in
 
 
 def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> Any:
-    """embodied_ros/SceneObjectArray: the full 9-DoF boxes, ids and observation history."""
+    """embodied_ros/SceneObjectArray: the full 9-DoF boxes, ids and observation history; named objects in
+    ``objects``, unknown ones (class "object") in ``unknown_objects``."""
     SceneObject = msg_class("embodied_ros/msg/SceneObject")
     items = [
         SceneObject(
@@ -282,7 +288,10 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
         )
         for o in objects
     ]
-    return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=items)
+    named = [m for m, o in zip(items, objects, strict=True) if o.class_name != UNKNOWN_CLASS]
+    unknown = [m for m, o in zip(items, objects, strict=True) if o.class_name == UNKNOWN_CLASS]
+    return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=named,
+                                                          unknown_objects=unknown)
 
 
 CLOUD_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<u4"), ("intensity", "<f4")])

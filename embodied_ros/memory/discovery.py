@@ -1,0 +1,479 @@
+"""Objects no detector names: compact things resting on a support, found in a frame's depth.
+
+A detector names what its classes cover; a robot also needs what stands on its tables and floors
+that no class covers (a food box, a game controller, a PC tower). The geometry shows them with
+physical reasoning alone, on the frame's depth sampled every ``pixel_stride`` pixels:
+
+* supports: horizontal surfaces (up-facing normals) in dense height layers of the frame (floor,
+  table, counter, shelf), kept across frames in a support map (memory/room_surfaces.py): a black
+  worktop returns depth only from some views, and a thing hides the surface under it;
+* structure: vertical planes longer or taller than any object (walls, cabinet fronts); their
+  points belong to the room, and removing them frees what stands against them;
+* the rest is split into connected pieces at depth discontinuities; a piece is an object when it
+  touches a support at its bottom (surface cells within ``contact`` of its lowest points, at their
+  height: a chair's backrest seen over the table's far edge does not), rises at least
+  ``min_height`` from it, is at most ``max_size`` in every direction and not a pole
+  (``max_slenderness``), and lies inside the image (a piece cut by the image's edge is part of
+  something larger, or of an object seen better from elsewhere).
+
+A piece whose top is hidden behind something nearer is not taken either: its height is unknown, and
+it is mostly part of something larger (the plinth under a cabinet's doors). Each object is given as a
+detection of class ``UNKNOWN_CLASS`` with its points, pixels, gravity-aligned box (down to its
+support) and image region: the scene memory tracks it with the evidence rules of every object (a
+segment seen from several looks is an object) and leaves out what is part of a named object.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import ndimage
+
+from ..detections import Detections3D
+from ..errors import ConfigError
+from ..frame import Frame
+from ..geometry.fitting import fit_upright_box
+from .depth_grid import (
+    connected_groups,
+    depth_breaks,
+    grid_normals,
+    grow_silhouettes,
+    hidden_samples,
+    label_runs,
+    piece_edges,
+)
+from .object_colour import to_lab
+from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
+
+UNKNOWN_CLASS = "object"
+"""The class of what the geometry shows and no detector names (grounding answers it by colour, size
+and place, as "unnamed object #N")."""
+SUPPORT_CLASSES = frozenset({"diningtable", "table", "desk", "counter", "bench", "bed", "sofa", "couch", "shelf",
+                             "bookshelf", "cabinet"})
+"""Named furniture that things rest on (``detections.class_key`` names): a thing on a table is not part of
+the table, however much of it the table's lifted detections took in."""
+
+
+@dataclass(frozen=True)
+class DiscoveryParams:
+    """How a frame's depth becomes unknown objects. Defaults suit Kinect-class RGB-D at 0.3-4.5 m."""
+
+    # A frame is looked at when the camera moved min_move m or turned min_turn rad since the last one
+    # looked at, or max_interval s passed (0, 0, 0: every frame).
+    min_move: float = 0.05
+    min_turn: float = 0.087
+    max_interval: float = 0.5
+    # Depth pixels sampled every this many pixels along both image axes (4 on 640x480: 19,200 points).
+    pixel_stride: int = 4
+    # Depth outside [min_depth, max_depth] metres is not used (beyond, a 5 cm thing is lost in the noise).
+    min_depth: float = 0.3
+    max_depth: float = 3.5
+    # A surface is horizontal when its normal's z is at least this (within 21 degrees of up) ...
+    up_cos: float = 0.8
+    # ... and a frame's support layer when such points pile up in one height band of 1 cm (with
+    # its neighbours) holding at least this share of the frame's points; points within support_tol
+    # metres of a layer's height belong to it.
+    min_layer_share: float = 0.004
+    support_tol: float = 0.025
+    # Samples in a surface cell of the support map (or one layer above) whose normal's z is at least
+    # known_up_cos are on that surface too (the noise tilts the normals of a far worktop).
+    known_up_cos: float = 0.5
+    # A support layer spreads at least this far (m) in the frame: the lid of a box on a table is the
+    # box's top, not a surface other things stand on.
+    min_support_span: float = 0.4
+    # A surface is vertical when its normal's |z| is below this.
+    wall_cos: float = 0.25
+    # A vertical plane longer or taller than this (m) is structure (a wall, a cabinet front), not an
+    # object; points within wall_tol metres of it belong to it.
+    min_wall_span: float = 1.0
+    wall_tol: float = 0.03
+    # Neighbouring samples farther apart in depth than break_base + break_per_m x depth x (stride / 4)
+    # metres lie on different surfaces.
+    break_base: float = 0.02
+    break_per_m: float = 0.03
+    # A piece at least split_min_width (m) wide is cut in two where its colour changes by split_colour
+    # (CIELAB) and split_purity of its samples are nearer their side's colour (two things side by side).
+    split_min_width: float = 0.15
+    split_colour: float = 25.0
+    split_purity: float = 0.85
+    # A piece lying within fixture_depth (m) of a structure plane is a fixture on it (a socket, a pipe, a
+    # poster), not a thing standing there.
+    fixture_depth: float = 0.08
+    # Fewer samples than this and a piece is not looked at.
+    min_points: int = 12
+    # A piece whose top edge is hidden, in more than this share of its samples, by another piece or the
+    # room nearer by hidden_gap metres (or anything nearer across a depth discontinuity) is cut by
+    # what stands in front of it.
+    max_hidden_top: float = 0.4
+    hidden_gap: float = 0.03
+    # An object rises at least min_height (m) above its support and is at most max_size (m) along
+    # every axis; one more than max_slenderness times as tall as it is wide is a pole (a table leg,
+    # a pipe, a cable), not a thing.
+    min_height: float = 0.03
+    max_size: float = 0.6
+    max_slenderness: float = 6.0
+    # Its lowest points (the lowest base_band metres) have support surface cells within one cell of
+    # them, at most contact_below under and contact_above over their height, in at least
+    # min_contact of them.
+    base_band: float = 0.04
+    contact_below: float = 0.05
+    contact_above: float = 0.02
+    min_contact: float = 0.3
+    # ... or just below them in the image, samples of that height lie within contact_reach (m).
+    contact_reach: float = 0.08
+    # Where the support beside a piece was not seen, it still stands on one when its base is at the
+    # floor's height (within floor_tol m; the floor goes on under everything), or at the height of a
+    # surface seen in at least level_cells cells with no depth just below its base (a black worktop
+    # returns none) in at least min_unseen_below of its base samples
+    floor_tol: float = 0.04
+    level_cells: int = 40
+    min_unseen_below: float = 0.5
+    # ... and that surface was seen within this distance (m) of the base elsewhere, or at least
+    # shared_pieces other pieces of the frame end within shared_base (m) of the same height, spread
+    # over min_support_span.
+    unseen_reach: float = 0.3
+    shared_pieces: int = 2
+    shared_base: float = 0.015
+    # Support map cell (m) across, its height, and the frames that must see a surface in it.
+    support_cell: float = 0.04
+    support_layer: float = 0.02
+    support_frames: int = 1
+    # The score of one discovered object (memory.existence_hit x score is one look's evidence: 0.5
+    # gives 0.625, p = 0.65, below the 0.7 published; a second look publishes it).
+    score: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.pixel_stride < 1:
+            raise ConfigError(f"discovery: pixel_stride must be at least 1, got {self.pixel_stride}")
+        if not 0 <= self.min_depth < self.max_depth:
+            raise ConfigError(f"discovery: need 0 <= min_depth < max_depth, got {self.min_depth}, {self.max_depth}")
+        if not 0 < self.score <= 1:
+            raise ConfigError(f"discovery: score must be in (0, 1], got {self.score}")
+        if self.min_points < 4 or self.max_size <= self.min_height:
+            raise ConfigError("discovery: need min_points >= 4 and max_size > min_height")
+
+
+@dataclass
+class _Samples:
+    """A frame's depth on the sampling grid: (h, w, 3) world points, (h, w) depth and valid mask."""
+
+    points: np.ndarray
+    depth: np.ndarray
+    valid: np.ndarray
+
+
+@dataclass
+class ObjectDiscovery:
+    """Finds unknown objects frame by frame and keeps the supports seen so far (not thread-safe: its
+    owner, the scene memory, serialises calls).
+
+    Attributes:
+        params: the rules.
+        supports: the horizontal surfaces seen so far.
+        walls: the structure planes seen so far.
+        seconds: wall-clock seconds of the latest ``discover`` call.
+    """
+
+    params: DiscoveryParams = field(default_factory=DiscoveryParams)
+    supports: SupportMap = field(init=False)
+    walls: WallPlanes = field(init=False)
+    seconds: float = 0.0
+    _rays: dict = field(default_factory=dict, repr=False)
+    _last: tuple[np.ndarray, int] | None = field(default=None, repr=False)  # the last frame looked at
+
+    def __post_init__(self) -> None:
+        p = self.params
+        self.supports = SupportMap(p.support_cell, p.support_layer, p.support_frames)
+        self.walls = WallPlanes()
+
+    def reset(self) -> None:
+        self.supports.reset()
+        self.walls = WallPlanes()
+        self._last = None
+
+    def discover(self, frame: Frame, floor_z: float | None = None) -> Detections3D | None:
+        """The compact things resting on supports in one frame (module notes), or None when the camera has
+        not moved ``min_move`` m nor turned ``min_turn`` rad since the last frame looked at, and less than
+        ``max_interval`` s have passed: a 30 Hz stream says little more than its keyframes, at a fraction
+        of the cost.
+
+        Args:
+            frame: posed RGB-D frame, world z up.
+            floor_z: the floor's height, when known (memory/amodal.py's FloorEstimate).
+
+        Returns:
+            Detections3D of class ``UNKNOWN_CLASS`` in the frame's world, with points, pixels, 2D
+            regions and, as ``surround_z``, the height of the support each rests on; None: not looked at.
+        """
+        start = time.perf_counter()
+        try:
+            if not self._keyframe(frame):
+                return None
+            return self._discover(frame, floor_z)
+        finally:
+            self.seconds = time.perf_counter() - start
+
+    def _keyframe(self, frame: Frame) -> bool:
+        p = self.params
+        last = self._last
+        T = frame.T_world_camera
+        if last is not None:
+            moved = float(np.linalg.norm(T[:3, 3] - last[0][:3, 3]))
+            turned = float(np.arccos(np.clip((np.trace(last[0][:3, :3].T @ T[:3, :3]) - 1) / 2, -1.0, 1.0)))
+            if moved < p.min_move and turned < p.min_turn and 0 <= frame.stamp_ns - last[1] < p.max_interval * 1e9:
+                return False
+        self._last = (T.copy(), int(frame.stamp_ns))
+        return True
+
+    def _discover(self, frame: Frame, floor_z: float | None) -> Detections3D:
+        p = self.params
+        s = self._sample(frame)
+        breaks = depth_breaks(s.depth, p.break_base, p.break_per_m * p.pixel_stride / 4)
+        normal, has_normal = grid_normals(s.points, s.valid & ~breaks)
+        up = has_normal & (normal[..., 2] >= p.up_cos)
+        support = self._supports(s.points, up, int(s.valid.sum()))
+        self.supports.add(s.points[support])
+        # Where the map knows a surface, a sample at its height is on it, whatever the noise did to its normal.
+        level = s.valid & ~support & (~has_normal | (normal[..., 2] >= p.known_up_cos))
+        support[level] = self.supports.holds(s.points[level])
+        structure, walls = find_walls(s.points, normal, has_normal, s.valid, p)
+        self.walls.add(walls)
+        labels, n = ndimage.label(s.valid & ~support & ~structure & ~breaks)
+        far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
+        labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
+        hidden = hidden_samples(s.depth, labels, support | structure, p.hidden_gap, far)
+        return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls))
+
+    # -- the frame's samples ----------------------------------------------------------------------
+
+    def _sample(self, frame: Frame) -> _Samples:
+        p = self.params
+        k, o = p.pixel_stride, p.pixel_stride // 2
+        depth = frame.depth[o::k, o::k]
+        key = (depth.shape, frame.K.tobytes())
+        if key not in self._rays:  # the unit-depth ray of every sample, per camera
+            vs, us = np.mgrid[o:frame.depth.shape[0]:k, o:frame.depth.shape[1]:k]
+            K = frame.K
+            self._rays = {key: np.stack([(us - K[0, 2]) / K[0, 0], (vs - K[1, 2]) / K[1, 1],
+                                         np.ones(us.shape)], axis=-1).astype(np.float32)}
+        valid = np.isfinite(depth) & (depth >= p.min_depth) & (depth <= p.max_depth)
+        d = np.where(valid, depth, 0.0).astype(np.float32)
+        R = frame.T_world_camera[:3, :3].astype(np.float32)
+        t = frame.T_world_camera[:3, 3].astype(np.float32)
+        points = (self._rays[key] * d[..., None]) @ R.T + t
+        return _Samples(points, d, valid)
+
+    def _supports(self, points: np.ndarray, up: np.ndarray, n_valid: int) -> np.ndarray:
+        """(h, w) bool: the samples on the frame's supports: up-facing points in dense height layers that
+        spread at least ``min_support_span``."""
+        p = self.params
+        z = points[..., 2]
+        heights = z[up]
+        out = np.zeros_like(up)
+        if len(heights) == 0:
+            return out
+        lo = float(heights.min())
+        hist = np.bincount(((heights - lo) / 0.01).astype(np.int64))
+        band = hist + np.concatenate([hist[1:], [0]]) + np.concatenate([[0], hist[:-1]])
+        dense = max(p.min_points, p.min_layer_share * n_valid)
+        peaks = np.flatnonzero((band >= dense) & (band >= np.concatenate([band[1:], [0]]))
+                               & (band >= np.concatenate([[0], band[:-1]])))
+        if len(peaks) == 0:
+            return out
+        levels = (lo + (peaks + 0.5) * 0.01).astype(np.float32)
+        gap = np.abs(heights[:, None] - levels[None, :])
+        level = np.where(gap.min(axis=1) <= p.support_tol, gap.argmin(axis=1), -1)
+        xy = points[up][:, :2]
+        wide = np.zeros(len(levels) + 1, bool)  # the last one: no level
+        for j in range(len(levels)):
+            on = xy[level == j]
+            if len(on) >= p.min_points:
+                span = np.percentile(on, 95, axis=0) - np.percentile(on, 5, axis=0)
+                wide[j] = span.max() >= p.min_support_span
+        out[up] = wide[level]
+        return out
+
+    # -- the pieces -------------------------------------------------------------------------------
+
+    def _split_by_colour(self, piece: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                         frame: Frame) -> list[np.ndarray]:
+        """The piece as one or two index arrays: two things that touch side by side (a brochure beside a
+        wooden model) are one piece of depth; their colours part them, at the cut along the piece's long
+        horizontal axis where the mean colours of the two sides differ most, when they differ by at least
+        ``split_colour`` (CIELAB) and the colours of ``split_purity`` of the samples are nearer their own
+        side's mean (a multicoloured thing mixes its colours on both sides of any cut)."""
+        p = self.params
+        everything = [np.arange(len(piece))]
+        if len(piece) < 2 * p.min_points:
+            return everything
+        xy = piece[:, :2] - piece[:, :2].mean(axis=0)
+        _, vectors = np.linalg.eigh(xy.T @ xy)
+        t = xy @ vectors[:, 1]  # along the long horizontal axis
+        if np.ptp(t) < p.split_min_width:
+            return everything
+        k, o = p.pixel_stride, p.pixel_stride // 2
+        lab = to_lab(frame.color[rows * k + o, cols * k + o])
+        order = np.argsort(t)
+        total = np.cumsum(lab[order], axis=0)
+        n = len(t)
+        best, cut = 0.0, 0
+        for m in range(int(0.25 * n), int(0.75 * n) + 1, max(1, n // 40)):
+            left, right = total[m - 1] / m, (total[-1] - total[m - 1]) / (n - m)
+            gap = float(np.linalg.norm(left - right))
+            if gap > best:
+                best, cut = gap, m
+        if best < p.split_colour:
+            return everything
+        left, right = order[:cut], order[cut:]
+        mean_l, mean_r = lab[left].mean(axis=0), lab[right].mean(axis=0)
+        nearer_left = np.linalg.norm(lab - mean_l, axis=1) < np.linalg.norm(lab - mean_r, axis=1)
+        purity = (nearer_left[left].sum() + (~nearer_left[right]).sum()) / n
+        return [left, right] if purity >= p.split_purity else everything
+
+    def _seen_below(self, piece: np.ndarray, rows: np.ndarray, cols: np.ndarray, s: _Samples,
+                    labels: np.ndarray) -> float | None:
+        """The height of a surface the piece's base touches in the image (or None): just below its lowest
+        samples, in at least ``min_contact`` of their columns, other samples at the base's height and
+        within ``contact_reach`` of it horizontally (a worktop whose normals the noise tilts; a chair's
+        backrest seen over the table's far edge ends well behind the edge)."""
+        p = self.params
+        bottom = piece[:, 2].min()
+        low = piece[:, 2] <= bottom + p.base_band
+        h = labels.shape[0]
+        found, heights = np.zeros(low.sum(), bool), []
+        for step in (1, 2):
+            r, c = np.minimum(rows[low] + step, h - 1), cols[low]
+            there = s.points[r, c].astype(np.float64)
+            dz = there[:, 2] - piece[low, 2]
+            ok = (s.valid[r, c] & (labels[r, c] != labels[rows[low], cols[low]]) & (dz >= -p.contact_below)
+                  & (dz <= p.contact_above)
+                  & (np.linalg.norm(there[:, :2] - piece[low, :2], axis=1) <= p.contact_reach))
+            found |= ok
+            heights.append(there[ok, 2])
+        columns = np.unique(cols[low])
+        touched = np.unique(cols[low][found])
+        if len(touched) < p.min_contact * len(columns):
+            return None
+        return float(np.median(np.concatenate(heights)))
+
+    def _unseen_support(self, base: np.ndarray, rows: np.ndarray, cols: np.ndarray, piece: np.ndarray,
+                        valid: np.ndarray, levels: np.ndarray, floor_z: float | None,
+                        bases: np.ndarray) -> float | None:
+        """The height of the support a piece stands on where none was seen beside it, or None: the floor
+        (it goes on under everything), or an unseen surface (no depth just below the piece: a black
+        worktop) of a height seen within ``unseen_reach`` of it, or on which other pieces of the frame
+        stand too (``bases``: (M, 3) the other pieces' lowest points: several things ending at one
+        height with nothing seen below them stand on something there)."""
+        p = self.params
+        bottom = float(base[:, 2].min())
+        if floor_z is not None and abs(bottom - floor_z) <= p.floor_tol:
+            return floor_z
+        low = piece[:, 2] <= bottom + p.base_band
+        r, c = rows[low] + 1, cols[low]  # the samples just below the base in the image
+        inside = r < valid.shape[0]
+        unseen = ~valid[r[inside], c[inside]]
+        if not len(unseen) or unseen.mean() < p.min_unseen_below:
+            return None
+        near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + p.contact_above)]
+        reach = int(np.ceil(p.unseen_reach / p.support_cell))
+        if len(near) and self.supports.surface_near(base[:1], p.contact_below, p.contact_above, reach)[0]:
+            return float(near[np.argmin(np.abs(near - bottom))])
+        level = bases[np.abs(bases[:, 2] - bottom) <= p.shared_base]
+        spread = np.ptp(np.vstack([level[:, :2], base[:1, :2]]), axis=0).max() if len(level) else 0.0
+        if len(level) >= p.shared_pieces and spread >= p.min_support_span:
+            return float(np.median(np.append(level[:, 2], bottom)))
+        return None
+
+    def _objects(self, frame: Frame, s: _Samples, labels: np.ndarray, n: int, hidden: np.ndarray,
+                 floor_z: float | None, walls: np.ndarray) -> Detections3D:
+        """The pieces (``labels``) that are objects; ``hidden``: samples with something in front of them;
+        ``walls``: (W, 4) the room's structure planes (``_plane``)."""
+        p = self.params
+        empty = Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)
+        flat = labels.ravel()
+        counts = np.bincount(flat, minlength=n + 1)
+        ids = np.flatnonzero(counts >= p.min_points)
+        ids = ids[ids > 0]
+        if len(ids) == 0:
+            return empty
+        lo, hi, order, first = label_runs(labels, n, s.points)
+        lo, hi = lo[ids], hi[ids]
+        starts, ends = first[ids], first[ids] + counts[ids]
+        pts = s.points.reshape(-1, 3)[order].astype(np.float64)
+        ext = hi - lo
+        keep = (ext.max(axis=1) <= 1.2 * p.max_size) & (ext[:, 2] >= p.min_height)
+        h, w = labels.shape
+        rows, cols = np.divmod(order, w)
+        lows = np.flatnonzero(keep)  # the lowest point of each piece that may stand on something
+        lowest = pts[[starts[j] + int(np.argmin(pts[starts[j]:ends[j], 2])) for j in lows]].reshape(-1, 3)
+        edge = piece_edges(labels).ravel()[order]
+        hidden = hidden.ravel()[order]
+        pieces = []
+        for j in np.flatnonzero(keep):
+            r, c = rows[starts[j]:ends[j]], cols[starts[j]:ends[j]]
+            if r.min() == 0 or c.min() == 0 or r.max() == h - 1 or c.max() == w - 1:
+                continue  # cut by the image's edge
+            piece = pts[starts[j]:ends[j]]
+            top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
+            if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
+                continue  # its top is hidden behind something nearer: cut, part of something larger
+            if on_wall(piece, walls, p.fixture_depth):
+                continue  # flat on a wall: a socket, a poster, a pocket: part of the room
+            pieces.append((piece, piece[piece[:, 2] <= lo[j, 2] + p.base_band], r, c, j))
+        if not pieces:
+            return empty
+        # Each piece's base must touch a support: one look-up for all of them.
+        bases = np.concatenate([piece[1] for piece in pieces])
+        owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
+        touching = self.supports.surface_near(bases, p.contact_below, p.contact_above)
+        contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
+        levels = self.supports.levels(p.level_cells)
+        k = p.pixel_stride
+        boxes, points, pixels, regions, under = [], [], [], [], []
+        for j in range(len(pieces)):
+            piece, base, r, c, label = pieces[j]
+            if contact[j] >= p.min_contact:
+                support_z = self.supports.height_under(base[touching[owner == j]], p.contact_below, p.contact_above)
+            else:
+                support_z = self._seen_below(piece, r, c, s, labels)
+                if support_z is None:
+                    others = lowest[lows != label]
+                    support_z = self._unseen_support(base, r, c, piece, s.valid, levels, floor_z, others)
+                if support_z is None:
+                    continue
+            above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
+            for part in (sub for apart in connected_groups(r[above], c[above]) for sub in
+                         self._split_by_colour(piece[above][apart], r[above][apart], c[above][apart], frame)):
+                thing, rr, cc = piece[above][part], r[above][part], c[above][part]
+                if len(thing) < p.min_points:
+                    continue
+                spacing = float(np.median(s.depth[rr, cc])) * k / frame.K[0, 0]  # between samples, at its depth
+                box = _rest_on(fit_upright_box(thing, pad=spacing), support_z)
+                size = box[3:6]
+                if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
+                    continue  # too large, too flat, or a pole
+                block = np.stack(np.meshgrid(np.arange(k), np.arange(k)), axis=-1).reshape(-1, 2)  # (k*k, 2)
+                uv = (np.stack([cc * k, rr * k], axis=1)[:, None, :] + block[None]).reshape(-1, 2).astype(np.int32)
+                boxes.append(box)
+                points.append(thing)
+                pixels.append(uv)  # every pixel of its samples' cells: a small thing keeps a colour after erosion
+                regions.append([uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max() + 1, uv[:, 1].max() + 1])
+                under.append(support_z)
+        if not boxes:
+            return empty
+        m = len(boxes)
+        return Detections3D(np.array(boxes), np.zeros(m, np.int64), np.full(m, p.score), (UNKNOWN_CLASS,),
+                            frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64), points=tuple(points),
+                            pixels=tuple(pixels), surround_z=np.array(under))
+
+
+def _rest_on(box: np.ndarray, support_z: float) -> np.ndarray:
+    """The box reaching down to its support (the support layer took the object's lowest centimetres)."""
+    if not np.isfinite(support_z):
+        return box
+    top = box[2] + 0.5 * box[5]
+    b = box.copy()
+    b[2], b[5] = 0.5 * (top + support_z), max(top - support_z, 1e-3)
+    return b
