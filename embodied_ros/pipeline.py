@@ -174,9 +174,9 @@ def run(
             perception = perceptor.perceive(frame)
             for stage in ("network", "lifting"):
                 timer.add(stage, perception.timings_s.get(stage, 0.0))
-            started = time.perf_counter()
+            t_memory = time.perf_counter()
             result = memory.update(perception)
-            timer.add("memory", time.perf_counter() - started - result.discovery_s)
+            timer.add("memory", time.perf_counter() - t_memory - result.discovery_s)
             timer.add("discovery", result.discovery_s)  # the unknown objects' part of the update
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))

@@ -134,5 +134,8 @@ def test_the_real_pipeline_runs_on_a_generated_scene_with_the_oracle_perceptor(t
     summary = run(src, oracle, memory, OccupancyMap(), tmp_path, n_pictures=1, write_inputs=False)
     assert (tmp_path / "scene.mcap").is_file() and (tmp_path / "objects.json").is_file()
     assert len(memory) >= 3 and summary is not None
+    # The run's seconds span every frame's stages (the frame rate it reports is not the last frame's).
+    stages_s = summary.frames_processed * sum(summary.stage_ms.values()) / 1000.0
+    assert summary.seconds >= stages_s > 0 and summary.fps <= summary.frames_processed / stages_s
     iou = box_iou_3d(np.array([o.box for o in memory.objects()]), src.scene.boxes)
     assert np.all(iou.max(axis=1) > 0.999)
