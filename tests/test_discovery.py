@@ -114,7 +114,7 @@ def things_on_a_table() -> SceneMemory:
     ("the small black thing on the table", SMALL_BLACK),
     ("the blue item", LARGE_BLUE),
     ("the grey object on the floor", FAR_GREY),
-    ("the black pc tower", SMALL_BLACK),  # no class of the detector: an unnamed object, by its colour
+    ("the black box", SMALL_BLACK),  # no class of the detector: an unnamed object of a box's size, by its colour
 ])
 def test_colour_and_size_words_pick_the_unknown_object(things_on_a_table: SceneMemory, phrase: str,
                                                        box: np.ndarray) -> None:
@@ -128,9 +128,10 @@ def test_colour_and_size_words_pick_the_unknown_object(things_on_a_table: SceneM
 
 
 def test_a_class_the_detector_cannot_name_needs_more_than_its_name(things_on_a_table: SceneMemory) -> None:
-    """"the pc tower" alone does not say which unnamed object; "the cup" (a class the detector knows, none
-    mapped) never answers with an unnamed one."""
+    """"the pc tower" alone does not say which unnamed object, and none on the table is a PC tower's size;
+    a word whose shape is not known ("flurbo") names none of them; "the cup" (a class the detector knows,
+    none mapped) never answers with an unnamed one."""
     g = Grounder(load_encoder=False)
-    for phrase in ("the pc tower", "the cup", "the red cup"):
+    for phrase in ("the pc tower", "the pc tower on the table", "the flurbo on the table", "the cup", "the red cup"):
         answer = g.ground(phrase, things_on_a_table.snapshot(), vocabulary=things_on_a_table.vocabulary)
         assert not answer.success, answer.message

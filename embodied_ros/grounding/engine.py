@@ -56,6 +56,7 @@ from .relations import (
 from .results import GroundedObject, GroundingResult
 from .room_frame import ROOM_FACING_CLASSES, face_the_room
 from .text_encoder import TextEncoder
+from .unnamed_shapes import shape_of
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
 from .vocabulary import KNOWN_LABELS, LabelMatcher
 
@@ -384,14 +385,23 @@ class Grounder:
     def _unnamed_candidates(self, parsed: ParsedPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
         """For a class no object of the map has and the detector cannot name ("the PC tower", "the box next
         to the mug"), the confident unnamed objects (class ``UNNAMED_CLASS``) as candidates at label
-        confidence ``LABEL_HOLDS``, when the phrase says more than the name (a colour, a size, a place):
-        the rest of the phrase then picks one out, and the answer says that it is unnamed."""
+        confidence ``LABEL_HOLDS``, when the phrase says more than the name (a colour, a size, a place)
+        and the object has the size of such a thing (``unnamed_shapes``): the rest of the phrase then
+        picks one out, and the answer says that it is unnamed."""
         noun = parsed.target
         none = np.zeros(0, np.int64), np.zeros(len(ctx.snapshot))
         if not (noun.attributes or parsed.clauses) or self.matcher.match(noun.text, ctx.vocabulary or KNOWN_LABELS):
             return none
         unnamed = np.array([c == UNNAMED_CLASS for c in ctx.snapshot.class_names], dtype=bool)
         idx = np.flatnonzero(unnamed & (ctx.scene.prior > 0) & ctx.scene.confident)
+        shape = shape_of(noun.text)  # "the box": only an unnamed thing that could be one
+        if shape is None:
+            ctx.notes.append(f"no shape is known for '{noun.text}', so no unnamed object can be said to be one")
+            return none
+        fitting = np.array([shape.fits(ctx.snapshot.boxes[i]) for i in idx], dtype=bool)
+        if len(idx) and not fitting.any():
+            ctx.notes.append(f"no unnamed object has the size of a {noun.text}")
+        idx = idx[fitting] if len(idx) else idx
         conf = np.where(unnamed, LABEL_HOLDS, 0.0)
         return idx, conf
 
