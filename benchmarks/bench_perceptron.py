@@ -37,7 +37,7 @@ from embodied_ros.training.trainer import load_head, load_weights
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_real_map import MEMORIES  # noqa: E402
+from memory_variants import MEMORIES  # noqa: E402
 
 
 def _latency(run, inputs: dict, n: int) -> tuple[float, float]:
@@ -91,7 +91,7 @@ def main() -> None:
                         help="every class from the box head, even with a pixel head (the baseline for it)")
     parser.add_argument("--map-voxel", type=float, default=None, help="world occupancy map voxel (m; default: 0.16)")
     parser.add_argument("--memory", default="full", choices=sorted(MEMORIES),
-                        help="scene memory variant (bench_real_map.MEMORIES; legacy: before the object map)")
+                        help="scene memory variant (memory_variants.MEMORIES; legacy: before the object map)")
     parser.add_argument("--resamples", type=int, default=300,
                         help="bootstrap resamples over scenes for the 90%% intervals (0: none)")
     args = parser.parse_args()

@@ -7,7 +7,7 @@ The map's work per keyframe (lifting + object map + discovery + occupancy) is co
 (network) time of the same frames in the same process: the ratio the issue-34 budget bounds by 1.
 
 Usage: .venv/bin/python benchmarks/bench_pipeline.py [--scene redkitchen] [--frames N] [--stride K]
-           [--pairs yolo-fastest-1.1-xl:legacy,yolox-nano:full]   (memories: see bench_real_map.MEMORIES)
+           [--pairs yolo-fastest-1.1-xl:legacy,yolox-nano:full]   (memories: see memory_variants.MEMORIES)
            [--baseline REF [--repeats 2]] [--profile] [--data DIR]
 """
 
@@ -37,7 +37,7 @@ MAP_STAGES = ("lifting", "memory", "discovery", "occupancy")  # the map's work p
 
 def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
     """One `run` over the frames with whatever embodied_ros this process imports; its figures."""
-    from bench_real_map import MEMORIES
+    from memory_variants import MEMORIES
 
     from embodied_ros.memory.occupancy import OccupancyMap
     from embodied_ros.memory.scene_memory import SceneMemory

@@ -14,15 +14,7 @@ recording; ``sN+O`` the same from frame O on, another recording of the walk); ``
 ``last`` the two halves at the full rate. The map should not depend on the rate: the table ends
 with the objects published at one rate and not at another.
 
-Memory variants (MemoryConfig overrides):
-  legacy    the scene memory before the object map (box fusion only, every object published);
-  evidence  + existence as evidence both ways, only confident objects published;
-  geometry  + each object's own geometry, box fitted to all of it, furniture completed;
-            no existence evidence;
-  full      the defaults (geometry and evidence, unknown objects from the geometry);
-  named     full without unknown objects (memory.discover_unknown off): named objects only;
-  one-sum   full, but existence evidence summed over every look (existence_revisit_s=0), as before
-            evidence was kept per place: the baseline of ``--passes``.
+Memory variants: memory_variants.MEMORIES.
 
     .venv/bin/python benchmarks/bench_real_map.py [--scene redkitchen_walk] [--walks s1,s3,s10,s100,s200,first,last]
         [--detectors yolox-nano] [--memories full] [--passes 1] [--registration auto]
@@ -54,6 +46,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from memory_variants import MEMORIES
 
 import embodied_ros
 from embodied_ros.cli import default_data_dir
@@ -78,16 +71,6 @@ from embodied_ros.outputs.pictures import save_top_down_map
 from embodied_ros.sources import RecordingOptions, open_source
 from embodied_ros.sources.registration import Registration
 
-MEMORIES: dict[str, dict] = {
-    "legacy": dict(geometry_voxel=0.0, existence_miss=0.0, existence_through=0.0, publish_confidence=0.0,
-                   amodal=False, image_match=1.0),
-    "evidence": dict(geometry_voxel=0.0, amodal=False, image_match=1.0),
-    "geometry": dict(existence_miss=0.0, existence_through=0.0, publish_confidence=0.0),
-    "full": {},
-    "named": dict(discover_unknown=False),
-    "one-sum": dict(existence_revisit_s=0.0),
-    "per-class": dict(class_agnostic=False),
-}
 PASS_GAP_NS = 60 * 10**9  # between the end of one pass and the start of the next
 _STRIDE = re.compile(r"s([1-9][0-9]*)(?:\+([0-9]+))?")
 
