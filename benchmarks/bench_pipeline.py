@@ -108,7 +108,7 @@ def _table(runs: list[tuple[str, dict]], title: str) -> None:
     rows += [("total (stages)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in STAGES)),
              ("wall (with pictures)", lambda r: r["wall_ms"]),
              ("bag thread", lambda r: r["bag_thread_ms"] if r["bag_thread_ms"] is not None else float("nan")),
-             ("map (lift+memory+occ.)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in MAP_STAGES)),
+             ("map (lift+mem.+disc.+occ.)", lambda r: sum(r["stage_ms"].get(s, 0.0) for s in MAP_STAGES)),
              ("map / detector", lambda r: r["ratio"]),
              ("frames per second", lambda r: r["fps"]),  # sustained, to the bag closed (pictures after)
              ("peak RSS, MB", lambda r: r["peak_rss_mb"])]
