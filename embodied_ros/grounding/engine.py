@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..classes import ROOM_FACING_CLASSES
 from ..errors import ModelError
 from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
@@ -54,7 +55,7 @@ from .relations import (
     supports,
 )
 from .results import GroundedObject, GroundingResult
-from .room_frame import ROOM_FACING_CLASSES, face_the_room
+from .room_frame import face_the_room
 from .text_encoder import TextEncoder
 from .unnamed_shapes import shape_of
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
