@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def ros() -> object:
-    from embodied_ros.ros.harness import prepare
+    from ros_harness import prepare
 
     reason = prepare()
     if reason:
