@@ -23,8 +23,8 @@ from ros_interfaces import REPO, build_interfaces, flavour, use_interfaces
 from embodied_ros.frame import Frame
 from embodied_ros.messages.convert import camera_info_msg, header_msg, pose_msg
 from embodied_ros.messages.types import msg_class
+from embodied_ros.outputs.image_encoding import depth_to_ros, rgb_to_compressed, rgb_to_ros
 from embodied_ros.ros.conversions import to_rclpy
-from embodied_ros.sources.images import depth_to_ros, rgb_to_compressed, rgb_to_ros
 
 BUILD_DIR = REPO / "build" / "ros_interfaces"  # + "/wheels" or "/sourced": the ROS 2 they were built against
 
