@@ -135,6 +135,14 @@ def test_keyframe_policy_by_motion_and_time() -> None:
     assert KeyframePolicy(max_interval=0.0).is_keyframe(first, _frame(0.1))  # every frame
 
 
+def test_the_node_builds_its_keyframe_policy_from_the_keyframe_parameters() -> None:
+    assert NodeConfig().keyframe_policy() == KeyframePolicy()  # one set of defaults: the policy's
+    config = NodeConfig(keyframe_min_translation=0.2, keyframe_min_rotation=0.3, keyframe_max_interval=0.0,
+                        keyframe_max_wait=0.1)
+    assert config.keyframe_policy() == KeyframePolicy(min_translation=0.2, min_rotation=0.3, max_interval=0.0,
+                                                      max_wait=0.1)
+
+
 def test_worker_queue_holds_one_frame_and_counts_drops() -> None:
     started, release = threading.Event(), threading.Event()
     seen: list[int] = []
