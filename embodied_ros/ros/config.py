@@ -66,7 +66,7 @@ class NodeConfig:
     download_weights: bool = False
     # Network backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
     # "tensorrt", "onnxruntime" or "torch".
-    backend: str = "auto"
+    backend: str = Backend.AUTO.value
     # backend "tensorrt" but unusable here (no GPU, no tensorrt): run ONNX Runtime instead of stopping.
     allow_fallback: bool = False
     # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
