@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NoReturn
 from .errors import EmbodiedError, InputError, ModelError, os_error_line
 from .memory.config import MemoryConfig
 from .network.weights import DEFAULT_MODEL
+from .runtime.contract import Backend
 from .sources.base import FrameSource
 from .sources.pose_check import PoseConvention, PoseUnits
 from .sources.preflight import RecordingOptions
@@ -46,7 +47,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "yolox_nano.onnx, nanodet-plus-m_416.param/.bin)")
     p.add_argument("--download-weights", action="store_true",
                    help="download the model's weights from its upstream URL (sha256-checked) if not found")
-    p.add_argument("--backend", default="auto", choices=["auto", "tensorrt", "onnxruntime", "torch"],
+    p.add_argument("--backend", default=Backend.AUTO.value, choices=[b.value for b in Backend],
                    help="auto: TensorRT when a GPU and tensorrt are present, else ONNX Runtime (default: %(default)s)")
     p.add_argument("--allow-fallback", action="store_true",
                    help="if --backend tensorrt cannot run here, use ONNX Runtime instead of stopping")

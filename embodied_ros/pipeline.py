@@ -28,7 +28,6 @@ from .sources.base import FrameSource
 log = logging.getLogger(__name__)
 
 MEMORY_FILE = "memory.json"  # the whole scene memory (SceneMemory.load), for grounding and load_map
-STAGES = ("decode", "network", "lifting", "memory", "discovery", "occupancy", "writing")
 
 
 @dataclass

@@ -85,7 +85,8 @@ def recipe() -> dict[str, list[str]]:
 def readme_lines(prefix: str) -> list[str]:
     """Every command of the README's robot section (recipe and service blocks) that starts with ``prefix``."""
     text = (REPO / "README.md").read_text()
-    section = text[text.index("## On a robot"):text.index("## How it works")]
+    start = text.index("## On a robot")
+    section = text[start:text.index("\n## ", start)]
     return [re.sub(r"\s+#.*$", "", line.strip()) for line in section.splitlines()
             if line.startswith("    ") and line.strip().startswith(prefix)]
 

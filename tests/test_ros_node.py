@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ros_harness import InProcessRos, prepare, wait_until
 
 from embodied_ros.outputs.pictures import draw_detections
 from embodied_ros.outputs.scene_messages import CLOUD_DTYPE, box_edge_points, view_centre
-from embodied_ros.ros.harness import InProcessRos, prepare, wait_until
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 KITCHEN, YOLO = DATA / "redkitchen", DATA / "yolo_fastest"
@@ -59,10 +59,9 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def live(ros: Any) -> Any:
     """The main node after six real frames went through it; records what it published."""
     from embodied_ros.msg import SceneObjectArray
+    from ros_harness import FramePublisher
     from sensor_msgs.msg import Image, PointCloud2
     from visualization_msgs.msg import MarkerArray
-
-    from embodied_ros.ros.harness import FramePublisher
 
     # Six sparse frames are too few for the memory's confidence; the plumbing is what this tests.
     node = ros.node(ros.perceptor, pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
@@ -301,8 +300,7 @@ def test_bad_frames_are_reported_and_the_node_goes_on(ros: Any, live: Any) -> No
 
 def test_service_before_any_frame_missing_camera_info_and_no_pose_source(ros: Any, live: Any) -> None:
     from embodied_ros.srv import Ground
-
-    from embodied_ros.ros.harness import FramePublisher
+    from ros_harness import FramePublisher
 
     bare = ros.node(ros.perceptor, namespace="bare", pose_topic="camera_pose", world_frame="world")
     no_tf = ros.node(ros.perceptor, namespace="no_tf", world_frame="world")  # poses from TF, none published
@@ -322,7 +320,7 @@ def test_service_before_any_frame_missing_camera_info_and_no_pose_source(ros: An
 
 
 def test_compressed_colour_and_32fc1_depth_are_read(ros: Any, live: Any) -> None:
-    from embodied_ros.ros.harness import FramePublisher
+    from ros_harness import FramePublisher
 
     node = ros.node(ros.perceptor, namespace="jpeg", pose_topic="camera_pose", world_frame="world",
                     color_compressed=True)
@@ -364,7 +362,7 @@ def test_a_missing_model_ends_the_node_with_one_line(ros: Any, live: Any, tmp_pa
 
 
 def test_unpaired_images_are_counted_and_warned_about(ros: Any, live: Any) -> None:
-    from embodied_ros.ros.harness import FramePublisher
+    from ros_harness import FramePublisher
 
     node = ros.node(ros.perceptor, namespace="unpaired", pose_topic="camera_pose", world_frame="world",
                     diagnostics_period=0.1)
@@ -384,8 +382,7 @@ def test_unpaired_images_are_counted_and_warned_about(ros: Any, live: Any) -> No
 
 def test_a_best_effort_camera_is_matched(ros: Any, live: Any) -> None:
     from rclpy.qos import qos_profile_sensor_data
-
-    from embodied_ros.ros.harness import FramePublisher
+    from ros_harness import FramePublisher
 
     node = ros.node(ros.perceptor, namespace="besteffort", pose_topic="camera_pose", world_frame="world",
                     diagnostics_period=0.1)
@@ -402,10 +399,10 @@ def test_a_best_effort_camera_is_matched(ros: Any, live: Any) -> None:
                     "runs on the ROS 2 tree through test_ros2_tree.py)")
 def test_poses_from_a_tf2_ros_broadcaster_in_the_tests_own_context(ros: Any, live: Any) -> None:
     import tf2_ros
+    from ros_harness import FramePublisher
 
     from embodied_ros.messages.convert import transform_stamped_msg
     from embodied_ros.ros.conversions import to_rclpy
-    from embodied_ros.ros.harness import FramePublisher
 
     node = ros.node(ros.perceptor, namespace="tf", world_frame="world", keyframe_max_interval=0.0)
     ros.nodes.append(node)
@@ -494,9 +491,8 @@ def test_compressed_depth_topic_is_read(ros: Any, live: Any) -> None:
     import struct
 
     import cv2
+    from ros_harness import FramePublisher
     from sensor_msgs.msg import CompressedImage
-
-    from embodied_ros.ros.harness import FramePublisher
 
     node = ros.node(ros.perceptor, namespace="cdepth", pose_topic="camera_pose", world_frame="world",
                     depth_topic="depth_to_rgb/image_raw/compressedDepth")

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def ros() -> object:
-    from embodied_ros.ros.harness import prepare
+    from ros_harness import prepare
 
     reason = prepare()
     if reason:
@@ -133,6 +133,14 @@ def test_keyframe_policy_by_motion_and_time() -> None:
     assert policy.is_keyframe(first, _frame(0.5, x=0.06))  # moved
     assert policy.is_keyframe(first, _frame(1.0))  # time passed
     assert KeyframePolicy(max_interval=0.0).is_keyframe(first, _frame(0.1))  # every frame
+
+
+def test_the_node_builds_its_keyframe_policy_from_the_keyframe_parameters() -> None:
+    assert NodeConfig().keyframe_policy() == KeyframePolicy()  # one set of defaults: the policy's
+    config = NodeConfig(keyframe_min_translation=0.2, keyframe_min_rotation=0.3, keyframe_max_interval=0.0,
+                        keyframe_max_wait=0.1)
+    assert config.keyframe_policy() == KeyframePolicy(min_translation=0.2, min_rotation=0.3, max_interval=0.0,
+                                                      max_wait=0.1)
 
 
 def test_worker_queue_holds_one_frame_and_counts_drops() -> None:

@@ -11,17 +11,14 @@ import numpy as np
 import pytest
 
 from embodied_ros.errors import FrameError
+from embodied_ros.outputs.image_encoding import depth_to_compressed, depth_to_ros, rgb_to_compressed, rgb_to_ros
 from embodied_ros.sources.images import (
     decode_compressed_depth,
     decode_compressed_rgb,
-    depth_to_compressed,
     depth_to_metres,
-    depth_to_ros,
     image_to_rgb,
     read_color_file,
     read_depth_file,
-    rgb_to_compressed,
-    rgb_to_ros,
 )
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 
+from ..classes import WOODEN_CLASSES
 from ..memory.object_colour import colour_name, colour_word
 
 __all__ = ["CHECKABLE_MATERIALS", "MATERIALS", "WOODEN_CLASSES", "colour_fits", "fitting_colours",
@@ -27,8 +28,6 @@ __all__ = ["CHECKABLE_MATERIALS", "MATERIALS", "WOODEN_CLASSES", "colour_fits", 
 L_TOLERANCE = 8.0  # CIELAB lightness units a measurement may be off (lighting, white balance)
 CHROMA_TOLERANCE = 6.0  # chroma units
 HUE_TOLERANCE_DEG = 10.0  # hue degrees
-# Classes usually made of wood: described as brown whenever brown fits their measured colour.
-WOODEN_CLASSES = frozenset({"chair", "diningtable", "dining table", "table", "desk", "bench", "shelf", "bookcase"})
 MATERIALS = frozenset({"wooden", "wood", "metal", "metallic", "steel", "stainless", "plastic", "glass", "transparent",
                        "leather", "ceramic", "paper", "fabric", "cardboard", "acrylic", "porcelain"})
 # Materials a colour can check, and the colour words each fits.

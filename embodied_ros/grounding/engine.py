@@ -26,10 +26,12 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from ..classes import ROOM_FACING_CLASSES
 from ..errors import ModelError
 from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
@@ -54,7 +56,7 @@ from .relations import (
     supports,
 )
 from .results import GroundedObject, GroundingResult
-from .room_frame import ROOM_FACING_CLASSES, face_the_room
+from .room_frame import face_the_room
 from .text_encoder import TextEncoder
 from .unnamed_shapes import shape_of
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
@@ -102,6 +104,17 @@ class GrounderConfig:
     min_confidence: float = 0.6
     # Which parser reads phrases: "auto" (spaCy when installed, else the rules), "spacy" or "rules".
     parser: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.parser not in ("auto", "spacy", "rules"):
+            raise ValueError(f"parser must be 'auto', 'spacy' or 'rules', got {self.parser!r}")
+        for name in ("unconfirmed_weight", "score_floor", "min_confidence"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if not self.evidence_power > 0.0:
+            raise ValueError(f"evidence_power must be positive (inf: an object's own class only), got "
+                             f"{self.evidence_power}")
+        object.__setattr__(self, "room_facing_classes", tuple(self.room_facing_classes))
 
 
 @dataclass(frozen=True)
@@ -175,31 +188,18 @@ class Grounder:
     Args:
         encoder: the text encoder; None loads the packaged one (when ``load_encoder``), and when
             that fails, labels are matched by the synonym table alone and every answer says so.
-        min_label_similarity, max_alternatives, max_anchors, min_score, load_encoder, min_observations,
-            max_between_anchors, head_weight, unconfirmed_weight, score_floor, room_facing_classes,
-            evidence_power, min_confidence, parser: see :class:`GrounderConfig`.
+        config: the settings (default: ``GrounderConfig()``, the one place their defaults live).
+        **overrides: fields of :class:`GrounderConfig` to change, by name (``Grounder(load_encoder=False)``);
+            an unknown name is a TypeError.
+
+    Raises:
+        ValueError: a setting out of its range.
     """
 
-    def __init__(self, encoder: TextEncoder | None = None, *, min_label_similarity: float = 0.66,
-                 max_alternatives: int = 5, max_anchors: int = 48, min_score: float = 0.03,
-                 load_encoder: bool = True, min_observations: int = 2, max_between_anchors: int = 16,
-                 head_weight: float = 1.0, unconfirmed_weight: float = 1.0, score_floor: float = 0.25,
-                 room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES, evidence_power: float = 5.0,
-                 min_confidence: float = 0.6, parser: str = "auto") -> None:
-        if parser not in ("auto", "spacy", "rules"):
-            raise ValueError(f"parser must be 'auto', 'spacy' or 'rules', got {parser!r}")
-        for name, value in (("unconfirmed_weight", unconfirmed_weight), ("score_floor", score_floor),
-                            ("min_confidence", min_confidence)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {value}")
-        if not evidence_power > 0.0:
-            raise ValueError(f"evidence_power must be positive (inf: an object's own class only), got {evidence_power}")
-        self.config = GrounderConfig(
-            min_label_similarity=min_label_similarity, max_alternatives=max_alternatives, max_anchors=max_anchors,
-            max_between_anchors=max_between_anchors, min_score=min_score, load_encoder=load_encoder,
-            min_observations=min_observations, head_weight=head_weight, unconfirmed_weight=unconfirmed_weight,
-            score_floor=score_floor, room_facing_classes=tuple(room_facing_classes), evidence_power=evidence_power,
-            min_confidence=min_confidence, parser=parser)
+    def __init__(self, encoder: TextEncoder | None = None, config: GrounderConfig | None = None,
+                 **overrides: Any) -> None:
+        self.config = replace(config if config is not None else GrounderConfig(), **overrides)
+        load_encoder, parser = self.config.load_encoder, self.config.parser
         self.encoder_error = ""
         if encoder is None and load_encoder:
             try:
@@ -209,7 +209,7 @@ class Grounder:
         elif encoder is None:
             self.encoder_error = "text encoder disabled"
         self.encoder = encoder
-        self.matcher = LabelMatcher(encoder, min_label_similarity)
+        self.matcher = LabelMatcher(encoder, self.config.min_label_similarity)
         self.matcher.prepare(KNOWN_LABELS)  # label embeddings computed once, here, not in the first call
         # The parser loads here too, so that a service answers its first call as fast as the others.
         self._pipeline = load_pipeline() if parser != "rules" else None
@@ -223,14 +223,8 @@ class Grounder:
 
     @classmethod
     def from_config(cls, config: GrounderConfig, encoder: TextEncoder | None = None) -> Grounder:
-        return cls(encoder, min_label_similarity=config.min_label_similarity,
-                   max_alternatives=config.max_alternatives, max_anchors=config.max_anchors,
-                   min_score=config.min_score, load_encoder=config.load_encoder,
-                   min_observations=config.min_observations, max_between_anchors=config.max_between_anchors,
-                   head_weight=config.head_weight, unconfirmed_weight=config.unconfirmed_weight,
-                   score_floor=config.score_floor, room_facing_classes=config.room_facing_classes,
-                   evidence_power=config.evidence_power, min_confidence=config.min_confidence,
-                   parser=config.parser)
+        """A grounder with the settings of ``config``."""
+        return cls(encoder, config)
 
     # -- caches -----------------------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
+from ..classes import RelationType
 from ..memory.object_colour import colour_word
 
 __all__ = [
@@ -61,16 +62,6 @@ __all__ = [
 ]
 
 MAX_PHRASE_CHARS = 1000
-
-
-class RelationType(Enum):
-    """EmbodiedScan's five relation types."""
-
-    HORIZONTAL = "horizontal"  # near / closest / farthest
-    VERTICAL = "vertical"  # above / below
-    SUPPORT = "support"  # on / under / supporting
-    ALLOCENTRIC = "allocentric"  # front / behind / left / right of an oriented anchor
-    BETWEEN = "between"  # two anchors
 
 
 class Relation(Enum):

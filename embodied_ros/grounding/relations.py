@@ -48,8 +48,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..classes import SEAT_CLASSES, RelationType
 from ..geometry.boxes import FRONT_AXIS, as_boxes, box_rotations
-from .phrases import Relation, RelationType
+from .phrases import Relation
 
 __all__ = [
     "FRONT_LOCAL", "LEFT_LOCAL", "SATISFIED", "SATISFIED_ALLOCENTRIC", "SATISFIED_NEAR", "SceneGeometry",
@@ -318,9 +319,8 @@ def _comparative(g: SceneGeometry, t: np.ndarray, a: np.ndarray, farthest: bool)
     return np.exp(-lead / COMPARATIVE_SCALE_M)
 
 
-# Classes whose box holds a backrest above the surface things rest on; their seat is at this fraction of
-# the box's height (a dining chair 0.84 m tall: seat at 0.46 m).
-SEAT_CLASSES = frozenset({"chair", "sofa", "couch", "bench", "armchair", "toilet"})
+# The seat of a SEAT_CLASSES box is at this fraction of the box's height (a dining chair 0.84 m tall:
+# seat at 0.46 m).
 SEAT_HEIGHT = 0.55
 FRONT_LOCAL = FRONT_AXIS[:2]  # an object's front in its own box frame (x, y)
 LEFT_LOCAL = np.array([1.0, 0.0])  # its left, seen from the object, z up: local +x

@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..classes import ROOM_AXIS_CLASSES, ROOM_FACING_CLASSES
 from ..geometry.boxes import FRONT_AXIS, as_boxes, box_rotations
 from ..memory.box_fusion import face_box
 from .vocabulary import canonical_label
 
 __all__ = ["ROOM_AXIS_CLASSES", "ROOM_FACING_CLASSES", "face_the_room", "room_yaw"]
 
-# Classes whose yaw tells the room's axes (they stand against, or in, walls).
-ROOM_AXIS_CLASSES: tuple[str, ...] = ("bed", "cabinet", "door", "shelf", "sofa", "window")
-# Classes whose front is taken to face the room's interior.
-ROOM_FACING_CLASSES: tuple[str, ...] = (*ROOM_AXIS_CLASSES, "monitor")
 MIN_AXIS_AGREEMENT = 0.3  # length of the mean of 4 x angle below which the room has no clear axes
 # An object stands by a wall when its centre lies at least this far from the middle of the objects'
 # centres along a room axis, as a fraction of their spread along it (0.5: the outermost). A sofa in

@@ -19,10 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ..classes import FRONTED_CLASSES
 from ..memory.scene_object import MemorySnapshot
 from .phrases import Relation
 from .relations import SceneGeometry, between_scores, pair_scores, supports
-from .room_frame import ROOM_FACING_CLASSES, face_the_room
+from .room_frame import face_the_room
 from .viewpoint import Viewpoint
 from .vocabulary import canonical_label
 
@@ -36,9 +37,6 @@ BETWEEN_MIN = 0.7  # between score for a record (one per subject, the best pair)
 DIRECTION_MIN = 0.5  # allocentric score for a direction record
 VIEW_BEARING_RAD = np.radians(8.0)  # seen from the viewpoint: left/right when the bearings differ by this
 VIEW_DEPTH_M = 0.3  # ... in front/behind when the distances along the view differ by this
-# Objects whose front means something (the others have no "in front of").
-FRONTED_CLASSES = frozenset({*ROOM_FACING_CLASSES, "chair", "sofa", "couch", "bed", "tv", "tvmonitor", "toilet",
-                             "refrigerator", "microwave", "oven", "laptop"})
 
 
 def _name(snapshot: MemorySnapshot, i: int) -> str:

@@ -57,7 +57,7 @@ class MemoryConfig:
     # Detectors whose box loss ignores box symmetries cannot tell front from back; a robot sees
     # furniture mostly from its open side. False keeps the fused boxes' own parametrisation.
     front_from_views: bool = True
-    # With front_from_views: furniture whose front is across its depth (scene_memory.SHORT_FRONT:
+    # With front_from_views: furniture whose front is across its depth (classes.SHORT_FRONT:
     # sofas, cabinets, shelves, monitors, doors, windows) turns only between the two sides along
     # its shorter horizontal extent, beds (LONG_FRONT) along the longer; seen from the side, the
     # views alone would give it a side for a front.

@@ -50,10 +50,6 @@ from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
 UNKNOWN_CLASS = "object"
 """The class of what the geometry shows and no detector names (grounding answers it by colour, size
 and place, as "unnamed object #N")."""
-SUPPORT_CLASSES = frozenset({"diningtable", "table", "desk", "counter", "bench", "bed", "sofa", "couch", "shelf",
-                             "bookshelf", "cabinet"})
-"""Named furniture that things rest on (``detections.class_key`` names): a thing on a table is not part of
-the table, however much of it the table's lifted detections took in."""
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,9 @@ from __future__ import annotations
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -125,45 +126,16 @@ class OccupancyMap:
     """A world voxel map of occupancy log-odds and class votes; thread-safe.
 
     Args:
-        voxel_size, log_odds_hit, log_odds_miss, log_odds_min, log_odds_max,
-            occupied_threshold, max_range, pixel_stride, carve_spacing, max_voxels, grid_class_weight,
-            grid_in_view_only, detection_votes_with_grid, pixel_class_weight, surface_subdivision,
-            align_to_grid, bounds: see :class:`OccupancyConfig`
-            (same names and defaults).
+        config: the parameters (default: ``OccupancyConfig()``, the one place their defaults live).
+        **overrides: fields of :class:`OccupancyConfig` to change, by name
+            (``OccupancyMap(voxel_size=0.08)``); an unknown name is a TypeError.
 
     Raises:
         ConfigError: if a parameter cannot work.
     """
 
-    def __init__(
-        self,
-        *,
-        voxel_size: float = 0.16,
-        log_odds_hit: float = 0.85,
-        log_odds_miss: float = -0.4,
-        log_odds_min: float = -2.0,
-        log_odds_max: float = 3.5,
-        occupied_threshold: float = 0.8,
-        max_range: float = 4.0,
-        pixel_stride: int = 4,
-        carve_spacing: float = 0.5,
-        max_voxels: int = 2_000_000,
-        grid_class_weight: float = 1.0,
-        grid_in_view_only: bool = True,
-        detection_votes_with_grid: bool = False,
-        pixel_class_weight: float = 1.0,
-        surface_subdivision: int = 4,
-        align_to_grid: bool = True,
-        bounds: tuple[float, float, float, float, float, float] | None = None,
-    ) -> None:
-        self.config = OccupancyConfig(
-            voxel_size=voxel_size, log_odds_hit=log_odds_hit, log_odds_miss=log_odds_miss,
-            log_odds_min=log_odds_min, log_odds_max=log_odds_max, occupied_threshold=occupied_threshold,
-            max_range=max_range, pixel_stride=pixel_stride, carve_spacing=carve_spacing, max_voxels=max_voxels,
-            grid_class_weight=grid_class_weight, grid_in_view_only=grid_in_view_only,
-            detection_votes_with_grid=detection_votes_with_grid, pixel_class_weight=pixel_class_weight,
-            surface_subdivision=surface_subdivision, align_to_grid=align_to_grid, bounds=bounds,
-        )
+    def __init__(self, config: OccupancyConfig | None = None, **overrides: Any) -> None:
+        self.config = replace(config if config is not None else OccupancyConfig(), **overrides)
         self.voxel_size = self.config.voxel_size
         self._lock = threading.RLock()
         self._blocks = VoxelBlocks(self.config.max_voxels, {
@@ -178,7 +150,7 @@ class OccupancyMap:
     @classmethod
     def from_config(cls, config: OccupancyConfig) -> OccupancyMap:
         """A map with the parameters of ``config``."""
-        return cls(**asdict(config))
+        return cls(config)
 
     @property
     def origin(self) -> np.ndarray:

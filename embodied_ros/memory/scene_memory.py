@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from ..classes import LONG_FRONT, SHORT_FRONT, SUPPORT_CLASSES
 from ..detections import FramePerception, class_key
 from ..errors import FrameError, InputError, json_error_line, os_error_line
 from ..frame import Frame
@@ -51,7 +52,7 @@ from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, fuse_boxes, is_yaw_only
 from .class_shapes import parts_may_touch, shape_prior, union_plausible
 from .config import MemoryConfig, ScoreMode
-from .discovery import SUPPORT_CLASSES, UNKNOWN_CLASS, ObjectDiscovery
+from .discovery import UNKNOWN_CLASS, ObjectDiscovery
 from .existence import ExistenceEvidence, Place, place_of
 from .object_colour import detection_samples, sample_colour
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, unpack_voxels, voxel_keys
@@ -67,12 +68,6 @@ FORMAT_VERSION = 4  # 2: geometry and existence evidence per object; 3: that evi
 # (the mean of its frames) and the recesses. 1 to 3 still load
 _V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
-# Classes whose front lies across their depth, along the shorter horizontal extent, and those
-# whose front lies along the longer one (a bed's foot); MemoryConfig.front_from_shape. Names as
-# the detectors give them (COCO's "couch", "tv"), as detections.class_key writes them.
-SHORT_FRONT: frozenset[str] = frozenset({"sofa", "couch", "cabinet", "shelf", "bookshelf", "bookcase", "monitor",
-                                         "tv", "tvmonitor", "door", "window"})
-LONG_FRONT: frozenset[str] = frozenset({"bed"})
 
 _VIEW_SAMPLES = 64  # surface points per object in the visibility test
 _FRACTION_SAMPLES = 512  # voxels per query whose share on an object's geometry is measured

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial import cKDTree
 
+from ..classes import SURFACE_CLASSES
 from ..detections import Detections2D, Detections3D, class_key
 from ..errors import ConfigError
 from ..frame import Frame
@@ -54,7 +55,7 @@ class LiftingParams:
     support_density: float = 3.0
     # Classes that ARE support surfaces: their bottom layer is only removed when another dense
     # layer (the top) lies at least support_class_min_height metres above it.
-    surface_classes: tuple[str, ...] = ("diningtable", "dining table", "table", "desk", "bed", "bench", "counter")
+    surface_classes: tuple[str, ...] = SURFACE_CLASSES
     support_class_min_height: float = 0.3
     # Percentiles (low, high) of the object's points that bound the box along each axis
     # (trims stray depth at the silhouette).

@@ -21,7 +21,7 @@ from ..frame import Frame
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
 from ..messages.types import msg_class, typestore
-from ..sources.images import depth_to_compressed, rgb_to_compressed
+from .image_encoding import depth_to_compressed, rgb_to_compressed
 from .scene_messages import (
     ObjectLike,
     detection3d_array,

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..frame import Frame
 from ..geometry.transforms import quat_xyzw_from_matrix
-from ..sources.images import depth_to_ros, rgb_to_ros
+from .image_encoding import depth_to_ros, rgb_to_ros
 
 T = TypeVar("T")
 

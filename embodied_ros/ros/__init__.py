@@ -4,10 +4,10 @@ node.py (the node and ``main``), inputs.py (topics -> Frames: QoS, pairing, pose
 keyframes.py (the network's worker thread), scene_state.py (memory/occupancy), map_store.py (map names
 and atomic saves), services.py, scene_publisher.py + cdr.py (outputs serialised from numpy arrays),
 conversions.py (rosbags messages -> rclpy, for service answers), params.py (ROS parameters from the
-config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``);
-interfaces_build.py and harness.py build the interfaces and run the node in-process for tests and
-benchmarks. Nothing is imported here, so ``import embodied_ros.ros.config`` needs no ROS.
+config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``). The
+in-process harness of the tests and benchmarks is tests/ros_harness.py. Nothing is imported here, so
+``import embodied_ros.ros.config`` needs no ROS.
 """
 
-__all__ = ["cdr", "config", "conversions", "diagnostics", "harness", "inputs", "interfaces_build", "keyframes",
+__all__ = ["cdr", "config", "conversions", "diagnostics", "inputs", "keyframes",
            "map_store", "node", "params", "player", "scene_publisher", "scene_state", "services"]

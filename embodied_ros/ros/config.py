@@ -8,6 +8,10 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..network.weights import DEFAULT_MODEL
+from ..runtime.contract import Backend
+from .keyframes import KeyframePolicy
+
+_KEYFRAMES = KeyframePolicy()  # the keyframe_* defaults are the policy's own
 
 
 class InputKind(str, enum.Enum):
@@ -62,20 +66,20 @@ class NodeConfig:
     download_weights: bool = False
     # Network backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
     # "tensorrt", "onnxruntime" or "torch".
-    backend: str = "auto"
+    backend: str = Backend.AUTO.value
     # backend "tensorrt" but unusable here (no GPU, no tensorrt): run ONNX Runtime instead of stopping.
     allow_fallback: bool = False
     # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
     fp16: bool = False
     # A frame becomes a keyframe when the camera moved this far (metres) since the last keyframe ...
-    keyframe_min_translation: float = 0.05
+    keyframe_min_translation: float = _KEYFRAMES.min_translation
     # ... or turned this much (radians) ...
-    keyframe_min_rotation: float = 0.1
+    keyframe_min_rotation: float = _KEYFRAMES.min_rotation
     # ... or this much time passed (seconds); 0 makes every frame a keyframe.
-    keyframe_max_interval: float = 1.0
+    keyframe_max_interval: float = _KEYFRAMES.max_interval
     # A keyframe that came while the network was busy and waited longer than this (seconds) is
     # skipped (counted) for the next, fresher frame, so markers never come late; 0 = never skip it.
-    keyframe_max_wait: float = 0.03
+    keyframe_max_wait: float = _KEYFRAMES.max_wait
     # Frames not run through the network (not keyframes, or skipped) still carry depth: fuse it into
     # the occupancy map when the worker is idle and the next frame is not due before it would end.
     fuse_skipped_depth: bool = True
@@ -105,8 +109,8 @@ class NodeConfig:
             raise ConfigError(f"pose_type must be PoseStamped or Odometry, got {self.pose_type!r}")
         if self.input_qos not in ("auto", "reliable", "best_effort"):
             raise ConfigError(f"input_qos must be auto, reliable or best_effort, got {self.input_qos!r}")
-        if self.backend not in ("auto", "tensorrt", "onnxruntime", "torch"):
-            raise ConfigError(f"backend must be auto, tensorrt, onnxruntime or torch, got {self.backend!r}")
+        if self.backend not in {b.value for b in Backend}:
+            raise ConfigError(f"backend must be one of {[b.value for b in Backend]}, got {self.backend!r}")
         for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
                      "keyframe_max_interval", "keyframe_max_wait", "image_min_score"):
             value = getattr(self, name)
@@ -116,3 +120,8 @@ class NodeConfig:
             raise ConfigError(f"diagnostics_period must be positive, got {self.diagnostics_period!r}")
         if not self.world_frame:
             raise ConfigError("world_frame must not be empty")
+
+    def keyframe_policy(self) -> KeyframePolicy:
+        """The worker's keyframe rules from the keyframe_* parameters."""
+        return KeyframePolicy(min_translation=self.keyframe_min_translation, min_rotation=self.keyframe_min_rotation,
+                              max_interval=self.keyframe_max_interval, max_wait=self.keyframe_max_wait)

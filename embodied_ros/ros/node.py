@@ -34,7 +34,7 @@ from .config import InputKind, NodeConfig
 from .conversions import to_rclpy
 from .diagnostics import RateMeter, diagnostic_status
 from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLookup, PoseNotYet, start_k4a
-from .keyframes import KeyframePolicy, KeyframeWorker
+from .keyframes import KeyframeWorker
 from .params import declare_config
 from .scene_publisher import ScenePublisher
 from .scene_state import SceneState
@@ -85,9 +85,7 @@ class EmbodiedPerceptionNode(Node):
         from diagnostic_msgs.msg import DiagnosticArray
 
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        policy = KeyframePolicy(config.keyframe_min_translation, config.keyframe_min_rotation,
-                                config.keyframe_max_interval, config.keyframe_max_wait)
-        self.worker = KeyframeWorker(self._process, policy, on_error=self._keyframe_failed,
+        self.worker = KeyframeWorker(self._process, config.keyframe_policy(), on_error=self._keyframe_failed,
                                      fuse_depth=self.state.integrate_depth if config.fuse_skipped_depth else None)
         self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)

@@ -12,26 +12,15 @@ classes.SYNONYMS, so "the mug on the desk" names a cup on a table.
 
 from __future__ import annotations
 
-import enum
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..classes import ORIENTED_CLASSES, RelationType
 from ..geometry.boxes import box_corners
 from .classes import SYNONYMS
 from .scene_objects import SyntheticObject
-
-
-class RelationType(enum.Enum):
-    """EmbodiedScan's five relation types (values as grounding.phrases.RelationType's, so the two convert)."""
-
-    HORIZONTAL = "horizontal"  # horizontal proximity: closest / farthest
-    VERTICAL = "vertical"  # vertical proximity: above / below
-    SUPPORT = "support"  # on / under
-    ALLOCENTRIC = "allocentric"  # front / behind / left / right of an oriented anchor
-    BETWEEN = "between"  # two anchors
-
 
 _TEMPLATES: dict[str, tuple[str, ...]] = {
     "closest": ("the {t} closest to the {a}", "find the {t} nearest to the {a}", "the {t} next to the {a}"),
@@ -50,8 +39,6 @@ _RELATION_OF = {"closest": RelationType.HORIZONTAL, "farthest": RelationType.HOR
                 "below": RelationType.VERTICAL, "on": RelationType.SUPPORT, "under": RelationType.SUPPORT,
                 "front": RelationType.ALLOCENTRIC, "behind": RelationType.ALLOCENTRIC, "left": RelationType.ALLOCENTRIC,
                 "right": RelationType.ALLOCENTRIC, "between": RelationType.BETWEEN}
-ORIENTED_CLASSES = frozenset({"chair", "sofa", "bed", "cabinet", "shelf", "monitor", "door", "window"})
-"""Classes with a meaningful front, usable as allocentric anchors."""
 
 _DIST_MARGIN = 0.3  # metres by which the closest (farthest) must beat the runner-up
 _NEAR = 2.5  # allocentric relations hold within this horizontal distance, metres

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ros_interfaces import REPO, build_interfaces, flavour, use_interfaces
 
-from ..frame import Frame
-from ..messages.convert import camera_info_msg, header_msg, pose_msg
-from ..messages.types import msg_class
-from ..sources.images import depth_to_ros, rgb_to_compressed, rgb_to_ros
-from .conversions import to_rclpy
-from .interfaces_build import REPO, build_interfaces, flavour, use_interfaces
+from embodied_ros.frame import Frame
+from embodied_ros.messages.convert import camera_info_msg, header_msg, pose_msg
+from embodied_ros.messages.types import msg_class
+from embodied_ros.outputs.image_encoding import depth_to_ros, rgb_to_compressed, rgb_to_ros
+from embodied_ros.ros.conversions import to_rclpy
 
 BUILD_DIR = REPO / "build" / "ros_interfaces"  # + "/wheels" or "/sourced": the ROS 2 they were built against
 

@@ -27,9 +27,9 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from ..errors import InputError
+from embodied_ros.errors import InputError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 _SOURCES = ("CMakeLists.txt", "package.xml", "msg", "srv")
 _BAD_PREFIX = "/opt/python/cp311-cp311"
 

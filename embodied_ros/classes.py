@@ -1,0 +1,58 @@
+"""What the code knows about object classes (fronts, room axes, supports, seats, wood), and the relation types.
+
+One place for the class lists that the memory, lifting, grounding and the synthetic prompts read.
+Names are as the detectors give them (COCO's "couch", "tv", "diningtable") and as
+``detections.class_key`` writes them, plus the synthetic world's ("table", "monitor"). Two other
+tables stay beside their one user: the size priors of the object map (``memory/class_shapes.py``)
+and the label synonyms of grounding (``grounding/vocabulary.py``); the synthetic world's own
+vocabulary is ``synthetic/classes.py``.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = [
+    "FRONTED_CLASSES", "LONG_FRONT", "ORIENTED_CLASSES", "ROOM_AXIS_CLASSES", "ROOM_FACING_CLASSES", "SEAT_CLASSES",
+    "SHORT_FRONT", "SUPPORT_CLASSES", "SURFACE_CLASSES", "WOODEN_CLASSES", "RelationType",
+]
+
+
+class RelationType(Enum):
+    """EmbodiedScan's five relation types (of phrases the grounder parses and prompts the synthetic world makes)."""
+
+    HORIZONTAL = "horizontal"  # near / closest / farthest
+    VERTICAL = "vertical"  # above / below
+    SUPPORT = "support"  # on / under / supporting
+    ALLOCENTRIC = "allocentric"  # front / behind / left / right of an oriented anchor
+    BETWEEN = "between"  # two anchors
+
+
+# Fronts. Classes whose front lies across their depth, along the shorter horizontal extent, and those
+# whose front lies along the longer one (a bed's foot); MemoryConfig.front_from_shape.
+SHORT_FRONT: frozenset[str] = frozenset({"sofa", "couch", "cabinet", "shelf", "bookshelf", "bookcase", "monitor",
+                                         "tv", "tvmonitor", "door", "window"})
+LONG_FRONT: frozenset[str] = frozenset({"bed"})
+
+# Classes whose yaw tells the room's axes (they stand against, or in, walls).
+ROOM_AXIS_CLASSES: tuple[str, ...] = ("bed", "cabinet", "door", "shelf", "sofa", "window")
+# Classes whose front is taken to face the room's interior.
+ROOM_FACING_CLASSES: tuple[str, ...] = (*ROOM_AXIS_CLASSES, "monitor")
+# Objects whose front means something in the scene graph (the others have no "in front of").
+FRONTED_CLASSES = frozenset({*ROOM_FACING_CLASSES, "chair", "sofa", "couch", "bed", "tv", "tvmonitor", "toilet",
+                             "refrigerator", "microwave", "oven", "laptop"})
+ORIENTED_CLASSES = frozenset({"chair", "sofa", "bed", "cabinet", "shelf", "monitor", "door", "window"})
+"""Synthetic classes with a meaningful front, usable as allocentric anchors of the generated prompts."""
+
+# Supports. Classes that ARE support surfaces: lifting removes their bottom layer only when another
+# dense layer (the top) lies high enough above it (LiftingParams.surface_classes).
+SURFACE_CLASSES: tuple[str, ...] = ("diningtable", "dining table", "table", "desk", "bed", "bench", "counter")
+SUPPORT_CLASSES = frozenset({"diningtable", "table", "desk", "counter", "bench", "bed", "sofa", "couch", "shelf",
+                             "bookshelf", "cabinet"})
+"""Named furniture that things rest on (``detections.class_key`` names): a thing on a table is not part of
+the table, however much of it the table's lifted detections took in."""
+# Classes whose box holds a backrest above the surface things rest on (grounding.relations.SEAT_HEIGHT).
+SEAT_CLASSES = frozenset({"chair", "sofa", "couch", "bench", "armchair", "toilet"})
+
+# Classes usually made of wood: described as brown whenever brown fits their measured colour.
+WOODEN_CLASSES = frozenset({"chair", "diningtable", "dining table", "table", "desk", "bench", "shelf", "bookcase"})
