@@ -61,3 +61,14 @@ def test_the_torch_backend_still_reads_the_onnx_file() -> None:
     code = ("from pathlib import Path; from embodied_ros.network.registry import build_perceptor; "
             "build_perceptor('yolox-nano', weights=Path(sys.argv[1]), backend='torch')")
     assert "torch" in _heavy_modules(code, str(DATA / "yolox_nano"))
+
+
+def test_the_nodes_grounder_thread_never_imports_torch() -> None:
+    """The node builds its grounder (spaCy, the text encoder) on a thread while its own threads run TF
+    look-ups through scipy, which looks torch up in sys.modules: a torch half-imported on the grounder's
+    thread broke them and killed the node. spaCy is imported on the node's thread with torch hidden."""
+    pytest.importorskip("spacy", reason="the grounder's parser is spaCy")
+    code = ("from embodied_ros.ros.services import GrounderHolder; "
+            "h = GrounderHolder(1); assert h.get() is not None, h.error; "
+            "from embodied_ros.grounding.dependency import load_pipeline; assert load_pipeline() is not None")
+    assert "torch" not in _heavy_modules(code)

@@ -102,10 +102,12 @@ def pipeline_error() -> str:
     return _error
 
 
-def _load() -> tuple[Any, str]:
-    # thinc (spaCy's network library) imports torch when it is installed: 2.5 s, and spaCy's small
-    # pipelines never use it. Hidden from thinc during the import, when nothing else may be importing it
-    # (the main thread, torch not yet loaded); torch itself stays importable afterwards.
+def import_spacy() -> Any:
+    """Import spaCy with torch hidden from thinc (spaCy's network library), which imports torch when it
+    is installed: 2.5 s, and spaCy's small pipelines never use it. Hidden only where nothing else may be
+    importing torch (the main thread, torch not yet loaded): a node calls this before it starts threads,
+    since a thread half-way through importing torch breaks scipy's calls on other threads, which look
+    torch up in ``sys.modules``. torch itself stays importable afterwards."""
     hide = "torch" not in sys.modules and threading.current_thread() is threading.main_thread()
     if hide:
         sys.modules["torch"] = None  # type: ignore[assignment]
@@ -114,6 +116,11 @@ def _load() -> tuple[Any, str]:
     finally:
         if hide:
             sys.modules.pop("torch", None)
+    return spacy
+
+
+def _load() -> tuple[Any, str]:
+    spacy = import_spacy()
     for package in MODEL_PACKAGES:
         try:
             module = importlib.import_module(package)

@@ -36,6 +36,12 @@ class GrounderHolder:
         self.error = ""
         self._grounder: Any = None
         self._ready = threading.Event()
+        try:  # on this thread, before the build's: see import_spacy
+            from ..grounding.dependency import import_spacy
+
+            import_spacy()
+        except ImportError:
+            pass  # the build says what is missing
         threading.Thread(target=self._build, name="embodied-grounder", daemon=True).start()
 
     def _build(self) -> None:
