@@ -192,8 +192,8 @@ class SceneMemory:
                     obj_id = self._create(detection, perception)
                     created.append(obj_id)
                 track = self._tracks[obj_id]
-                if track.colour.wants_sample(track.n_obs):  # the colour of the detection's pixels
-                    track.colour.add(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
+                if track.wants_colour():  # the colour of the detection's pixels
+                    track.add_colour(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
                 taken.add(obj_id)
                 used.append(k)
             spared: set[int] = set()
@@ -262,8 +262,8 @@ class SceneMemory:
                 self._fusion.observe(self._tracks[obj_id], detection, perception)
                 updated.append(obj_id)
             track = self._tracks[obj_id]
-            if track.colour.wants_sample(track.n_obs):
-                track.colour.add(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
+            if track.wants_colour():
+                track.add_colour(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
             taken.add(obj_id)
         merges = self._unknown.name_unknown(taken)
         return time.perf_counter() - start, merges

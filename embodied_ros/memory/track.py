@@ -12,7 +12,7 @@ from .box_fusion import fuse_boxes
 from .class_shapes import plausible_size, plausible_support
 from .config import MemoryConfig, ScoreMode
 from .existence import ExistenceEvidence, Place
-from .object_colour import ColourAccumulator, colour_name
+from .object_colour import ColourAccumulator, ColourSample, colour_name
 from .object_geometry import ObjectGeometry
 from .scene_object import SceneObject
 
@@ -152,6 +152,14 @@ class Track:
     def add_view(self, direction: np.ndarray) -> None:
         """Add a (2,) score-weighted unit direction towards a viewpoint to ``seen_from``."""
         self.seen_from = self.seen_from + direction
+
+    def wants_colour(self) -> bool:
+        """Whether the view of its latest sighting is worth sampling for its colour (memory.object_colour)."""
+        return self.colour.wants_sample(self.n_obs)
+
+    def add_colour(self, sample: ColourSample | None, weight: float) -> None:
+        """Add one view's colour sample with ``weight`` (the detection's score)."""
+        self.colour.add(sample, weight)
 
     def grown_geometry(self, voxel_size: float, max_voxels: int) -> ObjectGeometry:
         """Its geometry, started empty when it has none yet."""
