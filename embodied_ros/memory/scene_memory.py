@@ -55,12 +55,12 @@ from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS, ObjectDiscovery
 from .existence import objects_in_view, take_misses
 from .fusion import Fusion, Observation, cut_by_edge
-from .object_colour import detection_samples, sample_colour
+from .object_colour import detection_samples
 from .publishing import build_snapshot, published
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
 from .track import Track
-from .unknown_objects import SKIP, UnknownObjects
+from .unknown_objects import UnknownObjects
 from .visibility import Visibility
 
 __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
@@ -89,7 +89,7 @@ class SceneMemory:
         self._floor = FloorEstimate()
         self._fusion = Fusion(self.config, self._tracks, self._index, self._floor)
         self._association = Association(self.config, self._tracks, self._index, self._fusion.absorb)
-        self._unknown = UnknownObjects(self.config, self._tracks, self._index)
+        self._unknown = UnknownObjects(self.config, self._tracks, self._index, self._fusion, self._create)
         self._next_id = 0
         self._frame_id = ""
         self._vocabulary: tuple[str, ...] = ()
@@ -153,49 +153,10 @@ class SceneMemory:
             valid = np.all(np.isfinite(det.boxes), axis=1) & np.all(det.boxes[:, 3:6] > 0, axis=1)
             valid &= np.isfinite(det.scores)
             keep = valid & (det.scores >= self.config.score_threshold)
-            order = np.flatnonzero(keep)
-            order = order[np.argsort(-det.scores[order], kind="stable")]  # greedy: best detection first
-            boxes = det.boxes[order]
-            scores = np.clip(det.scores[order], 0.0, 1.0)
-            names = [det.class_names[i] for i in det.labels[order]]
-            points = [det.points[i] for i in order] if det.points is not None else [None] * len(order)
-            keys = [point_keys(p, self.config.geometry_voxel) for p in points]
-            boxes_2d = det.boxes_2d[order] if det.boxes_2d is not None else None
-            around = det.surround_z[order] if det.surround_z is not None else np.full(len(order), np.nan)
-
-            # Objects present at the start of the frame keep their boxes until a detection takes
-            # them, so one batched IoU call serves the whole frame.
-            hits, iou_dd = self._association.matches(Queries(boxes, names, keys, boxes_2d), views, with_queries=True)
             created: list[int] = []
             updated: list[int] = []
             taken: set[int] = set()
-            used: list[int] = []
-            n_suppressed = 0
-            for k in range(len(boxes)):
-                # Non-maximum suppression within the frame: a better detection already covers it.
-                if any(iou_dd[k, j] > self.config.iou_threshold and self._association.same_class(names[k], names[j])
-                       for j in used):
-                    n_suppressed += 1
-                    continue
-                free = [obj_id for obj_id in hits[k] if obj_id not in taken]
-                if hits[k] and not free:
-                    n_suppressed += 1  # its objects were all taken by better detections of this frame
-                    continue
-                cut = boxes_2d is not None and cut_by_edge(boxes_2d[k], frame)
-                whole = boxes_2d is not None and frame is not None and np.all(np.isfinite(boxes_2d[k])) and not cut
-                detection = Observation(boxes[k], float(scores[k]), names[k], points[k], cut, float(around[k]), whole)
-                if free:
-                    obj_id = free[0]
-                    self._fusion.observe(self._tracks[obj_id], detection, perception)
-                    updated.append(obj_id)
-                else:
-                    obj_id = self._create(detection, perception)
-                    created.append(obj_id)
-                track = self._tracks[obj_id]
-                if track.wants_colour():  # the colour of the detection's pixels
-                    track.add_colour(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
-                taken.add(obj_id)
-                used.append(k)
+            n_suppressed = self._take_detections(perception, np.flatnonzero(keep), views, created, updated, taken)
             spared: set[int] = set()
             discovery_s, named_now = self._discover(perception, views, taken, created, updated, spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
@@ -213,6 +174,57 @@ class SceneMemory:
                 forgotten=forgotten,
                 discovery_s=discovery_s,
             )
+
+    def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],
+                         created: list[int], updated: list[int], taken: set[int]) -> int:
+        """Take in the frame's detections ``order`` (those kept), best score first: each is the best-fitting
+        object not yet taken this frame (``updated``), or a new one (``created``); ``taken`` gets the ids.
+
+        Returns:
+            The number of detections suppressed (NMS within the frame, or all their objects taken).
+        """
+        det = perception.detections
+        frame = perception.frame
+        order = order[np.argsort(-det.scores[order], kind="stable")]  # greedy: best detection first
+        boxes = det.boxes[order]
+        scores = np.clip(det.scores[order], 0.0, 1.0)
+        names = [det.class_names[i] for i in det.labels[order]]
+        points = [det.points[i] for i in order] if det.points is not None else [None] * len(order)
+        keys = [point_keys(p, self.config.geometry_voxel) for p in points]
+        boxes_2d = det.boxes_2d[order] if det.boxes_2d is not None else None
+        around = det.surround_z[order] if det.surround_z is not None else np.full(len(order), np.nan)
+
+        # Objects present at the start of the frame keep their boxes until a detection takes
+        # them, so one batched IoU call serves the whole frame.
+        hits, iou_dd = self._association.matches(Queries(boxes, names, keys, boxes_2d), views, with_queries=True)
+        used: list[int] = []
+        n_suppressed = 0
+        for k in range(len(boxes)):
+            # Non-maximum suppression within the frame: a better detection already covers it.
+            if any(iou_dd[k, j] > self.config.iou_threshold and self._association.same_class(names[k], names[j])
+                   for j in used):
+                n_suppressed += 1
+                continue
+            free = [obj_id for obj_id in hits[k] if obj_id not in taken]
+            if hits[k] and not free:
+                n_suppressed += 1  # its objects were all taken by better detections of this frame
+                continue
+            cut = boxes_2d is not None and cut_by_edge(boxes_2d[k], frame)
+            whole = boxes_2d is not None and frame is not None and np.all(np.isfinite(boxes_2d[k])) and not cut
+            detection = Observation(boxes[k], float(scores[k]), names[k], points[k], cut, float(around[k]), whole)
+            if free:
+                obj_id = free[0]
+                self._fusion.observe(self._tracks[obj_id], detection, perception)
+                updated.append(obj_id)
+            else:
+                obj_id = self._create(detection, perception)
+                created.append(obj_id)
+            track = self._tracks[obj_id]
+            if track.wants_colour():  # the colour of the detection's pixels
+                track.add_colour(detection_samples(perception, order[k:k + 1])[0], float(scores[k]))
+            taken.add(obj_id)
+            used.append(k)
+        return n_suppressed
 
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
         if not set(names) <= set(self._vocabulary):
@@ -246,26 +258,7 @@ class SceneMemory:
             return time.perf_counter() - start, []
         if len(found) and not self._frame_id:
             self._frame_id = found.frame_id
-        for k in range(len(found)):
-            points = found.points[k]
-            obj_id, holding = self._unknown.fit_segment(found.boxes[k], point_keys(points, self.config.geometry_voxel),
-                                                        taken)
-            if obj_id == SKIP:
-                spared.update(holding)  # two things seen as one: both are there, neither is missed
-                continue
-            detection = Observation(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
-                                   float(found.surround_z[k]))
-            if obj_id is None:
-                obj_id = self._create(detection, perception)
-                created.append(obj_id)
-            else:
-                self._fusion.observe(self._tracks[obj_id], detection, perception)
-                updated.append(obj_id)
-            track = self._tracks[obj_id]
-            if track.wants_colour():
-                track.add_colour(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
-            taken.add(obj_id)
-        merges = self._unknown.name_unknown(taken)
+        merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
         return time.perf_counter() - start, merges
 
     # ------------------------------------------------------------------ reading

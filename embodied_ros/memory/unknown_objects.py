@@ -3,16 +3,19 @@ is an unknown one (memory/discovery.py finds the segments)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..classes import SUPPORT_CLASSES
-from ..detections import class_key
+from ..detections import Detections3D, FramePerception, class_key
 from ..geometry.iou import box_intersection_volume
-from .association import UNKNOWN_SAME, geometry_fit, overlaps, sampled_blocks
+from .association import UNKNOWN_SAME, geometry_fit, overlaps, point_keys, sampled_blocks
 from .class_shapes import union_plausible
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
-from .fusion import core_rule
+from .fusion import Fusion, Observation, core_rule
+from .object_colour import sample_colour
 from .object_geometry import fraction_in, near_fraction
 from .spatial_index import SpatialHashGrid
 from .track import Track
@@ -23,12 +26,44 @@ _BRIDGE_SHARE = 0.25  # ... or this fraction within one voxel of each of two unk
 
 
 class UnknownObjects:
-    """Fits discovered segments to the memory's objects (shares its track dict and index)."""
+    """Takes discovered segments into the memory's objects (shares its track dict, index and fusion)."""
 
-    def __init__(self, config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid) -> None:
+    def __init__(self, config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid, fusion: Fusion,
+                 create: Callable[[Observation, FramePerception], int]) -> None:
         self.config = config
         self._tracks = tracks
         self._index = index
+        self._fusion = fusion
+        self._create = create  # a new object of one detection; returns its id
+
+    def take_in(self, found: Detections3D, perception: FramePerception, taken: set[int], created: list[int],
+                updated: list[int], spared: set[int]) -> list[tuple[int, int]]:
+        """Take in the segments discovery found in ``perception``'s frame (SceneMemory._discover): ids go
+        to ``taken`` and to ``created`` or ``updated``; the unknown objects under a segment over two of
+        them go to ``spared``.
+
+        Returns:
+            The merges of unknown objects into named ones (removed, survivor): ``name_unknown``.
+        """
+        for k in range(len(found)):
+            points = found.points[k]
+            obj_id, holding = self.fit_segment(found.boxes[k], point_keys(points, self.config.geometry_voxel), taken)
+            if obj_id == SKIP:
+                spared.update(holding)  # two things seen as one: both are there, neither is missed
+                continue
+            detection = Observation(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
+                                   float(found.surround_z[k]))
+            if obj_id is None:
+                obj_id = self._create(detection, perception)
+                created.append(obj_id)
+            else:
+                self._fusion.observe(self._tracks[obj_id], detection, perception)
+                updated.append(obj_id)
+            track = self._tracks[obj_id]
+            if track.wants_colour():
+                track.add_colour(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
+            taken.add(obj_id)
+        return self.name_unknown(taken)
 
     def confident_named(self, track: Track) -> bool:
         """Whether a track is a named object the memory publishes (and not furniture things rest on)."""
