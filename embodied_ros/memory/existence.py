@@ -10,16 +10,32 @@ object's log-odds is the prior plus what each place's latest look says. A look l
 (``revisit_s``); a place that looks again after that, after a pause or after staring on, starts a new
 look that replaces its old one: a robot circling a room for an hour keeps the map of one circle, and
 a camera that stays put sees an object go.
+
+Per frame, the memory's objects in view (``objects_in_view``) that no detection took lose evidence
+(``take_misses``): a miss where they were in view and not hidden, more where the frame sees through
+their place; those that fall low enough are forgotten.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..detections import FramePerception
+from ..frame import Frame
+from .config import MemoryConfig
+from .spatial_index import SpatialHashGrid
+from .visibility import Visibility, box_samples, may_be_in_view, visibility
+
+if TYPE_CHECKING:
+    from .track import Track
+
 Place = tuple[int, int, int]
+
+_VIEW_SAMPLES = 64  # surface points per object in the visibility test
+_VIEW_RADIUS = 3.0  # metres: objects within twice this of the view's middle are tested
 
 
 @dataclass
@@ -120,3 +136,64 @@ def place_of(viewpoint: np.ndarray | None, edge: float) -> Place | None:
         return None
     x, y, z = np.floor(np.asarray(viewpoint, dtype=np.float64).reshape(3) / edge).astype(np.int64)
     return int(x), int(y), int(z)
+
+
+def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGrid) -> dict[int, Visibility]:
+    """How the objects near the camera fall in this frame, by id."""
+    R, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
+    middle = t + R[:, 2] * _VIEW_RADIUS
+    query = np.array([*middle, 2 * _VIEW_RADIUS, 2 * _VIEW_RADIUS, 2 * _VIEW_RADIUS, 0.0, 0.0, 0.0])
+    ids = [int(i) for i in index.query(query)]
+    if not ids:
+        return {}
+    samples, tolerances = [], []
+    for i in ids:
+        track = tracks[i]
+        if track.geometry is not None and len(track.geometry) >= 4:
+            samples.append(track.geometry.sample(_VIEW_SAMPLES))
+            tolerances.append(0.0)
+        else:  # box samples: the box's own front surface hides its inside
+            samples.append(box_samples(track.box))
+            tolerances.append(0.5 * float(track.box[3:6].max()))
+    # Objects none of whose samples can fall in the image are not in view: skipped, as their
+    # Visibility would say nothing (no sample seen, hidden or seen through).
+    bounds = np.array([[s.min(axis=0), s.max(axis=0)] for s in samples])
+    keep = np.flatnonzero(may_be_in_view(bounds[:, 0], bounds[:, 1], frame))
+    ids, samples = [ids[k] for k in keep], [samples[k] for k in keep]
+    tolerances = [tolerances[k] for k in keep]
+    if not ids:
+        return {}
+    return dict(zip(ids, visibility(samples, np.array(tolerances), frame), strict=True))
+
+
+def take_misses(config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid,
+                views: dict[int, Visibility], taken: set[int],
+                perception: FramePerception) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Evidence against the objects in view but not detected; forget (remove from ``tracks`` and
+    ``index``) those that fall too low.
+
+    Returns:
+        (ids that lost evidence, ids forgotten).
+    """
+    cfg = config
+    place = place_of(perception.viewpoint, cfg.existence_place)
+    missed, forgotten = [], []
+    for obj_id, view in views.items():
+        track = tracks.get(obj_id)
+        if track is None or obj_id in taken:
+            continue
+        change = 0.0
+        if view.through_fraction >= 0.5:
+            change += cfg.existence_through
+        elif view.seen_fraction >= cfg.view_fraction and view.min_side_px() >= cfg.view_min_px:
+            change += cfg.existence_miss
+            track.add_miss()
+        if change == 0.0:
+            continue
+        missed.append(obj_id)
+        track.add_evidence(change, place, perception.stamp_ns, cfg)
+        if track.log_odds < 0.0 and perception.stamp_ns - track.last_ns > cfg.forget_after_s * 1e9:
+            del tracks[obj_id]
+            index.remove(obj_id)
+            forgotten.append(obj_id)
+    return tuple(sorted(missed)), tuple(sorted(forgotten))

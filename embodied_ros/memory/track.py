@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 
 from ..geometry.boxes import BOX_DIM
+from .box_fusion import fuse_boxes
 from .class_shapes import plausible_size, plausible_support
-from .existence import ExistenceEvidence
-from .object_colour import ColourAccumulator, colour_name
+from .config import MemoryConfig, ScoreMode
+from .existence import ExistenceEvidence, Place
+from .object_colour import ColourAccumulator, ColourSample, colour_name
 from .object_geometry import ObjectGeometry
 from .scene_object import SceneObject
 
@@ -21,7 +23,7 @@ MAX_RECESSES = 32  # the latest detections' recesses kept
 
 @dataclass
 class Track:
-    """One object inside the memory (mutated under the memory's lock only).
+    """One object inside the memory (mutated under the memory's lock only, through its methods).
 
     Attributes:
         id: stable id.
@@ -74,6 +76,96 @@ class Track:
         if plausible_size(self.box, self.class_name) and plausible_support(self.class_name, self.recesses):
             return p
         return min(p, IMPLAUSIBLE_CONFIDENCE)
+
+    def place_box(self, box: np.ndarray) -> None:
+        """Set the (9,) world box (a refit, or a turn of its front)."""
+        self.box = box
+        self.cached = None
+
+    def fuse_detection(self, box: np.ndarray, score: float, name: str, cut: bool, frame_index: int, stamp_ns: int,
+                       config: MemoryConfig) -> None:
+        """Take in one detection's box, score and class (its evidence, points and views are added apart)."""
+        self.box = fuse_boxes(self.box, self.weight, box, score)
+        self.weight = min(self.weight + score, config.max_fusion_weight)
+        if config.score_mode is ScoreMode.MAX:
+            self.score = max(self.score, score)
+        else:
+            self.score = (1.0 - config.score_ema) * self.score + config.score_ema * score
+        self.evidence[name] = self.evidence.get(name, 0.0) + score
+        if self.evidence[name] > self.evidence[self.class_name]:
+            self.class_name = name
+        self.n_obs += 1
+        self.n_cut += int(cut)
+        self.last_frame, self.last_ns = int(frame_index), int(stamp_ns)
+        self.cached = None
+
+    def absorb(self, gone: Track, config: MemoryConfig) -> None:
+        """Take in everything of a duplicate ``gone`` (it is this object too); the box is refitted apart."""
+        keep = self
+        keep.box = fuse_boxes(keep.box, keep.weight, gone.box, gone.weight)
+        if config.score_mode is ScoreMode.MAX:
+            keep.score = max(keep.score, gone.score)
+        else:
+            keep.score = (keep.weight * keep.score + gone.weight * gone.score) / (keep.weight + gone.weight)
+        keep.weight = min(keep.weight + gone.weight, config.max_fusion_weight)
+        for name, ev in gone.evidence.items():
+            keep.evidence[name] = keep.evidence.get(name, 0.0) + ev
+        keep.class_name = max(keep.evidence, key=lambda n: (keep.evidence[n], n == keep.class_name))
+        keep.n_obs += gone.n_obs
+        keep.n_cut += gone.n_cut
+        if gone.log_odds > keep.log_odds:  # two fragments saw mostly the same frames: the surer one's evidence
+            keep.log_odds, keep.existence = gone.log_odds, gone.existence
+        keep.n_missed = min(keep.n_missed, gone.n_missed)
+        keep.seen_from = keep.seen_from + gone.seen_from
+        for r in gone.recesses:
+            keep.add_recess(r)
+        keep.colour.merge(gone.colour)
+        if gone.geometry is not None:
+            if keep.geometry is None:
+                keep.geometry = gone.geometry
+            else:
+                keep.geometry.merge(gone.geometry)
+        if gone.first_frame < keep.first_frame:
+            keep.first_frame, keep.first_ns = gone.first_frame, gone.first_ns
+        if gone.last_frame > keep.last_frame:
+            keep.last_frame, keep.last_ns = gone.last_frame, gone.last_ns
+        keep.cached = None
+
+    def take_id_of(self, other: Track) -> None:
+        """Become ``other`` (an older object this one is): its id, and the earlier first sighting."""
+        self.id = other.id
+        self.first_frame, self.first_ns = min((self.first_frame, self.first_ns), (other.first_frame, other.first_ns))
+        self.cached = None
+
+    def add_evidence(self, value: float, place: Place | None, stamp_ns: int, config: MemoryConfig,
+                     hit: bool = False) -> None:
+        """Add one frame's existence evidence, in the place the frame looked from."""
+        self.existence.add(value, place, int(stamp_ns), config.existence_revisit_s, config.existence_max_places,
+                           config.existence_min, config.existence_max, hit)
+        self.log_odds = self.existence.log_odds(config.existence_min, config.existence_max)
+        self.cached = None
+
+    def add_miss(self) -> None:
+        """Count a frame in which it was in view, not hidden, and not detected."""
+        self.n_missed += 1
+
+    def add_view(self, direction: np.ndarray) -> None:
+        """Add a (2,) score-weighted unit direction towards a viewpoint to ``seen_from``."""
+        self.seen_from = self.seen_from + direction
+
+    def wants_colour(self) -> bool:
+        """Whether the view of its latest sighting is worth sampling for its colour (memory.object_colour)."""
+        return self.colour.wants_sample(self.n_obs)
+
+    def add_colour(self, sample: ColourSample | None, weight: float) -> None:
+        """Add one view's colour sample with ``weight`` (the detection's score)."""
+        self.colour.add(sample, weight)
+
+    def grown_geometry(self, voxel_size: float, max_voxels: int) -> ObjectGeometry:
+        """Its geometry, started empty when it has none yet."""
+        if self.geometry is None:
+            self.geometry = ObjectGeometry(voxel_size, max_voxels)
+        return self.geometry
 
     def add_recess(self, recess: float) -> None:
         """Keep a detection's recess (``recesses``), when it was measured."""

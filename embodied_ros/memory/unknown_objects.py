@@ -1,0 +1,146 @@
+"""Unknown objects in the scene memory: which object a discovered segment is, and when a named object
+is an unknown one (memory/discovery.py finds the segments)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..classes import SUPPORT_CLASSES
+from ..detections import Detections3D, FramePerception, class_key
+from ..geometry.iou import box_intersection_volume
+from .association import UNKNOWN_SAME, geometry_fit, overlaps, point_keys, sampled_blocks
+from .class_shapes import union_plausible
+from .config import MemoryConfig
+from .discovery import UNKNOWN_CLASS
+from .fusion import Fusion, Observation, core_rule
+from .object_colour import sample_colour
+from .object_geometry import fraction_in, near_fraction
+from .spatial_index import SpatialHashGrid
+from .track import Track
+
+SKIP = -1  # a discovered segment that is part of a named object, or two unknown ones seen as one
+_NAMED_PART = 0.5  # ... when this fraction of its voxels lies within one voxel of the named object's
+_BRIDGE_SHARE = 0.25  # ... or this fraction within one voxel of each of two unknown objects' voxels
+
+
+class UnknownObjects:
+    """Takes discovered segments into the memory's objects (shares its track dict, index and fusion)."""
+
+    def __init__(self, config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid, fusion: Fusion,
+                 create: Callable[[Observation, FramePerception], int]) -> None:
+        self.config = config
+        self._tracks = tracks
+        self._index = index
+        self._fusion = fusion
+        self._create = create  # a new object of one detection; returns its id
+
+    def take_in(self, found: Detections3D, perception: FramePerception, taken: set[int], created: list[int],
+                updated: list[int], spared: set[int]) -> list[tuple[int, int]]:
+        """Take in the segments discovery found in ``perception``'s frame (SceneMemory._discover): ids go
+        to ``taken`` and to ``created`` or ``updated``; the unknown objects under a segment over two of
+        them go to ``spared``.
+
+        Returns:
+            The merges of unknown objects into named ones (removed, survivor): ``name_unknown``.
+        """
+        for k in range(len(found)):
+            points = found.points[k]
+            obj_id, holding = self.fit_segment(found.boxes[k], point_keys(points, self.config.geometry_voxel), taken)
+            if obj_id == SKIP:
+                spared.update(holding)  # two things seen as one: both are there, neither is missed
+                continue
+            detection = Observation(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
+                                   float(found.surround_z[k]))
+            if obj_id is None:
+                obj_id = self._create(detection, perception)
+                created.append(obj_id)
+            else:
+                self._fusion.observe(self._tracks[obj_id], detection, perception)
+                updated.append(obj_id)
+            track = self._tracks[obj_id]
+            if track.wants_colour():
+                track.add_colour(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
+            taken.add(obj_id)
+        return self.name_unknown(taken)
+
+    def confident_named(self, track: Track) -> bool:
+        """Whether a track is a named object the memory publishes (and not furniture things rest on)."""
+        return (track.class_name != UNKNOWN_CLASS and track.confidence >= self.config.publish_confidence
+                and class_key(track.class_name) not in SUPPORT_CLASSES)
+
+    def name_unknown(self, taken: set[int]) -> list[tuple[int, int]]:
+        """A confident named object of this frame that covers an unknown object (IoU above
+        ``iou_threshold``, or ``geometry_match`` of its voxels within one of the unknown object's) is that
+        object, one object and not two: the unknown one goes, and the named one, as the detections made
+        it (the geometry's evidence says nothing of the name), keeps the older of the two ids (the
+        unknown object's id now names it).
+
+        Returns:
+            (removed id, surviving id) pairs.
+        """
+        merges: list[tuple[int, int]] = []
+        for obj_id in sorted(taken):
+            named = self._tracks.get(obj_id)
+            if named is None or not self.confident_named(named):
+                continue
+            others = [self._tracks[int(c)] for c in self._index.query(named.box)
+                      if self._tracks[int(c)].class_name == UNKNOWN_CLASS]
+            if not others:
+                continue
+            iou = overlaps(named.box[None], np.array([t.box for t in others]))[0][0]
+            blocks = sampled_blocks(named.geometry.keys if named.geometry is not None else None)
+            cfg = self.config
+            for other in (t for t, v in zip(others, iou, strict=True)
+                          if v > cfg.iou_threshold or geometry_fit(blocks, t) >= cfg.geometry_match):
+                del self._tracks[other.id]
+                self._index.remove(other.id)
+                if other.id < named.id:  # the older id survives, as in every merge
+                    merges.append((named.id, other.id))
+                    del self._tracks[named.id]
+                    self._index.remove(named.id)
+                    named.take_id_of(other)
+                    self._tracks[named.id] = named
+                    self._index.insert(named.id, named.box)
+                else:
+                    merges.append((other.id, named.id))
+        return merges
+
+    def fit_segment(self, box: np.ndarray, keys: np.ndarray | None,
+                    taken: set[int]) -> tuple[int | None, list[int]]:
+        """The unknown object a segment is (the best fit: box IoU above ``UNKNOWN_SAME``, or
+        ``geometry_match`` of its voxels among the object's own, those its box is fitted to: two things side
+        by side must not grow one of them); None when it is a new one; ``SKIP`` when it lies on a
+        confident named object (a chair's backrest seen over the table; not furniture that things rest on)
+        or on two unknown objects at once (two things that touch, seen as one). Named objects the memory
+        is unsure of do not count: the geometry shows that something is there, not that the detector named
+        it right. An unknown object grows only as far as a compact thing can (its shape prior,
+        memory/class_shapes.py). Also returns the unknown objects that hold part of the segment."""
+        cfg = self.config
+        ids = [int(c) for c in self._index.query(box)]
+        if not ids:
+            return None, []
+        tracks = [self._tracks[c] for c in ids]
+        boxes = np.array([t.box for t in tracks])
+        iou = overlaps(box[None], boxes)[0][0]
+        inside = box_intersection_volume(box[None], boxes)[0] / max(float(np.prod(box[3:6])), 1e-9)
+        blocks = sampled_blocks(keys)
+        best, best_fit, holding = None, 0.0, []
+        for j, track in enumerate(tracks):
+            if track.class_name != UNKNOWN_CLASS:  # a part of a named object: in its box and on its voxels
+                if self.confident_named(track) and (iou[j] > cfg.iou_threshold or (
+                        inside[j] >= _NAMED_PART and geometry_fit(blocks, track) >= _NAMED_PART)):
+                    return SKIP, []
+                continue
+            # Unknown objects: their own voxels (those the box is fitted to), not the strays of one bad segment.
+            own = track.geometry.keys[track.geometry.core(*core_rule(track, cfg))] if track.geometry else None
+            geo = near_fraction(blocks, own) if blocks is not None and own is not None else 0.0
+            same = fraction_in(keys, own) if keys is not None and own is not None else 0.0
+            if geo >= _BRIDGE_SHARE:
+                holding.append(track.id)
+            fit = max(float(iou[j]), same)
+            if (iou[j] > UNKNOWN_SAME or same >= cfg.geometry_match) and track.id not in taken and fit > best_fit \
+                    and union_plausible(track.box, box, UNKNOWN_CLASS):
+                best, best_fit = track.id, fit
+        return (SKIP if len(holding) >= 2 else best), holding
