@@ -124,13 +124,13 @@ class SceneMapper:
             before_occupancy: called with the perception once the memory holds the frame's objects
                 and before the (slower) occupancy fusion, e.g. to publish the objects first.
         """
-        perception, update, stages = self.remember(frame)
+        perception, update, stages = self._remember(frame)
         if before_occupancy is not None:
             before_occupancy(perception)
-        stages["occupancy"] = self.integrate(frame, perception)
+        stages["occupancy"] = self._integrate(frame, perception)
         return StepResult(perception, update, stages)
 
-    def remember(self, frame: Frame) -> tuple[FramePerception, Any, dict[str, float]]:
+    def _remember(self, frame: Frame) -> tuple[FramePerception, Any, dict[str, float]]:
         """Network and memory for one keyframe: (perception, the memory's update result, seconds per stage)."""
         if self.perceptor is None:
             raise RuntimeError("the network is not loaded yet")
@@ -144,7 +144,7 @@ class SceneMapper:
         stages["memory"] = time.perf_counter() - start
         return perception, update, stages
 
-    def integrate(self, frame: Frame, perception: FramePerception) -> float:
+    def _integrate(self, frame: Frame, perception: FramePerception) -> float:
         """Fuse the keyframe into the occupancy map; seconds taken."""
         with self.lock:
             start = time.perf_counter()

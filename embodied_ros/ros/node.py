@@ -68,7 +68,7 @@ class EmbodiedPerceptionNode(Node):
         memory_config = declare_config(self, MemoryConfig, "memory.")
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
         self.mapper = SceneMapper(config.pipeline(memory_config, occupancy_config))
-        self.grounder = services.shared_grounder(memory_config.min_observations)
+        self.grounder = services.shared_grounder(self.mapper.config.grounder.min_observations)
         self.ready = threading.Event()  # the network is loaded
         self.failed: Future = Future()  # result: the one line that ends the node
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)
@@ -85,7 +85,7 @@ class EmbodiedPerceptionNode(Node):
         from diagnostic_msgs.msg import DiagnosticArray
 
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.worker = KeyframeWorker(self._process, config.keyframe_policy(), on_error=self._keyframe_failed,
+        self.worker = KeyframeWorker(self._process, self.mapper.config.keyframes, on_error=self._keyframe_failed,
                                      fuse_depth=self.mapper.integrate_depth if config.fuse_skipped_depth else None)
         self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)
