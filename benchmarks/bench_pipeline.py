@@ -54,7 +54,14 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
         t0 = time.perf_counter()
         if profile is not None:
             profile.enable()
-        summary = run(source, perceptor, SceneMemory(**MEMORIES[memory]), OccupancyMap(), Path(out),
+        memory_map = SceneMemory(**MEMORIES[memory]), OccupancyMap()
+        try:
+            from embodied_ros.mapper import SceneMapper
+        except ImportError:  # a baseline from before the SceneMapper: run(source, perceptor, memory, occupancy, ...)
+            step: tuple = (perceptor, *memory_map)
+        else:
+            step = (SceneMapper(perceptor=perceptor, memory=memory_map[0], occupancy=memory_map[1]),)
+        summary = run(source, *step, Path(out),
                       stride=args.stride, max_frames=args.frames, write_inputs=not args.no_inputs)
         if profile is not None:
             profile.disable()

@@ -20,9 +20,7 @@ from .sources.preflight import RecordingOptions
 from .sources.registration import Registration
 
 if TYPE_CHECKING:
-    from .memory.occupancy import OccupancyMap
-    from .memory.scene_memory import SceneMemory
-    from .network.perceptor import Perceptor
+    from .mapper import SceneMapper
 
 log = logging.getLogger("embodied_ros")
 
@@ -157,10 +155,8 @@ def _frames_to_run(total: int, stride: int, max_frames: int | None) -> int | Non
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .memory.occupancy import OccupancyMap
-    from .memory.scene_memory import SceneMemory
+    from .mapper import ModelChoice, PipelineConfig, SceneMapper
     from .network.lifting import LiftingParams
-    from .network.registry import build_perceptor
     from .outputs.run_folder import check_free_space, check_output_folder
     from .sources.preflight import prepare_or_stop
 
@@ -168,22 +164,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     recording, options = _open_recording(args)
     with recording:
         source = prepare_or_stop(recording, options)
-        lifting = LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset))
-        perceptor = build_perceptor(args.model, weights=args.weights, download=args.download_weights,
-                                    backend=args.backend, allow_fallback=args.allow_fallback, fp16=args.fp16,
-                                    lifting=lifting)
-        memory = SceneMemory.from_config(MemoryConfig(
-            score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
-            max_per_class=args.max_per_class, containment_threshold=args.containment_threshold,
-            min_observations=args.min_observations, publish_confidence=args.publish_confidence,
-            class_agnostic=not args.per_class))
+        config = PipelineConfig(
+            runtime=ModelChoice(model=args.model, weights=str(args.weights or ""),
+                                download_weights=args.download_weights, backend=args.backend,
+                                allow_fallback=args.allow_fallback, fp16=args.fp16),
+            lifting=LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset)),
+            memory=MemoryConfig(
+                score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
+                max_per_class=args.max_per_class, containment_threshold=args.containment_threshold,
+                min_observations=args.min_observations, publish_confidence=args.publish_confidence,
+                class_agnostic=not args.per_class))
+        mapper = SceneMapper(config, config.build_perceptor())
         n = _frames_to_run(len(source), args.stride, args.max_frames)
         check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)
-        return _run_into_folder(args, source, perceptor, memory, OccupancyMap(), n)
+        return _run_into_folder(args, source, mapper, n)
 
 
-def _run_into_folder(args: argparse.Namespace, source: FrameSource, perceptor: Perceptor, memory: SceneMemory,
-                     occupancy: OccupancyMap, n: int | None) -> int:
+def _run_into_folder(args: argparse.Namespace, source: FrameSource, mapper: SceneMapper, n: int | None) -> int:
     """The run itself, written beside --out's previous run and swapped in; Ctrl-C/SIGTERM keep the work."""
     from tqdm import tqdm
 
@@ -193,7 +190,7 @@ def _run_into_folder(args: argparse.Namespace, source: FrameSource, perceptor: P
 
     with StopRequest() as stop, RunFolder(args.out, args.overwrite) as folder:
         try:
-            summary = run(source, perceptor, memory, occupancy, folder.path, stride=args.stride,
+            summary = run(source, mapper, folder.path, stride=args.stride,
                           max_frames=args.max_frames, write_inputs=not args.no_inputs, should_stop=stop,
                           progress=lambda it: tqdm(it, total=n, unit="frame", desc=Path(str(args.source)).name))
         except KeyboardInterrupt:

@@ -16,8 +16,8 @@ import numpy as np
 
 from .geometry.grid import aligned_grid_pose, voxels_in_view
 from .geometry.iou import box_iou_3d
+from .mapper import SceneMapper
 from .memory.occupancy import OccupancyMap
-from .memory.scene_memory import SceneMemory
 from .metrics.detection import BoxSet, evaluate_detection
 from .metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
 from .network.perceptron import PerceptronConfig
@@ -65,22 +65,19 @@ def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, 
     """Run the demo and write its outputs into ``out_dir``."""
     from tqdm import tqdm
 
-    from .grounding import Grounder
-
     source = SyntheticSource.from_spec(f"synthetic:seed={seed},frames={frames}")
     perceptor = build_perceptron(weights, backend="onnxruntime", floor_z=0.0)  # the generated floor is z = 0
-    memory = SceneMemory()
-    world = OccupancyMap()
-    summary = run(source, perceptor, memory, world, out_dir,
+    mapper = SceneMapper(perceptor=perceptor)
+    summary = run(source, mapper, out_dir,
                   progress=(lambda it: tqdm(it, total=len(source), unit="frame", desc="demo")) if progress else None)
-    published = memory.published_objects()
-    seen, occupancy = _score_frames(source, world, perceptor.config)
+    published = mapper.memory.published_objects()
+    seen, occupancy = _score_frames(source, mapper.occupancy, perceptor.config)
     prediction = BoxSet(np.array([o.box for o in published]).reshape(-1, 9), tuple(o.class_name for o in published),
                         np.array([o.score for o in published]))
     metrics = evaluate_detection([prediction], [source.scene.ground_truth(seen)], classes=perceptor.class_names)
 
-    grounder = Grounder()
-    snapshot = memory.snapshot()
+    grounder = mapper.grounder  # among every object the memory holds (not only the published), no viewpoint
+    snapshot = mapper.snapshot()
     prompts = [p for p in source.scene.prompts if p.target_id in set(seen.tolist())][:n_prompts]
     correct, examples = 0, []
     for prompt in prompts:

@@ -1,4 +1,4 @@
-"""The offline run: source -> perceptor -> scene memory + occupancy -> bag, objects.json, pictures."""
+"""The offline run: source -> SceneMapper (perceptor -> scene memory + occupancy) -> bag, objects.json, pictures."""
 
 from __future__ import annotations
 
@@ -14,9 +14,8 @@ import numpy as np
 
 from .errors import FrameError, InputError
 from .frame import Frame
-from .memory.occupancy import OccupancyMap
-from .memory.scene_memory import SceneMemory, SceneObject
-from .network.perceptor import Perceptor
+from .mapper import MEMORY_FILE, SceneMapper
+from .memory.scene_memory import SceneObject
 from .outputs.background_writer import BackgroundBagWriter
 from .outputs.bag_writer import SceneBagWriter
 from .outputs.camera_poses import CAMERA_POSES_FILE, CameraPose, write_camera_poses
@@ -26,8 +25,6 @@ from .outputs.pictures import draw_boxes_on_frame, save_rgb, save_top_down_map
 from .sources.base import FrameSource
 
 log = logging.getLogger(__name__)
-
-MEMORY_FILE = "memory.json"  # the whole scene memory (SceneMemory.load), for grounding and load_map
 
 
 @dataclass
@@ -103,9 +100,7 @@ def _picture_indices(n_frames: int, count: int) -> set[int]:
 
 def run(
     source: FrameSource,
-    perceptor: Perceptor,
-    memory: SceneMemory,
-    occupancy: OccupancyMap,
+    mapper: SceneMapper,
     out_dir: Path,
     stride: int = 1,
     max_frames: int | None = None,
@@ -118,9 +113,8 @@ def run(
 
     Args:
         source: frames to read.
-        perceptor: network (+ lifting) that turns a frame into world detections.
-        memory: scene memory to accumulate into (may already hold objects).
-        occupancy: world occupancy map to fuse depth into.
+        mapper: perceptor, scene memory (may already hold objects) and occupancy map; each frame
+            is its ``step``.
         out_dir: folder for scene.mcap, metadata.yaml, objects.json, memory.json and pictures
             (created).
         stride: use every stride-th frame.
@@ -170,20 +164,19 @@ def run(
                 continue
             frame = item
             last_frame_id = frame.world_frame
-            perception = perceptor.perceive(frame)
+            step = mapper.step(frame)
+            result, stages = step.update, step.stages_s
             for stage in ("network", "lifting"):
-                timer.add(stage, perception.timings_s.get(stage, 0.0))
-            t_memory = time.perf_counter()
-            result = memory.update(perception)
-            timer.add("memory", time.perf_counter() - t_memory - result.discovery_s)
+                timer.add(stage, stages.get(stage, 0.0))
+            timer.add("memory", stages["memory"] - result.discovery_s)
             timer.add("discovery", result.discovery_s)  # the unknown objects' part of the update
+            timer.add("occupancy", stages["occupancy"])
+            memory = mapper.memory
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))
-            with timer.stage("occupancy"):
-                occupancy.integrate_frame(frame, perception)
             with timer.stage("writing"):
-                writer.write(frame, memory.published_objects(), occupancy.occupied_voxels())
+                writer.write(frame, memory.published_objects(), mapper.occupancy.occupied_voxels())
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
@@ -206,8 +199,9 @@ def run(
         reason = skipped[0] if skipped else "the source yielded no frames"
         raise InputError(f"{source.name}: no usable frame ({len(skipped)} skipped; first: {reason})")
 
+    memory = mapper.memory
     objects = tuple(memory.published_objects())
-    voxels = occupancy.occupied_voxels()
+    voxels = mapper.occupancy.occupied_voxels()
     outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json", out_dir / MEMORY_FILE]
     write_objects_json(outputs[2], objects, last_frame_id,
                        extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)})

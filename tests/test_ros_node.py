@@ -112,7 +112,7 @@ def test_frames_in_markers_and_objects_out(ros: Any, live: Any) -> None:
     assert {m.ns for m in markers} >= {"boxes", "labels", "occupancy"}
     if got["detections"]:  # vision_msgs installed: the same objects as Detection3DArray
         assert {d.id for d in got["detections"][-1].detections} == {str(o.id) for o in objects.objects}
-    published = node.state.memory.published_objects()
+    published = node.mapper.memory.published_objects()
     assert {o.id for o in published} == {o.id for o in objects.objects}
     for obj in objects.objects:  # boxes and poses as the core has them (published from numpy buffers)
         mine = next(o for o in published if o.id == obj.id)
@@ -143,7 +143,7 @@ def test_rviz_gets_the_camera_image_with_its_detections(ros: Any, live: Any) -> 
 def test_rviz_view_follows_a_frame_at_the_middle_of_the_map(live: Any) -> None:
     node, got, _, _ = live
     view = [t for m in got["tf"] for t in m.transforms if t.child_frame_id == node.config.view_frame][-1]
-    centre = view_centre(node.state.memory.published_objects(), None)
+    centre = view_centre(node.mapper.memory.published_objects(), None)
     assert view.header.frame_id == "world"
     v = view.transform.translation
     np.testing.assert_allclose([v.x, v.y, v.z], centre, atol=0.05)  # sent again once it moves 5 cm
@@ -155,7 +155,7 @@ def test_occupancy_cloud_holds_the_occupied_voxels(live: Any) -> None:
     assert cloud.header.stamp.sec * 10**9 + cloud.header.stamp.nanosec == stamps[-1]
     assert [f.name for f in cloud.fields] == ["x", "y", "z", "rgb", "intensity"] and cloud.point_step == 20
     points = np.frombuffer(bytes(cloud.data), dtype=CLOUD_DTYPE)
-    voxels = node.state.occupancy.occupied_voxels()
+    voxels = node.mapper.occupancy.occupied_voxels()
     assert cloud.width == len(points) == len(voxels) > 100
     xyz = np.column_stack([points["x"], points["y"], points["z"]])
     np.testing.assert_allclose(xyz, voxels.centers, atol=1e-5)
@@ -209,18 +209,18 @@ def test_save_map_then_load_map_in_a_new_node_and_at_start(ros: Any, live: Any) 
     restarted = ros.node(ros.perceptor, namespace="restarted", pose_topic="camera_pose", world_frame="world",
                          map_dir=ros.map_dir)
     ros.nodes.append(restarted)
-    assert len(restarted.state.memory) == 0
+    assert len(restarted.mapper.memory) == 0
     loaded = ros.call(LoadMap, "/restarted/embodied_perception/load_map", LoadMap.Request(name="kitchen"))
-    assert loaded.success and f"loaded {len(node.state.memory)} objects" in loaded.message
-    assert restarted.state.memory.objects() == node.state.memory.objects()
-    assert len(restarted.state.occupancy.occupied_voxels()) == len(node.state.occupancy.occupied_voxels())
+    assert loaded.success and f"loaded {len(node.mapper.memory)} objects" in loaded.message
+    assert restarted.mapper.memory.objects() == node.mapper.memory.objects()
+    assert len(restarted.mapper.occupancy.occupied_voxels()) == len(node.mapper.occupancy.occupied_voxels())
     missing = ros.call(LoadMap, "/restarted/embodied_perception/load_map", LoadMap.Request(name="nothing"))
     assert not missing.success and "no saved map 'nothing'" in missing.message
-    assert restarted.state.memory.objects() == node.state.memory.objects()  # a failed load keeps the map
+    assert restarted.mapper.memory.objects() == node.mapper.memory.objects()  # a failed load keeps the map
     at_start = ros.node(ros.perceptor, namespace="at_start", pose_topic="camera_pose", world_frame="world",
                         map_dir=ros.map_dir, load_map_on_start=True, start_map="kitchen")
     ros.nodes.append(at_start)
-    assert at_start.state.memory.objects() == node.state.memory.objects()
+    assert at_start.mapper.memory.objects() == node.mapper.memory.objects()
 
 
 @pytest.mark.parametrize("disk", ["full", "read-only"])
@@ -329,7 +329,7 @@ def test_compressed_colour_and_32fc1_depth_are_read(ros: Any, live: Any) -> None
     assert publisher.wait_for_subscribers()
     publisher.publish(ros.frames[0], settle=0.2)
     assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
-    assert not node.problems and len(node.state.memory) > 0
+    assert not node.problems and len(node.mapper.memory) > 0
 
 
 def test_services_answer_while_the_network_loads(ros: Any, live: Any) -> None:
@@ -482,7 +482,7 @@ def test_describe_service_and_scene_graph_topic(ros: Any, live: Any) -> None:
     doc = json.loads(graphs[-1].data)
     assert doc["format"] == "embodied_ros/scene_graph" and doc["frame_id"] == "world"
     ids = {o["id"] for o in doc["objects"]}
-    assert ids and ids <= {int(i) for i in node.state.memory.snapshot().ids}
+    assert ids and ids <= {int(i) for i in node.mapper.memory.snapshot().ids}
     assert all(r["subject"] in ids and set(r["objects"]) <= ids for r in doc["relations"])
 
 
@@ -508,4 +508,4 @@ def test_compressed_depth_topic_is_read(ros: Any, live: Any) -> None:
     msg.header = publisher.messages(frame, stamp)["depth"].header
     depth_pub.publish(msg)
     assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
-    assert node.inputs.paired == 1 and not node.problems and len(node.state.memory) > 0
+    assert node.inputs.paired == 1 and not node.problems and len(node.mapper.memory) > 0

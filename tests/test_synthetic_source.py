@@ -122,6 +122,7 @@ def test_clean_and_noisy_sources_share_geometry():
 
 
 def test_the_real_pipeline_runs_on_a_generated_scene_with_the_oracle_perceptor(tmp_path):
+    from embodied_ros.mapper import SceneMapper
     from embodied_ros.network.perceptor import Perceptor
     from embodied_ros.pipeline import run
     from embodied_ros.synthetic import GroundTruthPerceptor
@@ -131,7 +132,7 @@ def test_the_real_pipeline_runs_on_a_generated_scene_with_the_oracle_perceptor(t
     oracle = GroundTruthPerceptor(src.scene, min_pixels=20)
     assert isinstance(oracle, Perceptor)
     memory = SceneMemory(min_observations=1)
-    summary = run(src, oracle, memory, OccupancyMap(), tmp_path, n_pictures=1, write_inputs=False)
+    summary = run(src, SceneMapper(perceptor=oracle, memory=memory), tmp_path, n_pictures=1, write_inputs=False)
     assert (tmp_path / "scene.mcap").is_file() and (tmp_path / "objects.json").is_file()
     assert len(memory) >= 3 and summary is not None
     # The run's seconds span every frame's stages (the frame rate it reports is not the last frame's).

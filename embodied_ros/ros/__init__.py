@@ -1,7 +1,7 @@
 """The ROS 2 edge (the only place that imports rclpy): the ``embodied_perception`` node, the player and their helpers.
 
 node.py (the node and ``main``), inputs.py (topics -> Frames: QoS, pairing, poses from TF or a topic),
-keyframes.py (the network's worker thread), scene_state.py (memory/occupancy), map_store.py (map names
+keyframes.py (the network's worker thread; the per-frame step is ..mapper.SceneMapper), map_store.py (map names
 and atomic saves), services.py, scene_publisher.py + cdr.py (outputs serialised from numpy arrays),
 conversions.py (rosbags messages -> rclpy, for service answers), params.py (ROS parameters from the
 config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``). The
@@ -10,4 +10,4 @@ in-process harness of the tests and benchmarks is tests/ros_harness.py. Nothing 
 """
 
 __all__ = ["cdr", "config", "conversions", "diagnostics", "inputs", "keyframes",
-           "map_store", "node", "params", "player", "scene_publisher", "scene_state", "services"]
+           "map_store", "node", "params", "player", "scene_publisher", "services"]

@@ -7,11 +7,14 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..network.weights import DEFAULT_MODEL
+from ..grounding.engine import GrounderConfig
+from ..mapper import ModelChoice, PipelineConfig
+from ..memory.config import MemoryConfig, OccupancyConfig
 from ..runtime.contract import Backend
 from .keyframes import KeyframePolicy
 
 _KEYFRAMES = KeyframePolicy()  # the keyframe_* defaults are the policy's own
+_MODEL = ModelChoice()  # and the model's are the pipeline's
 
 
 class InputKind(str, enum.Enum):
@@ -59,18 +62,18 @@ class NodeConfig:
     # appears later), "reliable", or "best_effort" (drops large images under load).
     input_qos: str = "auto"
     # Perceptor name (see `embodied-ros run --help`).
-    model: str = DEFAULT_MODEL
+    model: str = _MODEL.model
     # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
-    weights: str = ""
+    weights: str = _MODEL.weights
     # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.
-    download_weights: bool = False
+    download_weights: bool = _MODEL.download_weights
     # Network backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
     # "tensorrt", "onnxruntime" or "torch".
-    backend: str = Backend.AUTO.value
+    backend: str = _MODEL.backend
     # backend "tensorrt" but unusable here (no GPU, no tensorrt): run ONNX Runtime instead of stopping.
-    allow_fallback: bool = False
+    allow_fallback: bool = _MODEL.allow_fallback
     # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
-    fp16: bool = False
+    fp16: bool = _MODEL.fp16
     # A frame becomes a keyframe when the camera moved this far (metres) since the last keyframe ...
     keyframe_min_translation: float = _KEYFRAMES.min_translation
     # ... or turned this much (radians) ...
@@ -120,6 +123,18 @@ class NodeConfig:
             raise ConfigError(f"diagnostics_period must be positive, got {self.diagnostics_period!r}")
         if not self.world_frame:
             raise ConfigError("world_frame must not be empty")
+
+    def pipeline(self, memory: MemoryConfig, occupancy: OccupancyConfig) -> PipelineConfig:
+        """The SceneMapper's config: these model and keyframe parameters, with the memory's and the map's.
+
+        The grounder skips objects seen fewer than ``memory.min_observations`` times (the memory's
+        publish rule); its other settings are its defaults.
+        """
+        runtime = ModelChoice(model=self.model, weights=self.weights, download_weights=self.download_weights,
+                              backend=self.backend, allow_fallback=self.allow_fallback, fp16=self.fp16)
+        return PipelineConfig(runtime=runtime, memory=memory, occupancy=occupancy,
+                              grounder=GrounderConfig(min_observations=memory.min_observations),
+                              keyframes=self.keyframe_policy())
 
     def keyframe_policy(self) -> KeyframePolicy:
         """The worker's keyframe rules from the keyframe_* parameters."""

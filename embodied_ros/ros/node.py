@@ -1,7 +1,7 @@
 """The ``embodied_perception`` node: RGB-D + poses in; markers, objects, detections, occupancy, services out.
 
 Thin by design: subscriptions pair colour and depth (inputs.py) into a core Frame and hand it to
-the keyframe worker (keyframes.py), which runs the core (scene_state.py) and publishes
+the keyframe worker (keyframes.py), which runs the core's step (mapper.py's SceneMapper) and publishes
 (scene_publisher.py); services answer from the memory's snapshot (services.py). The node is up,
 answering services and loading a saved map, before its network is loaded: the model loads on a
 thread and the node says "ready" when it can perceive; a model or camera that cannot be had ends
@@ -15,7 +15,6 @@ import signal
 import threading
 import time
 from collections import deque
-from pathlib import Path
 from typing import Any
 
 import rclpy
@@ -26,8 +25,10 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from std_msgs.msg import String
 
+from ..detections import FramePerception
 from ..errors import EmbodiedError, FrameError
 from ..frame import Frame
+from ..mapper import SceneMapper
 from ..memory.config import MemoryConfig, OccupancyConfig
 from . import services
 from .config import InputKind, NodeConfig
@@ -37,7 +38,6 @@ from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLooku
 from .keyframes import KeyframeWorker
 from .params import declare_config
 from .scene_publisher import ScenePublisher
-from .scene_state import SceneState
 from .view_publisher import ViewPublisher
 
 NODE_NAME = "embodied_perception"
@@ -67,8 +67,8 @@ class EmbodiedPerceptionNode(Node):
         self.config = config = declare_config(self, NodeConfig)
         memory_config = declare_config(self, MemoryConfig, "memory.")
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
-        self.state = SceneState(None, memory_config, occupancy_config)
-        self.grounder = services.shared_grounder(memory_config.min_observations)
+        self.mapper = SceneMapper(config.pipeline(memory_config, occupancy_config))
+        self.grounder = services.shared_grounder(self.mapper.config.grounder.min_observations)
         self.ready = threading.Event()  # the network is loaded
         self.failed: Future = Future()  # result: the one line that ends the node
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)
@@ -85,8 +85,8 @@ class EmbodiedPerceptionNode(Node):
         from diagnostic_msgs.msg import DiagnosticArray
 
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
-        self.worker = KeyframeWorker(self._process, config.keyframe_policy(), on_error=self._keyframe_failed,
-                                     fuse_depth=self.state.integrate_depth if config.fuse_skipped_depth else None)
+        self.worker = KeyframeWorker(self._process, self.mapper.config.keyframes, on_error=self._keyframe_failed,
+                                     fuse_depth=self.mapper.integrate_depth if config.fuse_skipped_depth else None)
         self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)
         self.inputs = None
@@ -112,18 +112,14 @@ class EmbodiedPerceptionNode(Node):
         config = self.config
         try:
             if perceptor is None:
-                from ..network.registry import build_perceptor
-
-                perceptor = build_perceptor(config.model, weights=Path(config.weights) if config.weights else None,
-                                            download=config.download_weights, backend=config.backend,
-                                            allow_fallback=config.allow_fallback, fp16=config.fp16)
+                perceptor = self.mapper.config.build_perceptor()
             elif callable(perceptor) and not hasattr(perceptor, "perceive"):
                 perceptor = perceptor()
-            self.state.perceptor = perceptor
+            self.mapper.perceptor = perceptor
             if config.source == InputKind.K4A:
                 start_k4a(self, config, self.poses, self.worker.submit, self._bad_input)
         except EmbodiedError as err:
-            what = "camera" if self.state.perceptor is not None else f"model {config.model}"
+            what = "camera" if self.mapper.perceptor is not None else f"model {config.model}"
             self.fail(f"cannot start: {what}: {err}")
             return
         except Exception as err:  # noqa: BLE001 - anything else that stops the model loading, in one line
@@ -202,20 +198,24 @@ class EmbodiedPerceptionNode(Node):
     def _process(self, frame: Frame) -> dict[str, float]:
         """Network + memory, publish the objects, then fuse occupancy and publish the cloud (objects first)."""
         world, stamp = self.config.world_frame, frame.stamp_ns
-        perception, stages = self.state.remember(frame)
+        publish = 0.0
+
+        def publish_objects(perception: FramePerception) -> None:
+            nonlocal publish
+            start = time.perf_counter()
+            if self.context.ok():
+                objects, voxels = self.mapper.memory.published_objects(), self.mapper.occupancy.occupied_voxels()
+                self.scene.publish_objects(objects, voxels, world, stamp)
+                self.view.publish(frame, perception, objects, voxels, world)
+                if self.pub_scene_graph.get_subscription_count() > 0:
+                    self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.mapper,
+                                                                                       self._min_observations)))
+            publish = time.perf_counter() - start
+
+        stages = self.mapper.step(frame, before_occupancy=publish_objects).stages_s
         start = time.perf_counter()
         if self.context.ok():
-            objects, voxels = self.state.memory.published_objects(), self.state.occupancy.occupied_voxels()
-            self.scene.publish_objects(objects, voxels, world, stamp)
-            self.view.publish(frame, perception, objects, voxels, world)
-            if self.pub_scene_graph.get_subscription_count() > 0:
-                self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.state,
-                                                                                   self._min_observations)))
-        publish = time.perf_counter() - start
-        stages["occupancy"] = self.state.integrate(frame, perception)
-        start = time.perf_counter()
-        if self.context.ok():
-            self.scene.publish_cloud(self.state.occupancy.occupied_voxels(), world, stamp)
+            self.scene.publish_cloud(self.mapper.occupancy.occupied_voxels(), world, stamp)
         stages["publish"] = publish + time.perf_counter() - start
         return stages
 
@@ -260,7 +260,7 @@ class EmbodiedPerceptionNode(Node):
             problems.append(f"{stats.dropped} keyframes skipped ({stats.stale} stale): the network is slower than "
                             "the keyframe rate")
         state = "failed" if self.failed.done() else "ready" if self.ready.is_set() else "loading"
-        extra: dict[str, Any] = {"state": state, "objects": len(self.state.memory),
+        extra: dict[str, Any] = {"state": state, "objects": len(self.mapper.memory),
                                  "grounding": self.grounder.error or "ready"}
         if self.inputs is not None:
             extra.update(input_qos=self.inputs.qos.reliability, images_received=self.inputs.received[0],

@@ -81,16 +81,9 @@ def _grounded(g: Any, frame_id: str) -> Any:
     return GroundedObject(object=obj, score=float(g.score), explanation=str(g.explanation))
 
 
-def _published(memory: Any) -> Any:
-    """The memory's published objects as a snapshot (what RViz shows)."""
-    from ..grounding.map_view import published_snapshot
-
-    return published_snapshot(memory)
-
-
 def ground(node: Any, request: Any, response: Any) -> Any:
     """Answer a phrase with the best object of the current memory snapshot (its published objects)."""
-    snapshot = _published(node.state.memory)
+    snapshot = node.mapper.published_snapshot()
     response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
     phrase = request.phrase.strip()
     response.success = False
@@ -104,8 +97,7 @@ def ground(node: Any, request: Any, response: Any) -> Any:
     elif (engine := node.grounder.get()) is None:
         response.message = node.grounder.error or "grounding engine not ready"
     else:
-        result = engine.ground(phrase, snapshot, viewpoint=_viewpoint(node.state),
-                               vocabulary=node.state.memory.vocabulary)
+        result = node.mapper.ground(phrase, snapshot, grounder=engine)
         response.success, response.message = bool(result.success), str(result.message)
         if result.best is not None:
             response.best = _grounded(result.best, snapshot.frame_id)
@@ -114,18 +106,10 @@ def ground(node: Any, request: Any, response: Any) -> Any:
     return response
 
 
-def _viewpoint(state: Any) -> Any:
-    """The latest keyframe's camera, which "on the left" and "the nearest" refer to (None before any)."""
-    from ..grounding.viewpoint import Viewpoint
-
-    frame = state.last_frame
-    return None if frame is None else Viewpoint.from_frame(frame)
-
-
 def describe(node: Any, request: Any, response: Any) -> Any:
     """Fill a Describe response: a referring expression per object (``object_id`` < 0: every one)."""
-    object_id, state, grounder = int(request.object_id), node.state, node.grounder
-    snapshot = _published(state.memory)
+    object_id, mapper, grounder = int(request.object_id), node.mapper, node.grounder
+    snapshot = mapper.published_snapshot()
     response.header = to_rclpy(header_msg(snapshot.frame_id, snapshot.stamp_ns))
     engine = grounder.get()
     if engine is None:
@@ -136,8 +120,8 @@ def describe(node: Any, request: Any, response: Any) -> Any:
         return response
     from ..grounding.describe import describe_objects
 
-    found = describe_objects(engine, snapshot, None if object_id < 0 else [object_id], viewpoint=_viewpoint(state),
-                             vocabulary=state.memory.vocabulary, min_observations=grounder.min_observations)
+    found = describe_objects(engine, snapshot, None if object_id < 0 else [object_id], viewpoint=mapper.viewpoint(),
+                             vocabulary=mapper.memory.vocabulary, min_observations=grounder.min_observations)
     response.ids = [d.object_id for d in found]
     response.descriptions = [d.text for d in found]
     response.unique = [d.unique for d in found]
@@ -147,13 +131,13 @@ def describe(node: Any, request: Any, response: Any) -> Any:
     return response
 
 
-def scene_graph_json(state: Any, min_observations: int) -> str:
+def scene_graph_json(mapper: Any, min_observations: int) -> str:
     """The scene graph (grounding/scene_graph.py) of the current memory, as JSON text."""
     import json
 
     from ..grounding.scene_graph import scene_graph
 
-    return json.dumps(scene_graph(_published(state.memory), viewpoint=_viewpoint(state),
+    return json.dumps(scene_graph(mapper.published_snapshot(), viewpoint=mapper.viewpoint(),
                                   min_observations=min_observations))
 
 
@@ -161,7 +145,7 @@ def save_map(node: Any, request: Any, response: Any) -> Any:
     """Save memory and occupancy as the map named in the request (under map_dir, atomically)."""
     try:
         path = map_path(node.config.map_dir, request.name or node.config.start_map)  # InputError, not OSError
-        response.message, response.success = node.state.save(path), True
+        response.message, response.success = node.mapper.save(path), True
     except EmbodiedError as err:
         response.message, response.success = f"map not saved: {err}", False
     except OSError as err:  # a full disk, a read-only map_dir: save_atomically left the previous map as it was
@@ -175,7 +159,7 @@ def load_map(node: Any, request: Any, response: Any) -> Any:
     """Replace memory and occupancy by the map named in the request; a failed load keeps the current map."""
     try:
         path = map_path(node.config.map_dir, request.name or node.config.start_map)
-        response.message, response.success = node.state.load(path), True
+        response.message, response.success = node.mapper.load(path), True
     except (OSError, EmbodiedError) as err:
         response.message, response.success = f"map not loaded: {err}", False
     _log(node, response)
@@ -183,7 +167,7 @@ def load_map(node: Any, request: Any, response: Any) -> Any:
 
 
 def reset(node: Any, _request: Any, response: Any) -> Any:
-    response.message, response.success = node.state.reset(), True
+    response.message, response.success = node.mapper.reset(), True
     _log(node, response)
     return response
 

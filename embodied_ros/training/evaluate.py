@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..geometry.grid import voxels_in_view
-from ..memory.occupancy import OccupancyMap
-from ..memory.scene_memory import SceneMemory
+from ..mapper import PipelineConfig, SceneMapper
+from ..memory.config import MemoryConfig, OccupancyConfig
 from ..metrics.detection import BoxSet, DetectionMetrics, evaluate_detection
 from ..metrics.occupancy import EMPTY_LABEL, OccupancyAccumulator, OccupancyMetrics
 from ..metrics.scene_bootstrap import Interval, scene_interval
@@ -79,6 +79,9 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     seeds = range(*data.val_seeds) if seeds is None else seeds
     n_frames = frames_per_scene or data.val_frames_per_scene
     perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0, sizes=sizes, pixels=pixels)  # floors at z = 0
+    config = PipelineConfig(
+        memory=MemoryConfig(**{"min_observations": 1, "publish_confidence": 0.0, **(memory_kwargs or {})}),
+        occupancy=OccupancyConfig(**(occupancy_kwargs or {})))
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
     occ_view = OccupancyAccumulator(model.occupancy_classes)
@@ -87,18 +90,16 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     count = 0
     for seed in seeds:
         scene = generate_scene(int(seed), scene_config(data))
-        memory = SceneMemory(**{"min_observations": 1, "publish_confidence": 0.0, **(memory_kwargs or {})})
-        world = OccupancyMap(**(occupancy_kwargs or {}))
+        mapper = SceneMapper(config, perceptor)
         views: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (T_world_grid, in view, truth)
         seen: set[int] = set()
         for i in frame_indices(len(scene), n_frames):
             rendered = scene.render(int(i))
-            result = perceptor.perceive(rendered.frame)
+            result = mapper.step(rendered.frame).perception
             visible = scene.visible_objects(rendered, min_fraction=data.min_visibility)
             seen.update(int(v) for v in visible)
             frame_preds.append(BoxSet.from_detections(result.detections))
             frame_gts.append(scene.ground_truth(visible))
-            memory.update(result)
             assert result.occupancy is not None
             truth = scene.surface.occupancy(result.occupancy.T_world_grid, model.grid_spec())
             occ.add(result.occupancy.labels, truth.labels)
@@ -106,16 +107,16 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
             in_view = voxels_in_view(result.occupancy.T_world_grid, frame.T_world_camera, frame.K, frame.width,
                                      frame.height, model.grid_spec())
             occ_view.add(result.occupancy.labels, truth.labels, valid=in_view)
-            world.integrate_frame(frame, result)
             views.append((result.occupancy.T_world_grid, in_view, truth.labels))
             count += 1
         in_view_maps.append(OccupancyAccumulator(model.occupancy_classes))
         whole_maps.append(OccupancyAccumulator(model.occupancy_classes))
+        world = mapper.occupancy
         for T_world_grid, in_view, truth_labels in views:
             labels = world.class_grid(T_world_grid, model.occupancy_classes, model.grid_shape, model.voxel_size)
             in_view_maps[-1].add(labels, truth_labels, valid=in_view)
             whole_maps[-1].add(labels, truth_labels)
-        objects = memory.published_objects()
+        objects = mapper.memory.published_objects()
         scene_preds.append(BoxSet(np.array([o.box for o in objects]).reshape(-1, 9),
                                   tuple(o.class_name for o in objects), np.array([o.score for o in objects])))
         scene_gts.append(scene.ground_truth(np.array(sorted(seen), dtype=np.int64)))

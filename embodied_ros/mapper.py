@@ -1,0 +1,233 @@
+"""SceneMapper: the one home of the per-frame step (perceive -> memory -> occupancy) and the map files.
+
+The offline run (pipeline.py), the node (ros/node.py), the demo and the held-out evaluation all
+call :meth:`SceneMapper.step`, as nvblox's ROS node calls its ``Mapper``. ROS-free. A lock
+serialises updates against reset/load; readers use :meth:`snapshot`, which never waits for an
+update to finish. The perceptor may arrive after the mapper is built (the node loads it on a
+thread while its services already answer).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .detections import FramePerception
+from .errors import InputError
+from .frame import Frame
+from .grounding.engine import GrounderConfig
+from .memory.config import MemoryConfig, OccupancyConfig
+from .memory.occupancy import OccupancyMap
+from .memory.scene_memory import SceneMemory
+from .memory.scene_object import MemorySnapshot
+from .network.lifting import LiftingParams
+from .network.perceptor import Perceptor
+from .network.weights import DEFAULT_MODEL
+from .ros.keyframes import KeyframePolicy
+from .ros.map_store import recover, save_atomically
+from .runtime.contract import Backend
+
+MEMORY_FILE = "memory.json"  # SceneMemory.save: written by `embodied-ros run` and by a saved map
+OCCUPANCY_FILE = "occupancy.npz"  # OccupancyMap.save, in a saved map
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which perceptor runs, and on what (``network.registry.build_perceptor``'s arguments)."""
+
+    # Perceptor name (see `embodied-ros run --help`).
+    model: str = DEFAULT_MODEL
+    # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
+    weights: str = ""
+    # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.
+    download_weights: bool = False
+    # Network backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
+    # "tensorrt", "onnxruntime" or "torch".
+    backend: str = Backend.AUTO.value
+    # backend "tensorrt" but unusable here (no GPU, no tensorrt): run ONNX Runtime instead of stopping.
+    allow_fallback: bool = False
+    # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
+    fp16: bool = False
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything the per-frame step is built from; each part keeps its own defaults."""
+
+    runtime: ModelChoice = field(default_factory=ModelChoice)
+    lifting: LiftingParams = field(default_factory=LiftingParams)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    occupancy: OccupancyConfig = field(default_factory=OccupancyConfig)
+    grounder: GrounderConfig = field(default_factory=GrounderConfig)
+    keyframes: KeyframePolicy = field(default_factory=KeyframePolicy)
+
+    def build_perceptor(self) -> Perceptor:
+        """The network (+ lifting) named by ``runtime`` (loads weights: seconds)."""
+        from .network.registry import build_perceptor
+
+        r = self.runtime
+        return build_perceptor(r.model, weights=Path(r.weights) if r.weights else None, download=r.download_weights,
+                               backend=r.backend, allow_fallback=r.allow_fallback, fp16=r.fp16,
+                               lifting=self.lifting)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one keyframe did.
+
+    Attributes:
+        perception: the perceptor's world detections (and occupancy grid) of the frame.
+        update: what ``SceneMemory.update`` did (created, updated, merged ids; discovery seconds).
+        stages_s: seconds per stage: the perceptor's own ("network", "lifting"), "memory" (the
+            whole update, discovery included) and "occupancy".
+    """
+
+    perception: FramePerception
+    update: Any
+    stages_s: dict[str, float]
+
+
+class SceneMapper:
+    """Perceptor, scene memory, occupancy map and grounder behind one lock.
+
+    Args:
+        config: the parts' settings; a fresh memory and map are built from it.
+        perceptor: the network (+ lifting); None until it is set (``mapper.perceptor = ...``).
+        memory, occupancy: start from these instead of fresh ones (e.g. a memory that already
+            holds objects).
+        grounder: the grounding engine; None builds one from ``config.grounder`` on first use.
+    """
+
+    def __init__(self, config: PipelineConfig | None = None, perceptor: Perceptor | None = None, *,
+                 memory: SceneMemory | None = None, occupancy: OccupancyMap | None = None,
+                 grounder: Any = None) -> None:
+        self.config = config = config if config is not None else PipelineConfig()
+        self.perceptor = perceptor
+        self.memory = memory if memory is not None else SceneMemory.from_config(config.memory)
+        self.occupancy = occupancy if occupancy is not None else OccupancyMap.from_config(config.occupancy)
+        self._grounder = grounder
+        self.lock = threading.Lock()
+        self.frames_processed = 0
+        self.last_frame: Frame | None = None  # the latest keyframe: viewer-centred words are meant from its camera
+
+    # ---- the per-frame step ------------------------------------------------------------------
+
+    def step(self, frame: Frame, before_occupancy: Callable[[FramePerception], None] | None = None) -> StepResult:
+        """Perceive ``frame``, update the memory, fuse the occupancy map.
+
+        Args:
+            frame: a posed keyframe.
+            before_occupancy: called with the perception once the memory holds the frame's objects
+                and before the (slower) occupancy fusion, e.g. to publish the objects first.
+        """
+        perception, update, stages = self._remember(frame)
+        if before_occupancy is not None:
+            before_occupancy(perception)
+        stages["occupancy"] = self._integrate(frame, perception)
+        return StepResult(perception, update, stages)
+
+    def _remember(self, frame: Frame) -> tuple[FramePerception, Any, dict[str, float]]:
+        """Network and memory for one keyframe: (perception, the memory's update result, seconds per stage)."""
+        if self.perceptor is None:
+            raise RuntimeError("the network is not loaded yet")
+        perception = self.perceptor.perceive(frame)
+        stages = {k: float(v) for k, v in perception.timings_s.items()}
+        with self.lock:
+            start = time.perf_counter()
+            update = self.memory.update(perception)
+            self.frames_processed += 1
+            self.last_frame = frame
+        stages["memory"] = time.perf_counter() - start
+        return perception, update, stages
+
+    def _integrate(self, frame: Frame, perception: FramePerception) -> float:
+        """Fuse the keyframe into the occupancy map; seconds taken."""
+        with self.lock:
+            start = time.perf_counter()
+            self.occupancy.integrate_frame(frame, perception)
+            return time.perf_counter() - start
+
+    def integrate_depth(self, frame: Frame) -> float:
+        """Fuse a frame the network skipped into the occupancy map, its depth only; seconds taken."""
+        with self.lock:
+            start = time.perf_counter()
+            self.occupancy.integrate_depth(frame)
+            return time.perf_counter() - start
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    def snapshot(self) -> MemorySnapshot:
+        """Every object the memory holds, immutable (never waits for an update)."""
+        return self.memory.snapshot()
+
+    def published_snapshot(self) -> MemorySnapshot:
+        """The published objects (what RViz shows and language speaks about), as a snapshot."""
+        from .grounding.map_view import published_snapshot
+
+        return published_snapshot(self.memory)
+
+    def viewpoint(self) -> Any:
+        """The latest keyframe's camera, which "on the left" and "the nearest" refer to (None before any)."""
+        from .grounding.viewpoint import Viewpoint
+
+        frame = self.last_frame
+        return None if frame is None else Viewpoint.from_frame(frame)
+
+    @property
+    def grounder(self) -> Any:
+        """The grounding engine (built from ``config.grounder`` on first use: loads its text encoder)."""
+        if self._grounder is None:
+            from .grounding import Grounder
+
+            self._grounder = Grounder.from_config(self.config.grounder)
+        return self._grounder
+
+    def ground(self, phrase: str, snapshot: MemorySnapshot | None = None, grounder: Any = None) -> Any:
+        """The object ``phrase`` means among the published objects, seen from the latest keyframe.
+
+        Args:
+            snapshot: the published snapshot to ground in (None: the current one).
+            grounder: an engine to use instead of the mapper's own.
+        """
+        engine = grounder if grounder is not None else self.grounder
+        return engine.ground(phrase, snapshot if snapshot is not None else self.published_snapshot(),
+                             viewpoint=self.viewpoint(), vocabulary=self.memory.vocabulary)
+
+    # ---- the map's files ---------------------------------------------------------------------
+
+    def reset(self) -> str:
+        with self.lock:
+            n = len(self.memory)
+            self.memory.reset()
+            self.occupancy.reset()
+        return f"scene memory cleared ({n} objects forgotten)"
+
+    def save(self, directory: Path) -> str:
+        """Write memory.json and occupancy.npz as the folder ``directory``, atomically; returns what was written."""
+        with self.lock:
+            n, v = len(self.memory), len(self.occupancy.occupied_voxels())
+
+            def write(tmp: Path) -> None:
+                self.memory.save(tmp / MEMORY_FILE)
+                self.occupancy.save(tmp / OCCUPANCY_FILE)
+
+            save_atomically(directory, write)
+        return f"saved {n} objects and {v} occupied voxels to {directory}"
+
+    def load(self, directory: Path) -> str:
+        """Replace memory and occupancy by those saved in ``directory`` (InputError when unreadable)."""
+        recover(directory)
+        if not (directory / MEMORY_FILE).is_file():
+            raise InputError(f"no saved map {directory.name!r} in {directory.parent} (save one first)")
+        memory = SceneMemory.load(directory / MEMORY_FILE)
+        occ_path = directory / OCCUPANCY_FILE
+        occupancy = OccupancyMap.load(occ_path) if occ_path.is_file() else OccupancyMap.from_config(
+            self.config.occupancy)
+        with self.lock:
+            self.memory, self.occupancy = memory, occupancy
+        return (f"loaded {len(memory)} objects and {len(occupancy.occupied_voxels())} occupied voxels "
+                f"from {directory}")
