@@ -69,6 +69,6 @@ def test_the_nodes_grounder_thread_never_imports_torch() -> None:
     thread broke them and killed the node. spaCy is imported on the node's thread with torch hidden."""
     pytest.importorskip("spacy", reason="the grounder's parser is spaCy")
     code = ("from embodied_ros.ros.services import GrounderHolder; "
-            "h = GrounderHolder(1); assert h.get() is not None, h.error; "
+            "h = GrounderHolder(); assert h.get() is not None, h.error; "
             "from embodied_ros.grounding.dependency import load_pipeline; assert load_pipeline() is not None")
     assert "torch" not in _heavy_modules(code)

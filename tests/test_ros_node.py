@@ -361,6 +361,17 @@ def test_a_missing_model_ends_the_node_with_one_line(ros: Any, live: Any, tmp_pa
     assert str(tmp_path / "absent") in message
 
 
+def test_lifting_and_grounder_parameters_reach_the_mapper_and_the_grounder(ros: Any, live: Any,
+                                                                            tmp_path: Path) -> None:
+    node = ros.node(None, namespace="tuned", weights=str(tmp_path / "absent"), lifting__max_depth=3.5,
+                    lifting__surface_classes=["table"], grounder__min_confidence=0.8, memory__min_observations=3)
+    ros.nodes.append(node)
+    config = node.mapper.config
+    assert config.lifting.max_depth == 3.5 and config.lifting.surface_classes == ("table",)
+    assert config.grounder.min_confidence == 0.8 and config.grounder.min_observations == 3  # the memory's rule
+    assert node.grounder.config == config.grounder  # the services' grounder is built from the same settings
+
+
 def test_unpaired_images_are_counted_and_warned_about(ros: Any, live: Any) -> None:
     from ros_harness import FramePublisher
 

@@ -13,11 +13,13 @@ import pytest
 
 from embodied_ros.errors import ConfigError
 from embodied_ros.frame import Frame
+from embodied_ros.grounding.engine import GrounderConfig
 from embodied_ros.memory.config import MemoryConfig, OccupancyConfig
 from embodied_ros.memory.occupancy import OccupiedVoxels
 from embodied_ros.memory.scene_object import SceneObject
+from embodied_ros.network.lifting import LiftingParams
 from embodied_ros.outputs.scene_messages import marker_array, occupancy_cloud, scene_object_array
-from embodied_ros.ros.config import NodeConfig
+from embodied_ros.ros.config import GROUNDER_FROM_MEMORY, NodeConfig
 from embodied_ros.ros.keyframes import KeyframePolicy, KeyframeWorker
 from embodied_ros.ros.params import field_comments
 
@@ -79,18 +81,35 @@ def test_parameters_come_from_the_config_dataclasses_and_params_yaml(ros: object
         assert declare_config(node, NodeConfig) == NodeConfig()  # params.yaml holds the defaults
         assert declare_config(node, MemoryConfig, "memory.") == MemoryConfig()
         assert declare_config(node, OccupancyConfig, "occupancy.") == OccupancyConfig()
+        assert declare_config(node, LiftingParams, "lifting.") == LiftingParams()
+        assert declare_config(node, GrounderConfig, "grounder.", skip=GROUNDER_FROM_MEMORY) == GrounderConfig()
         described = node.describe_parameter("memory.iou_threshold").description
         assert "IoU" in described
+        assert "cosine" in node.describe_parameter("grounder.min_label_similarity").description  # a comment after it
     finally:
         node.destroy_node()
     bounds = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
     overridden = rclpy.create_node("params_override", context=ros, parameter_overrides=[
-        Parameter("memory.iou_threshold", value=0.3), Parameter("occupancy.bounds", value=bounds)])
+        Parameter("memory.iou_threshold", value=0.3), Parameter("occupancy.bounds", value=bounds),
+        Parameter("lifting.surface_classes", value=["table", "counter"]),
+        Parameter("lifting.min_horizontal_size", value=["chair:0.3", "dining table:0.6"]),
+        Parameter("grounder.min_confidence", value=0.8)])
     try:
         assert declare_config(overridden, MemoryConfig, "memory.").iou_threshold == 0.3
         assert declare_config(overridden, OccupancyConfig, "occupancy.").bounds == (0, 0, 0, 1, 1, 1)
+        lifting = declare_config(overridden, LiftingParams, "lifting.")
+        assert lifting.surface_classes == ("table", "counter")
+        assert lifting.min_horizontal_size == (("chair", 0.3), ("dining table", 0.6))
+        assert declare_config(overridden, GrounderConfig, "grounder.").min_confidence == 0.8
     finally:
         overridden.destroy_node()
+    pairs = rclpy.create_node("params_pairs", context=ros, parameter_overrides=[
+        Parameter("lifting.min_largest_extent", value=["chair 0.3"])])
+    try:
+        with pytest.raises(ConfigError, match="lifting.min_largest_extent: 'chair 0.3' is not 'name:value'"):
+            declare_config(pairs, LiftingParams, "lifting.")
+    finally:
+        pairs.destroy_node()
     for name, value, match in (("source", "usb", "source must be one of"),
                                ("tf_timeout", "soon", "parameter tf_timeout")):
         bad = rclpy.create_node("params_bad", context=ros, parameter_overrides=[Parameter(name, value=value)])
@@ -106,14 +125,17 @@ def test_params_yaml_names_exactly_the_node_parameters() -> None:
 
     written = set(yaml.safe_load((REPO / "config" / "params.yaml").read_text())["/**"]["ros__parameters"])
     declared = {f"{prefix}{name}" for prefix, cls in (("", NodeConfig), ("memory.", MemoryConfig),
-                                                      ("occupancy.", OccupancyConfig))
-                for name in cls.__dataclass_fields__}
+                                                      ("occupancy.", OccupancyConfig), ("lifting.", LiftingParams),
+                                                      ("grounder.", GrounderConfig))
+                for name in cls.__dataclass_fields__ if not (prefix == "grounder." and name in GROUNDER_FROM_MEMORY)}
     assert written - declared == set(), "params.yaml sets parameters the node does not have (silently ignored)"
-    assert declared - written == {"occupancy.bounds"}  # unset = unbounded; YAML cannot say "unset"
+    # unset = unbounded or none; YAML cannot say "unset" nor type an empty list
+    assert declared - written == {"occupancy.bounds", "lifting.min_horizontal_size", "lifting.min_extent_along_view",
+                                  "lifting.min_largest_extent", "lifting.region_classes", "lifting.floor_classes"}
 
 
 def test_every_config_field_has_a_comment_for_its_parameter_description() -> None:
-    for cls in (NodeConfig, MemoryConfig, OccupancyConfig):
+    for cls in (NodeConfig, MemoryConfig, OccupancyConfig, LiftingParams, GrounderConfig):
         missing = set(cls.__dataclass_fields__) - set(field_comments(cls))
         assert not missing, f"{cls.__name__}: no comment above {sorted(missing)}"
 

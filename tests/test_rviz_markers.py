@@ -45,6 +45,7 @@ class _Object:
     box: np.ndarray
     score: float = 0.8
     n_observations: int = 3
+    n_looks: int = 1
     first_seen_ns: int = 0
     last_seen_ns: int = 0
 
@@ -102,6 +103,22 @@ def test_both_marker_builders_place_the_labels_alike_with_a_space_width() -> Non
         np.testing.assert_allclose(list(m["pose"]["position"].values()), texts[m["id"]][1])
     assert all(m.scale.x == pytest.approx(SPACE_WIDTH * TEXT_HEIGHT) for m in bag if m.text)
     assert {m.ns for m in marker_array(objects, None, "map", 7).markers[1:]} <= set(MARKER_NAMESPACES)
+
+
+def test_both_marker_builders_keep_unknown_objects_in_their_own_namespace() -> None:
+    """The node's messages and the bag's say the same of an unknown object (class "object"): its box and
+    label in ``unknown_objects``, in SceneObjectArray's ``unknown_objects``, and not in Detection3DArray."""
+    from embodied_ros.ros.scene_publisher import detection3d_array, scene_object_array
+
+    objects = [*_kitchen(), _Object(9, "object", np.array([0.5, -0.2, 0.8, 0.2, 0.15, 0.1, 0.0, 0.0, 0.0]))]
+    bag = {(m.ns, m.id) for m in marker_array(objects, None, "map", 7).markers[1:]}
+    node = {(m["ns"], m["id"]) for m in node_marker_array(objects, None, "map", 7)["markers"][1:]}
+    assert node == bag and {k for k in node if k[0] == "unknown_objects"} == {("unknown_objects", 9),
+                                                                               ("unknown_objects", -10)}
+    assert {("boxes", 9), ("labels", 9)}.isdisjoint(node)
+    array = scene_object_array(objects, "map", 7)
+    assert [o["id"] for o in array["unknown_objects"]] == [9] and 9 not in [o["id"] for o in array["objects"]]
+    assert "9" not in [d["id"] for d in detection3d_array(objects, "map", 7)["detections"]]
 
 
 def test_the_view_follows_the_middle_of_the_map() -> None:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import enum
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ConfigError
 from ..grounding.engine import GrounderConfig
 from ..mapper import ModelChoice, PipelineConfig
 from ..memory.config import MemoryConfig, OccupancyConfig
+from ..network.lifting import LiftingParams
 from ..runtime.contract import Backend
 from .keyframes import KeyframePolicy
 
 _KEYFRAMES = KeyframePolicy()  # the keyframe_* defaults are the policy's own
 _MODEL = ModelChoice()  # and the model's are the pipeline's
+# Grounder settings that follow another parameter (``NodeConfig.pipeline``): not parameters of their own.
+GROUNDER_FROM_MEMORY = frozenset({"min_observations"})
 
 
 class InputKind(str, enum.Enum):
@@ -124,17 +127,20 @@ class NodeConfig:
         if not self.world_frame:
             raise ConfigError("world_frame must not be empty")
 
-    def pipeline(self, memory: MemoryConfig, occupancy: OccupancyConfig) -> PipelineConfig:
-        """The SceneMapper's config: these model and keyframe parameters, with the memory's and the map's.
+    def pipeline(self, memory: MemoryConfig, occupancy: OccupancyConfig, lifting: LiftingParams | None = None,
+                 grounder: GrounderConfig | None = None) -> PipelineConfig:
+        """The SceneMapper's config: these model and keyframe parameters, with the memory's, the map's,
+        lifting's and the grounder's (each its parameters' ``memory.``, ``occupancy.``, ``lifting.``,
+        ``grounder.``).
 
         The grounder skips objects seen fewer than ``memory.min_observations`` times (the memory's
-        publish rule); its other settings are its defaults.
+        publish rule): that one grounder setting follows the memory's.
         """
         runtime = ModelChoice(model=self.model, weights=self.weights, download_weights=self.download_weights,
                               backend=self.backend, allow_fallback=self.allow_fallback, fp16=self.fp16)
-        return PipelineConfig(runtime=runtime, memory=memory, occupancy=occupancy,
-                              grounder=GrounderConfig(min_observations=memory.min_observations),
-                              keyframes=self.keyframe_policy())
+        grounder = replace(grounder or GrounderConfig(), min_observations=memory.min_observations)
+        return PipelineConfig(runtime=runtime, lifting=lifting or LiftingParams(), memory=memory,
+                              occupancy=occupancy, grounder=grounder, keyframes=self.keyframe_policy())
 
     def keyframe_policy(self) -> KeyframePolicy:
         """The worker's keyframe rules from the keyframe_* parameters."""

@@ -28,10 +28,12 @@ from std_msgs.msg import String
 from ..detections import FramePerception
 from ..errors import EmbodiedError, FrameError
 from ..frame import Frame
+from ..grounding.engine import GrounderConfig
 from ..mapper import SceneMapper
 from ..memory.config import MemoryConfig, OccupancyConfig
+from ..network.lifting import LiftingParams
 from . import services
-from .config import InputKind, NodeConfig
+from .config import GROUNDER_FROM_MEMORY, InputKind, NodeConfig
 from .conversions import to_rclpy
 from .diagnostics import RateMeter, diagnostic_status
 from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLookup, PoseNotYet, start_k4a
@@ -67,8 +69,10 @@ class EmbodiedPerceptionNode(Node):
         self.config = config = declare_config(self, NodeConfig)
         memory_config = declare_config(self, MemoryConfig, "memory.")
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
-        self.mapper = SceneMapper(config.pipeline(memory_config, occupancy_config))
-        self.grounder = services.shared_grounder(self.mapper.config.grounder.min_observations)
+        lifting = declare_config(self, LiftingParams, "lifting.")
+        grounder = declare_config(self, GrounderConfig, "grounder.", skip=GROUNDER_FROM_MEMORY)
+        self.mapper = SceneMapper(config.pipeline(memory_config, occupancy_config, lifting, grounder))
+        self.grounder = services.shared_grounder(self.mapper.config.grounder)
         self.ready = threading.Event()  # the network is loaded
         self.failed: Future = Future()  # result: the one line that ends the node
         self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)

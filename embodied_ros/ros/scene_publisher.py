@@ -21,6 +21,7 @@ import numpy as np
 
 from ..geometry.boxes import as_boxes, box_rotations
 from ..geometry.transforms import quat_xyzw_from_matrix
+from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
 from ..outputs.colors import class_color_float
 from ..outputs.scene_messages import (
@@ -70,9 +71,12 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     labels = label_positions(objects)
     for obj, points, label in zip(objects, edges, labels, strict=True):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
-        markers.append({"header": head, "ns": "boxes", "id": int(obj.id), "type": _LINE_LIST, "pose": identity,
+        unknown = obj.class_name == UNKNOWN_CLASS  # its own namespace: box id = object id, label id = -1 - id
+        markers.append({"header": head, "ns": "unknown_objects" if unknown else "boxes", "id": int(obj.id),
+                        "type": _LINE_LIST, "pose": identity,
                         "scale": {"x": LINE_WIDTH}, "color": colour, "points": points})
-        markers.append({"header": head, "ns": "labels", "id": int(obj.id), "type": _TEXT_VIEW_FACING,
+        markers.append({"header": head, "ns": "unknown_objects" if unknown else "labels",
+                        "id": -1 - int(obj.id) if unknown else int(obj.id), "type": _TEXT_VIEW_FACING,
                         "pose": {"position": _vector(label), "orientation": {"w": 1.0}},
                         "scale": {"x": SPACE_WIDTH * TEXT_HEIGHT, "z": TEXT_HEIGHT}, "color": colour,
                         "text": label_text(obj)})
@@ -91,18 +95,23 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
 
 
 def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
-    """embodied_ros/SceneObjectArray fields: the full 9-DoF boxes, ids and observation history."""
+    """embodied_ros/SceneObjectArray fields: the full 9-DoF boxes, ids and observation history; named
+    objects in ``objects``, unknown ones (class "object") in ``unknown_objects``."""
     items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
               "box": np.asarray(o.box, dtype=np.float64).reshape(9), "pose": pose, "size": _vector(o.box[3:6]),
               "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
               "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
-    return {"header": header(frame_id, stamp_ns), "objects": items}
+    unknown = [o.class_name == UNKNOWN_CLASS for o in objects]
+    return {"header": header(frame_id, stamp_ns), "objects": [m for m, u in zip(items, unknown, strict=True) if not u],
+            "unknown_objects": [m for m, u in zip(items, unknown, strict=True) if u]}
 
 
 def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
-    """vision_msgs/Detection3DArray fields (id = the object's stable id, class_id = its class name)."""
+    """vision_msgs/Detection3DArray fields (id = the object's stable id, class_id = its class name); unknown
+    objects have no class to report (they are in SceneObjectArray's ``unknown_objects``)."""
     head = header(frame_id, stamp_ns)
+    objects = [o for o in objects if o.class_name != UNKNOWN_CLASS]
     detections = [{"header": head, "id": str(o.id),
                    "results": [{"hypothesis": {"class_id": o.class_name, "score": float(o.score)},
                                 "pose": {"pose": pose}}],

@@ -16,6 +16,7 @@ import threading
 from typing import Any
 
 from ..errors import EmbodiedError
+from ..grounding.engine import GrounderConfig
 from ..messages.convert import header_msg
 from ..outputs.scene_messages import scene_object_array
 from .conversions import to_rclpy
@@ -28,11 +29,12 @@ class GrounderHolder:
     """Builds the Grounder once, off the calling thread; ``get()`` waits for it (or its failure).
 
     Args:
-        min_observations: objects seen fewer times are not grounded (the memory's publish rule).
+        config: the grounder's settings (the node's ``grounder.*`` parameters; ``min_observations``
+            follows the memory's publish rule).
     """
 
-    def __init__(self, min_observations: int = 2) -> None:
-        self.min_observations = min_observations
+    def __init__(self, config: GrounderConfig | None = None) -> None:
+        self.config = config or GrounderConfig()
         self.error = ""
         self._grounder: Any = None
         self._ready = threading.Event()
@@ -51,7 +53,7 @@ class GrounderHolder:
             self.error = f"grounding engine not installed ({err})"
         else:
             try:
-                self._grounder = Grounder(min_observations=self.min_observations)
+                self._grounder = Grounder(config=self.config)
             except Exception as err:  # noqa: BLE001 - reported in every answer instead
                 self.error = f"grounding engine failed to start: {type(err).__name__}: {err}"
         self._ready.set()
@@ -61,16 +63,16 @@ class GrounderHolder:
         return self._grounder
 
 
-_HOLDERS: dict[int, GrounderHolder] = {}
+_HOLDERS: dict[GrounderConfig, GrounderHolder] = {}
 _HOLDERS_LOCK = threading.Lock()
 
 
-def shared_grounder(min_observations: int) -> GrounderHolder:
+def shared_grounder(config: GrounderConfig) -> GrounderHolder:
     """One Grounder per process and setting: it is thread-safe, and loading its text encoder takes seconds."""
     with _HOLDERS_LOCK:
-        if min_observations not in _HOLDERS:
-            _HOLDERS[min_observations] = GrounderHolder(min_observations)
-        return _HOLDERS[min_observations]
+        if config not in _HOLDERS:
+            _HOLDERS[config] = GrounderHolder(config)
+        return _HOLDERS[config]
 
 
 def _grounded(g: Any, frame_id: str) -> Any:
@@ -121,7 +123,7 @@ def describe(node: Any, request: Any, response: Any) -> Any:
     from ..grounding.describe import describe_objects
 
     found = describe_objects(engine, snapshot, None if object_id < 0 else [object_id], viewpoint=mapper.viewpoint(),
-                             vocabulary=mapper.memory.vocabulary, min_observations=grounder.min_observations)
+                             vocabulary=mapper.memory.vocabulary, min_observations=grounder.config.min_observations)
     response.ids = [d.object_id for d in found]
     response.descriptions = [d.text for d in found]
     response.unique = [d.unique for d in found]
