@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from ros_harness import InProcessRos, prepare, wait_until
 
+from embodied_ros.memory.discovery import UNKNOWN_CLASS
 from embodied_ros.outputs.pictures import draw_detections
 from embodied_ros.outputs.scene_messages import CLOUD_DTYPE, box_edge_points, view_centre
 
@@ -112,8 +113,9 @@ def test_frames_in_markers_and_objects_out(ros: Any, live: Any) -> None:
     assert {m.ns for m in markers} >= {"boxes", "labels", "occupancy"}
     if got["detections"]:  # vision_msgs installed: the same objects as Detection3DArray
         assert {d.id for d in got["detections"][-1].detections} == {str(o.id) for o in objects.objects}
-    published = node.mapper.memory.published_objects()
-    assert {o.id for o in published} == {o.id for o in objects.objects}
+    published = node.mapper.memory.published_objects()  # named ones in objects, unknown ones apart
+    assert {o.id for o in published if o.class_name != UNKNOWN_CLASS} == {o.id for o in objects.objects}
+    assert {o.id for o in published if o.class_name == UNKNOWN_CLASS} == {o.id for o in objects.unknown_objects}
     for obj in objects.objects:  # boxes and poses as the core has them (published from numpy buffers)
         mine = next(o for o in published if o.id == obj.id)
         np.testing.assert_allclose(obj.box, mine.box)
