@@ -75,14 +75,15 @@ class SceneMemory:
     """Persistent objects fused from per-frame world-frame detections; thread-safe.
 
     Args:
-        **params: the fields of :class:`MemoryConfig` (same names and defaults).
+        config: the memory's settings (default: ``MemoryConfig()``).
+        **overrides: fields of :class:`MemoryConfig` to change (``SceneMemory(min_observations=2)``).
 
     Raises:
         ConfigError: if a parameter cannot work.
     """
 
-    def __init__(self, **params: Any) -> None:
-        self.config = MemoryConfig(**params)
+    def __init__(self, config: MemoryConfig | None = None, **overrides: Any) -> None:
+        self.config = replace(config or MemoryConfig(), **overrides)  # MemoryConfig: the one place for defaults
         self._lock = threading.RLock()
         self._tracks: dict[int, Track] = {}
         self._index = SpatialHashGrid(self.config.cell_size)
@@ -101,7 +102,7 @@ class SceneMemory:
     @classmethod
     def from_config(cls, config: MemoryConfig) -> SceneMemory:
         """A memory with the parameters of ``config``."""
-        return cls(**asdict(config))
+        return cls(config)
 
     def __len__(self) -> int:
         return len(self._tracks)
