@@ -69,6 +69,11 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                         "(c: principal point; default: %(default)s)")
     p.add_argument("--depth-offset", type=float, nargs=2, metavar=("DX", "DY"), default=(0.0, 0.0),
                    help="pixel offset of that mapping (default: 0 0)")
+    p.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", dest="settings",
+                   help="any field of the pipeline's config, applied after the options above (repeatable): "
+                        "SECTION is runtime, lifting, memory, occupancy, grounder or keyframes, e.g. "
+                        "--set memory.existence_revisit_s=5 --set lifting.surface_classes=table,desk "
+                        "(the fields and their meaning: config/params.yaml)")
     _add_recording_options(p)
     p.add_argument("--no-inputs", action="store_true", help="do not copy colour/depth/camera_info/tf into the bag")
     p.add_argument("--overwrite", action="store_true", help="replace outputs already in --out")
@@ -155,6 +160,7 @@ def _frames_to_run(total: int, stride: int, max_frames: int | None) -> int | Non
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from .config_fields import with_settings
     from .mapper import ModelChoice, PipelineConfig, SceneMapper
     from .network.lifting import LiftingParams
     from .outputs.run_folder import check_free_space, check_output_folder
@@ -174,6 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 max_per_class=args.max_per_class, containment_threshold=args.containment_threshold,
                 min_observations=args.min_observations, publish_confidence=args.publish_confidence,
                 class_agnostic=not args.per_class))
+        config = with_settings(config, args.settings)
         mapper = SceneMapper(config, config.build_perceptor())
         n = _frames_to_run(len(source), args.stride, args.max_frames)
         check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)

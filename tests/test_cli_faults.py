@@ -333,6 +333,17 @@ def test_a_weights_folder_without_the_models_file_names_both(tmp_path: Path,
 
 
 @needs_data
+def test_a_setting_the_config_has_not_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, _, err = _run(_run_args(_kitchen(tmp_path / "k"), tmp_path / "out", "--set", "memory.bogus=1"), capsys)
+    assert rc == 2 and "MemoryConfig has no field 'bogus'" in _error(err)
+    assert not (tmp_path / "out").exists()
+    rc, _, _ = _run(_run_args(tmp_path / "k", tmp_path / "out", "--max-frames", "2", "--set",
+                              "memory.existence_revisit_s=5", "--set", "lifting.max_depth=4"), capsys)
+    saved = json.loads((tmp_path / "out" / "memory.json").read_text())
+    assert rc == 0 and saved["config"]["existence_revisit_s"] == 5.0  # the run's memory has it
+
+
+@needs_data
 @pytest.mark.parametrize("command", ["run", "inspect"])
 @pytest.mark.parametrize("option", [("--stride", "0"), ("--stride", "-2"), ("--max-frames", "0"),
                                     ("--max-frames", "-1")])

@@ -17,6 +17,7 @@ import typing
 from functools import cache
 from typing import Any, TypeVar
 
+from ..config_fields import tuple_items, tuple_kind
 from ..errors import ConfigError
 
 T = TypeVar("T")
@@ -49,18 +50,6 @@ def field_comments(cls: type) -> dict[str, str]:
     return comments
 
 
-def _kind(hint: Any) -> str:
-    """How a tuple field travels as a parameter: "names", "pairs" or "numbers"."""
-    args = typing.get_args(hint)
-    inner = next((a for a in args if a is not type(None)), hint) if type(None) in args else hint
-    item = (typing.get_args(inner) or (float,))[0]
-    if item is str:
-        return "names"
-    if typing.get_origin(item) is tuple:
-        return "pairs"
-    return "numbers"
-
-
 def _ros_default(value: Any, kind: str) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
@@ -71,23 +60,6 @@ def _ros_default(value: Any, kind: str) -> Any:
             return [f"{name}:{number}" for name, number in value]
         return [float(v) for v in value]
     return value
-
-
-def _from_ros(value: Any, kind: str, name: str) -> tuple:
-    if kind == "names":
-        return tuple(str(v) for v in value)
-    if kind == "pairs":
-        pairs = []
-        for item in value:
-            key, _, number = str(item).rpartition(":")
-            try:
-                if not key:
-                    raise ValueError(item)
-                pairs.append((key, float(number)))
-            except ValueError:
-                raise ConfigError(f"parameter {name}: {item!r} is not 'name:value'") from None
-        return tuple(pairs)
-    return tuple(float(v) for v in value)
 
 
 def declare_config(node: Any, cls: type[T], prefix: str = "", skip: frozenset[str] = frozenset()) -> T:
@@ -112,7 +84,7 @@ def declare_config(node: Any, cls: type[T], prefix: str = "", skip: frozenset[st
         if f.name in skip:
             continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
-        kind = _kind(hints.get(f.name))
+        kind = tuple_kind(hints.get(f.name))
         ros_default = _ros_default(default, kind)
         descriptor = ParameterDescriptor(description=comments.get(f.name, ""))
         if default is None or default == ():  # rclpy cannot infer a type from an empty list
@@ -122,9 +94,9 @@ def declare_config(node: Any, cls: type[T], prefix: str = "", skip: frozenset[st
         except Exception as err:  # noqa: BLE001 - rclpy's type errors: a YAML "1" for a float field, ...
             raise ConfigError(f"parameter {prefix}{f.name}: {err}") from None
         if default is None:
-            value = _from_ros(value, kind, prefix + f.name) if value is not None and len(value) else None
+            value = tuple_items(value, kind, prefix + f.name) if value is not None and len(value) else None
         elif isinstance(default, tuple):
-            value = _from_ros(value if value is not None else (), kind, prefix + f.name)
+            value = tuple_items(value if value is not None else (), kind, prefix + f.name)
         elif isinstance(hints.get(f.name), type) and issubclass(hints[f.name], enum.Enum):
             value = str(value)
         values[f.name] = value
