@@ -198,6 +198,20 @@ def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: 
     return Marker(**defaults)
 
 
+def marker_ids(obj: ObjectLike) -> tuple[str, int, str, int]:
+    """(box namespace, box id, label namespace, label id) of an object's markers: unknown objects (class
+    "object") have a namespace of their own, their label's id ``-1 - id`` beside the box's ``id``."""
+    if obj.class_name == UNKNOWN_CLASS:
+        return "unknown_objects", int(obj.id), "unknown_objects", -1 - int(obj.id)
+    return "boxes", int(obj.id), "labels", int(obj.id)
+
+
+def is_named(obj: ObjectLike) -> bool:
+    """Whether an object has a class to report (SceneObjectArray.objects, Detection3DArray); unknown
+    objects go in SceneObjectArray.unknown_objects."""
+    return obj.class_name != UNKNOWN_CLASS
+
+
 def marker_array(
     objects: Sequence[ObjectLike],
     occupancy: OccupiedVoxels | None,
@@ -217,15 +231,14 @@ def marker_array(
     labels = label_positions(objects, text_height)
     for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
         rgb = class_color_float(obj.class_name)
-        unknown = obj.class_name == UNKNOWN_CLASS  # its own namespace: box id = object id, label id = -1 - id
+        box_ns, box_id, label_ns, label_id = marker_ids(obj)
         markers.append(
-            _marker("unknown_objects" if unknown else "boxes", obj.id, _LINE_LIST, frame_id, stamp_ns,
+            _marker(box_ns, box_id, _LINE_LIST, frame_id, stamp_ns,
                     scale=vector3_msg((line_width, 0.0, 0.0)), color=_rgba(rgb),
                     points=[_point(p) for p in edges[i]])
         )
         markers.append(
-            _marker("unknown_objects" if unknown else "labels", -1 - obj.id if unknown else obj.id,
-                    _TEXT_VIEW_FACING, frame_id, stamp_ns, pose=pose_msg(np.eye(3), label_pos),
+            _marker(label_ns, label_id, _TEXT_VIEW_FACING, frame_id, stamp_ns, pose=pose_msg(np.eye(3), label_pos),
                     scale=vector3_msg((SPACE_WIDTH * text_height, 0.0, text_height)),
                     color=_rgba(rgb), text=label_text(obj))
         )
@@ -249,7 +262,7 @@ def marker_array(
 def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> Any:
     """vision_msgs/Detection3DArray of the named scene objects (id = the object's stable id); unknown objects
     have no class to report (they are in SceneObjectArray's ``unknown_objects``)."""
-    objects = [o for o in objects if o.class_name != UNKNOWN_CLASS]
+    objects = [o for o in objects if is_named(o)]
     ObjectHypothesis = msg_class("vision_msgs/msg/ObjectHypothesis")
     WithPose = msg_class("vision_msgs/msg/ObjectHypothesisWithPose")
     PoseWithCovariance = msg_class("geometry_msgs/msg/PoseWithCovariance")
@@ -288,8 +301,8 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
         )
         for o in objects
     ]
-    named = [m for m, o in zip(items, objects, strict=True) if o.class_name != UNKNOWN_CLASS]
-    unknown = [m for m, o in zip(items, objects, strict=True) if o.class_name == UNKNOWN_CLASS]
+    named = [m for m, o in zip(items, objects, strict=True) if is_named(o)]
+    unknown = [m for m, o in zip(items, objects, strict=True) if not is_named(o)]
     return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=named,
                                                           unknown_objects=unknown)
 

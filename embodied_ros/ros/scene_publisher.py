@@ -21,7 +21,6 @@ import numpy as np
 
 from ..geometry.boxes import as_boxes, box_rotations
 from ..geometry.transforms import quat_xyzw_from_matrix
-from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
 from ..outputs.colors import class_color_float
 from ..outputs.scene_messages import (
@@ -33,9 +32,11 @@ from ..outputs.scene_messages import (
     ObjectLike,
     box_edge_points,
     cloud_points,
+    is_named,
     label_leaders,
     label_positions,
     label_text,
+    marker_ids,
     voxel_rgba,
 )
 from .cdr import header, serialize, stamp
@@ -71,12 +72,10 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     labels = label_positions(objects)
     for obj, points, label in zip(objects, edges, labels, strict=True):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
-        unknown = obj.class_name == UNKNOWN_CLASS  # its own namespace: box id = object id, label id = -1 - id
-        markers.append({"header": head, "ns": "unknown_objects" if unknown else "boxes", "id": int(obj.id),
-                        "type": _LINE_LIST, "pose": identity,
+        box_ns, box_id, label_ns, label_id = marker_ids(obj)
+        markers.append({"header": head, "ns": box_ns, "id": box_id, "type": _LINE_LIST, "pose": identity,
                         "scale": {"x": LINE_WIDTH}, "color": colour, "points": points})
-        markers.append({"header": head, "ns": "unknown_objects" if unknown else "labels",
-                        "id": -1 - int(obj.id) if unknown else int(obj.id), "type": _TEXT_VIEW_FACING,
+        markers.append({"header": head, "ns": label_ns, "id": label_id, "type": _TEXT_VIEW_FACING,
                         "pose": {"position": _vector(label), "orientation": {"w": 1.0}},
                         "scale": {"x": SPACE_WIDTH * TEXT_HEIGHT, "z": TEXT_HEIGHT}, "color": colour,
                         "text": label_text(obj)})
@@ -102,16 +101,16 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
               "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
               "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
-    unknown = [o.class_name == UNKNOWN_CLASS for o in objects]
-    return {"header": header(frame_id, stamp_ns), "objects": [m for m, u in zip(items, unknown, strict=True) if not u],
-            "unknown_objects": [m for m, u in zip(items, unknown, strict=True) if u]}
+    named = [is_named(o) for o in objects]
+    return {"header": header(frame_id, stamp_ns), "objects": [m for m, n in zip(items, named, strict=True) if n],
+            "unknown_objects": [m for m, n in zip(items, named, strict=True) if not n]}
 
 
 def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
     """vision_msgs/Detection3DArray fields (id = the object's stable id, class_id = its class name); unknown
     objects have no class to report (they are in SceneObjectArray's ``unknown_objects``)."""
     head = header(frame_id, stamp_ns)
-    objects = [o for o in objects if o.class_name != UNKNOWN_CLASS]
+    objects = [o for o in objects if is_named(o)]
     detections = [{"header": head, "id": str(o.id),
                    "results": [{"hypothesis": {"class_id": o.class_name, "score": float(o.score)},
                                 "pose": {"pose": pose}}],
