@@ -269,6 +269,19 @@ def _b_first(
     return (vb < va) | ((vb == va) & lexi_less)
 
 
+def _smaller_first(
+    ca: np.ndarray, ea: np.ndarray, Ra: np.ndarray, cb: np.ndarray, eb: np.ndarray, Rb: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Each pair as (smaller, larger) (``_b_first``): c_s, c_l, e_s, e_l, R_s, R_l, and (K,) scale =
+    the pair's largest extent with inv = 1 / scale; the same numbers whichever order the pair comes in."""
+    s = _b_first(ca, ea, Ra, cb, eb, Rb)[:, None]
+    c_s, c_l = np.where(s, cb, ca), np.where(s, ca, cb)
+    e_s, e_l = np.where(s, eb, ea), np.where(s, ea, eb)
+    R_s, R_l = np.where(s[:, :, None], Rb, Ra), np.where(s[:, :, None], Ra, Rb)
+    scale = np.maximum(e_s.max(axis=1), e_l.max(axis=1))
+    return c_s, c_l, e_s, e_l, R_s, R_l, scale, 1.0 / scale
+
+
 def _normalised_pair_volumes(
     ca: np.ndarray, ea: np.ndarray, Ra: np.ndarray, cb: np.ndarray, eb: np.ndarray, Rb: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -283,13 +296,7 @@ def _normalised_pair_volumes(
     """
     # Work in the smaller box's frame: small/large pairs are then the same computation
     # whichever order they come in, and the origin sits inside the likely intersection.
-    swap = _b_first(ca, ea, Ra, cb, eb, Rb)
-    s = swap[:, None]
-    c_s, c_l = np.where(s, cb, ca), np.where(s, ca, cb)
-    e_s, e_l = np.where(s, eb, ea), np.where(s, ea, eb)
-    R_s, R_l = np.where(s[:, :, None], Rb, Ra), np.where(s[:, :, None], Ra, Rb)
-    scale = np.maximum(e_s.max(axis=1), e_l.max(axis=1))
-    inv = 1.0 / scale
+    c_s, c_l, e_s, e_l, R_s, R_l, scale, inv = _smaller_first(ca, ea, Ra, cb, eb, Rb)
     c = np.einsum("kji,kj->ki", R_s, c_l - c_s) * inv[:, None]  # R_s^T (c_l - c_s)
     Q = np.swapaxes(R_s, 1, 2) @ R_l
     ha, hb = 0.5 * e_s * inv[:, None], 0.5 * e_l * inv[:, None]
@@ -334,13 +341,7 @@ def _upright_pair_volumes(
     in the smaller one's frame, is four half-planes clipping the smaller's rectangle; a tenth of
     the general computation, which clips all twelve faces (gravity-aligned boxes are the usual case).
     """
-    swap = _b_first(ca, ea, Ra, cb, eb, Rb)  # the same frame whichever order the pair comes in
-    s = swap[:, None]
-    c_s, c_l = np.where(s, cb, ca), np.where(s, ca, cb)
-    e_s, e_l = np.where(s, eb, ea), np.where(s, ea, eb)
-    R_s, R_l = np.where(s[:, :, None], Rb, Ra), np.where(s[:, :, None], Ra, Rb)
-    scale = np.maximum(e_s.max(axis=1), e_l.max(axis=1))
-    inv = 1.0 / scale
+    c_s, c_l, e_s, e_l, R_s, R_l, scale, inv = _smaller_first(ca, ea, Ra, cb, eb, Rb)  # order-free frame
     hs, hl = 0.5 * e_s * inv[:, None], 0.5 * e_l * inv[:, None]
     d = (c_l - c_s) * inv[:, None]
     height = np.minimum(d[:, 2] + hl[:, 2], hs[:, 2]) - np.maximum(d[:, 2] - hl[:, 2], -hs[:, 2])
