@@ -27,12 +27,12 @@ import resource
 import struct
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from baseline_runs import baseline_tree, print_result, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", REPO.parent / "shared" / "data"))
@@ -212,28 +212,10 @@ def _pairs(node: object) -> int:
     return inputs.paired if inputs is not None else node.assembler.n_frames  # before: frames assembled = pairs
 
 
-def _baseline_tree(ref: str, into: Path) -> Path:
-    """``git archive REF`` of this repository's package sources into ``into`` (no git state changes)."""
-    archive = into / "baseline.tar"
-    with open(archive, "wb") as out:
-        subprocess.run(["git", "-C", str(REPO), "archive", ref, "embodied_ros", "msg", "srv", "CMakeLists.txt",
-                        "package.xml"], stdout=out, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "code", filter="tar") if sys.version_info >= (3, 12) else tar.extractall(into / "code")
-    return into / "code"
-
-
 def _run_child(code: Path, args: argparse.Namespace, install: Path, params: str = "{}") -> dict[str, object]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--install", str(install), "--rate",
-           str(args.rate), "--frames", str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
-           "--publisher", args.publisher, "--params", params]
-    done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        print(done.stdout[-4000:])
-        raise SystemExit(f"bench_node: the run in {code} failed")
-    return json.loads(lines[-1][len("RESULT "):])
+    return run_child(code, __file__, ["--child", "--install", str(install), "--rate", str(args.rate), "--frames",
+                                      str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
+                                      "--publisher", args.publisher, "--params", params])
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -255,7 +237,7 @@ def main() -> int:
     parser.add_argument("--install", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print("RESULT " + json.dumps(measure(args)), flush=True)
+        print_result(measure(args))
         return 0
     sys.path.insert(0, str(REPO))  # this checkout's embodied_ros, also where a colcon install is on PYTHONPATH
     sys.path.insert(0, str(REPO / "tests"))  # its in-process harness
@@ -281,7 +263,9 @@ def main() -> int:
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
-            code = _baseline_tree(args.baseline, Path(tmp))  # its own msg/ and srv/, built like ours
+            # its own msg/ and srv/, built like ours
+            code = baseline_tree(args.baseline, Path(tmp), ("embodied_ros", "msg", "srv", "CMakeLists.txt",
+                                                            "package.xml"))
             runs.append((f"baseline ({args.baseline})",
                          _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
         runs.append(("this code", _run_child(REPO, args, install, args.params)))

@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import io
-import json
-import os
 import pstats
 import resource
-import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from baseline_runs import baseline_tree, print_result, run_child
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,11 +54,13 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
         if profile is not None:
             profile.enable()
         memory_map = SceneMemory(**MEMORIES[memory]), OccupancyMap()
-        try:
-            from embodied_ros.mapper import SceneMapper
-        except ImportError:  # a baseline from before the SceneMapper: run(source, perceptor, memory, occupancy, ...)
+        # A baseline from before the SceneMapper: run(source, perceptor, memory, occupancy, ...). Asked of run()
+        # itself: the editable install would find this code's mapper.py beside an older package.
+        if "mapper" not in inspect.signature(run).parameters:
             step: tuple = (perceptor, *memory_map)
         else:
+            from embodied_ros.mapper import SceneMapper
+
             step = (SceneMapper(perceptor=perceptor, memory=memory_map[0], occupancy=memory_map[1]),)
         summary = run(source, *step, Path(out),
                       stride=args.stride, max_frames=args.frames, write_inputs=not args.no_inputs)
@@ -84,28 +85,12 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
     return result
 
 
-def _baseline_tree(ref: str, into: Path) -> Path:
-    """``git archive REF`` of this repository's package into ``into`` (no git state changes)."""
-    archive = into / "baseline.tar"
-    with open(archive, "wb") as out:
-        subprocess.run(["git", "-C", str(REPO), "archive", ref, "embodied_ros", "msg", "srv"], stdout=out, check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "code", filter="tar") if sys.version_info >= (3, 12) else tar.extractall(into / "code")
-    return into / "code"
-
-
 def _child(code: Path, args: argparse.Namespace, pair: str) -> dict[str, object]:
     """``measure`` in a fresh process importing embodied_ros from ``code``: its own peak RSS."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(code), os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", pair, "--scene", args.scene, "--stride",
-           str(args.stride), "--data", str(args.data)] + (["--frames", str(args.frames)] if args.frames else []) \
-        + (["--profile"] if args.profile else []) + (["--no-inputs"] if args.no_inputs else [])
-    done = subprocess.run(cmd, env=env, cwd=code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        print(done.stdout[-4000:])
-        raise SystemExit(f"bench_pipeline: the run in {code} failed")
-    return json.loads(lines[-1][len("RESULT "):])
+    argv = ["--child", pair, "--scene", args.scene, "--stride", str(args.stride), "--data", str(args.data)] \
+        + (["--frames", str(args.frames)] if args.frames else []) + (["--profile"] if args.profile else []) \
+        + (["--no-inputs"] if args.no_inputs else [])
+    return run_child(code, __file__, argv)
 
 
 def _table(runs: list[tuple[str, dict]], title: str) -> None:
@@ -146,7 +131,7 @@ def main() -> None:
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print("RESULT " + json.dumps(measure(args, args.child)), flush=True)
+        print_result(measure(args, args.child))
         return
     what = (f"{args.scene}, every {args.stride}. frame" + (f", at most {args.frames}" if args.frames else "")
             + ", ONNX Runtime (CPU), every frame a keyframe" + (", no inputs in the bag" if args.no_inputs else "")
@@ -154,7 +139,7 @@ def main() -> None:
     if args.baseline:
         pair = args.pairs.split(",")[0]
         with tempfile.TemporaryDirectory() as tmp:
-            base = _baseline_tree(args.baseline, Path(tmp))
+            base = baseline_tree(args.baseline, Path(tmp))
             runs = []
             for k in range(args.repeats):  # alternating: the machine's load drifts
                 runs.append((f"{args.baseline} #{k + 1}", _child(base, args, pair)))
