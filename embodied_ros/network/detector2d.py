@@ -78,8 +78,10 @@ class NetworkDetector2D:
     contract: IOContract
 
     def _start(self, config: RuntimeConfig, onnx_file: Callable[[], Path], score_threshold: float,
-               iou_threshold: float) -> None:
-        """Check the thresholds and load the runtime (subclasses call this last in ``__init__``)."""
+               iou_threshold: float, mismatch_hint: str = "") -> None:
+        """Check the thresholds and load the runtime (subclasses call this last in ``__init__``);
+        ``mismatch_hint`` is added to the error of a graph that does not match the contract (which file
+        of the model's is likely wrong)."""
         if not 0.0 <= score_threshold <= 1.0 or not 0.0 <= iou_threshold <= 1.0:
             raise ModelError(f"thresholds must lie in [0, 1], got score {score_threshold}, IoU {iou_threshold}")
         self.score_threshold, self.iou_threshold = score_threshold, iou_threshold
@@ -90,8 +92,13 @@ class NetworkDetector2D:
             self.onnx_path = onnx_file()
             return self.onnx_path
 
-        self.runtime: InferenceBackend = create_backend(config, self.contract, onnx_path=onnx_path,
-                                                        torch_module=self.torch_module)
+        try:
+            self.runtime: InferenceBackend = create_backend(config, self.contract, onnx_path=onnx_path,
+                                                            torch_module=self.torch_module)
+        except ModelError as err:
+            if mismatch_hint and "does not match the expected contract" in str(err):
+                raise ModelError(f"{err} ({mismatch_hint})") from err
+            raise
         self.backend = self.runtime.kind
 
     def torch_module(self) -> torch.nn.Module:

@@ -160,13 +160,9 @@ class UltralyticsDetector2D(NetworkDetector2D):
         config = runtime_config(backend, cache=Path(cache) if cache is not None else cache_dir(), providers=providers,
                                 intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
                                 allow_fallback=allow_fallback, fp16=fp16, engine_path=engine_path)
-        try:
-            self._start(config, lambda: self._file, score_threshold, iou_threshold)
-        except ModelError as err:
-            if "does not match the expected contract" in str(err):
-                raise ModelError(f"{err} (is it an Ultralytics detection export with {len(self.class_names)} "
-                                 "classes, output (1, 4 + classes, anchors)?)") from err
-            raise
+        self._start(config, lambda: self._file, score_threshold, iou_threshold,
+                    mismatch_hint=f"is it an Ultralytics detection export with {len(self.class_names)} classes, "
+                                  "output (1, 4 + classes, anchors)?")
 
     def _start_tflite(self, names_path: str | Path | None, score_threshold: float, iou_threshold: float,
                       threads: int) -> None:

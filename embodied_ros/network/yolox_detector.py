@@ -116,12 +116,8 @@ class YoloxDetector2D(NetworkDetector2D):
         config = runtime_config(backend, cache=Path(cache) if cache is not None else cache_dir(), providers=providers,
                                 intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
                                 allow_fallback=allow_fallback, fp16=fp16, engine_path=engine_path)
-        try:
-            self._start(config, lambda: self._onnx_file, score_threshold, iou_threshold)
-        except ModelError as err:
-            if "does not match the expected contract" in str(err):
-                raise ModelError(f"{err} (does {names_path} hold the model's {len(self.class_names)} names?)") from err
-            raise
+        self._start(config, lambda: self._onnx_file, score_threshold, iou_threshold,
+                    mismatch_hint=f"does {names_path} hold the model's {len(self.class_names)} names?")
 
     def torch_module(self) -> torch.nn.Module:
         """The ONNX graph read into torch (onnx_module), for the torch backend and export."""
