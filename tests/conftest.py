@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -11,6 +13,17 @@ DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents
 KITCHEN, YOLO = DATA / "redkitchen", DATA / "yolo_fastest"
 DETECTOR = DATA / "yolox_nano"  # the default model's files (network.weights.DEFAULT_MODEL)
 KITCHEN_RUN_STRIDE = 4  # every 4th of the 100 frames: 25 frames, about 15 s
+
+
+def copy_kitchen(dst: Path, numbers: Iterable[int]) -> Path:
+    """A 7-Scenes folder of the given redkitchen frames, their files copied as they are."""
+    dst.mkdir()
+    for name in ("camera-intrinsics.txt", "gravity-direction.txt"):
+        shutil.copy(KITCHEN / name, dst / name)
+    for n in numbers:
+        for kind in ("color.jpg", "depth.png", "pose.txt"):
+            shutil.copy(KITCHEN / f"frame-{n:06d}.{kind}", dst / f"frame-{n:06d}.{kind}")
+    return dst
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DATA, DETECTOR, KITCHEN
+from conftest import DATA, DETECTOR, KITCHEN, copy_kitchen
 from rosbags.highlevel import AnyReader
 
 from embodied_ros.cli import main
@@ -29,16 +28,6 @@ def _error_line(capsys: pytest.CaptureFixture[str]) -> str:
     lines = [line for line in err.splitlines() if line.startswith("embodied-ros: error:")]
     assert "Traceback" not in err and len(lines) == 1, err
     return lines[0]
-
-
-def _copy_frames(dst: Path, numbers: list[int]) -> Path:
-    dst.mkdir()
-    for name in ("camera-intrinsics.txt", "gravity-direction.txt"):
-        shutil.copy(KITCHEN / name, dst / name)
-    for n in numbers:
-        for kind in ("color.jpg", "depth.png", "pose.txt"):
-            shutil.copy(KITCHEN / f"frame-{n:06d}.{kind}", dst / f"frame-{n:06d}.{kind}")
-    return dst
 
 
 @needs_data
@@ -72,7 +61,7 @@ def test_run_reads_its_own_bag_back_as_a_recording(kitchen_run: Path, tmp_path: 
 @needs_data
 def test_bad_frames_are_skipped_and_counted(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                             caplog: pytest.LogCaptureFixture) -> None:
-    folder = _copy_frames(tmp_path / "kitchen", [0, 10, 20, 30])
+    folder = copy_kitchen(tmp_path / "kitchen", [0, 10, 20, 30])
     (folder / "frame-000010.depth.png").write_bytes(b"not a png")
     (folder / "frame-000020.pose.txt").write_text("nan 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1\n")
     rc = main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR)])
@@ -84,7 +73,7 @@ def test_bad_frames_are_skipped_and_counted(tmp_path: Path, capsys: pytest.Captu
 
 @needs_data
 def test_all_frames_bad_is_one_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    folder = _copy_frames(tmp_path / "kitchen", [0, 10])
+    folder = copy_kitchen(tmp_path / "kitchen", [0, 10])
     for n in (0, 10):
         (folder / f"frame-{n:06d}.depth.png").write_bytes(b"")
     assert main(["run", str(folder), "--out", str(tmp_path / "out"), "--weights", str(DETECTOR)]) == 2
@@ -123,7 +112,7 @@ def test_missing_weights_say_how_to_get_them(tmp_path: Path, capsys: pytest.Capt
     folder = tmp_path / "kitchen"
     folder.mkdir()
     if KITCHEN.is_dir():
-        folder = _copy_frames(tmp_path / "k2", [0])
+        folder = copy_kitchen(tmp_path / "k2", [0])
     else:
         pytest.skip(f"real data not found in {DATA}")
     empty = tmp_path / "no_weights"

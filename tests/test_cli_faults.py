@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA, DETECTOR, KITCHEN
+from conftest import DATA, DETECTOR, KITCHEN, copy_kitchen
 from filesystems import disk_full_after, fill, read_only, tmpfs
 from rosbags.highlevel import AnyReader
 
@@ -38,14 +38,8 @@ def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyP
 
 
 def _kitchen(dst: Path, numbers: range = range(0, 60, 10)) -> Path:
-    """A 7-Scenes folder of the given redkitchen frames."""
-    dst.mkdir()
-    for name in ("camera-intrinsics.txt", "gravity-direction.txt"):
-        shutil.copy(KITCHEN / name, dst / name)
-    for n in numbers:
-        for kind in ("color.jpg", "depth.png", "pose.txt"):
-            shutil.copy(KITCHEN / f"frame-{n:06d}.{kind}", dst / f"frame-{n:06d}.{kind}")
-    return dst
+    """A 7-Scenes folder of the given redkitchen frames (six by default)."""
+    return copy_kitchen(dst, numbers)
 
 
 def _run(argv: list[object], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
