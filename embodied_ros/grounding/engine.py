@@ -395,7 +395,7 @@ class Grounder:
         fitting = np.array([shape.fits(ctx.snapshot.boxes[i]) for i in idx], dtype=bool)
         if len(idx) and not fitting.any():
             ctx.notes.append(f"no unnamed object has the size of a {noun.text}")
-        idx = idx[fitting] if len(idx) else idx
+        idx = idx[fitting]
         conf = np.where(unnamed, LABEL_HOLDS, 0.0)
         return idx, conf
 
