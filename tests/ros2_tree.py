@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+SHARED = Path(os.environ.get("EMBODIED_ROS_SHARED", REPO.parent / "shared"))
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", SHARED / "data"))
 ARCHIVE = SHARED / "ros2" / "ros2-jazzy-min-debian12-py311.tar.zst"
 BUILD = REPO / "build" / "ros2_tree"

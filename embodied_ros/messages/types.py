@@ -28,6 +28,14 @@ VISION_MSGS: dict[str, str] = {
         "vision_msgs/BoundingBox3D bbox\nstring id\n"
     ),
     "vision_msgs/msg/Detection3DArray": "std_msgs/Header header\nvision_msgs/Detection3D[] detections\n",
+    "vision_msgs/msg/Point2D": "float64 x\nfloat64 y\n",
+    "vision_msgs/msg/Pose2D": "vision_msgs/Point2D position\nfloat64 theta\n",
+    "vision_msgs/msg/BoundingBox2D": "vision_msgs/Pose2D center\nfloat64 size_x\nfloat64 size_y\n",
+    "vision_msgs/msg/Detection2D": (
+        "std_msgs/Header header\nvision_msgs/ObjectHypothesisWithPose[] results\n"
+        "vision_msgs/BoundingBox2D bbox\nstring id\n"
+    ),
+    "vision_msgs/msg/Detection2DArray": "std_msgs/Header header\nvision_msgs/Detection2D[] detections\n",
 }
 
 OWN_MSGS = ("SceneObject", "SceneObjectArray")

@@ -47,16 +47,30 @@ class LiftedPerceptor:
         """Detect in the colour image, lift through depth; boxes in ``frame.world_frame``."""
         t0 = time.perf_counter()
         dets2d = self.detector.detect(frame.color)
-        t1 = time.perf_counter()
-        dets3d = lift_detections(frame, dets2d, self.params)
-        t2 = time.perf_counter()
-        return FramePerception(
-            frame_index=frame.index,
-            stamp_ns=frame.stamp_ns,
-            detections=dets3d,
-            detections_2d=dets2d,
-            occupancy=None,
-            timings_s={"network": t1 - t0, "lifting": t2 - t1},
-            viewpoint=frame.T_world_camera[:3, 3].copy(),
-            frame=frame,
-        )
+        return lifted_perception(frame, dets2d, self.params, time.perf_counter() - t0)
+
+
+def lifted_perception(frame: Frame, dets2d: Detections2D, params: LiftingParams = _DEFAULT_PARAMS,
+                      network_s: float = 0.0) -> FramePerception:
+    """Image detections of ``frame`` lifted through its depth: the one path from 2D detections to the map's
+    input, whether a detector ran here (LiftedPerceptor) or elsewhere (given_detections.GivenDetectionsPerceptor).
+
+    Args:
+        frame: the posed frame the detections belong to.
+        dets2d: its image detections.
+        params: lifting settings.
+        network_s: seconds the detector took (reported as the "network" stage).
+    """
+    t1 = time.perf_counter()
+    dets3d = lift_detections(frame, dets2d, params)
+    t2 = time.perf_counter()
+    return FramePerception(
+        frame_index=frame.index,
+        stamp_ns=frame.stamp_ns,
+        detections=dets3d,
+        detections_2d=dets2d,
+        occupancy=None,
+        timings_s={"network": network_s, "lifting": t2 - t1},
+        viewpoint=frame.T_world_camera[:3, 3].copy(),
+        frame=frame,
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from .detector2d import NetworkDetector2D
-from .lifted_perceptor import LiftedPerceptor
+from .lifted_perceptor import Detector2D, LiftedPerceptor
 from .lifting import LiftingParams
 from .perceptor import Perceptor
 from .weights import DEFAULT_MODEL, KNOWN_MODELS, ModelFiles, resolve_known_model
@@ -249,3 +249,20 @@ def _check_weights_folder(name: str, weights: Path) -> None:
         raise ModelError(f"--weights {folder} has no {' or '.join(missing)} (nor its sub-folders), which --model "
                          f"{name} needs; it holds {listed}: pass the folder holding them, another --model, or "
                          "--download-weights")
+
+
+def build_detector_2d(name: str = DEFAULT_MODEL, **options) -> Detector2D:
+    """The 2D detector called ``name``, without lifting: what the ``embodied_detector`` node runs.
+
+    Args:
+        name, options: as for :func:`build_perceptor` (weights, download, backend, allow_fallback, fp16, ...).
+
+    Raises:
+        ModelError: unknown or unusable model, or one that is not a 2D detector (the Embodied Perceptron
+            predicts 3D boxes from the whole RGB-D frame: it runs in the map node).
+    """
+    if name == PERCEPTRON:
+        raise ModelError(f"{PERCEPTRON} is not a 2D detector (it predicts 3D boxes from RGB-D): run it in the "
+                         "map node (detector:=internal)")
+    perceptor = build_perceptor(name, **options)
+    return perceptor.detector  # type: ignore[attr-defined]  # every other model is a LiftedPerceptor

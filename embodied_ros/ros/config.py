@@ -64,6 +64,16 @@ class NodeConfig:
     # Input QoS: "auto" (reliable unless the camera's publisher offers best effort only, also when one
     # appears later), "reliable", or "best_effort" (drops large images under load).
     input_qos: str = "auto"
+    # vision_msgs/Detection2DArray of another detector (the embodied_detector node, isaac_ros, your own),
+    # stamped like the colour images: each frame is lifted with the detections of its stamp instead of
+    # running `model` here; "" = run `model` in this node.
+    detections_topic: str = ""
+    # How long (seconds) a frame waits for the detections of its stamp; then (or at once while the
+    # detector is silent) it is counted as without detections and only its depth is fused.
+    detections_wait: float = 0.5
+    # Names of numeric class ids on detections_topic (class_id "k" -> the k-th name), for detectors that
+    # send numbers (isaac_ros YOLOv8); empty: class_id is the class name.
+    detections_class_names: tuple[str, ...] = ()
     # Perceptor name (see `embodied-ros run --help`).
     model: str = _MODEL.model
     # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
@@ -118,7 +128,7 @@ class NodeConfig:
         if self.backend not in {b.value for b in Backend}:
             raise ConfigError(f"backend must be one of {[b.value for b in Backend]}, got {self.backend!r}")
         for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
-                     "keyframe_max_interval", "keyframe_max_wait", "image_min_score"):
+                     "keyframe_max_interval", "keyframe_max_wait", "image_min_score", "detections_wait"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -132,6 +132,12 @@ class KeyframeWorker:
             self._cond.notify()
             return True
 
+    def skip(self, frame: Frame) -> None:
+        """A frame the caller does not run through the network (its detections never came): like a skipped
+        keyframe, its depth goes into the occupancy map when there is time. Never blocks."""
+        with self._cond:
+            self._skip(frame)
+
     def _skip(self, frame: Frame) -> None:
         """Keep a skipped frame for its depth (the newest one only); called under the lock."""
         if self._fuse_depth is not None:

@@ -91,6 +91,12 @@ class EmbodiedPerceptionNode(Node):
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.worker = KeyframeWorker(self._process, self.mapper.config.keyframes, on_error=self._keyframe_failed,
                                      fuse_depth=self.mapper.integrate_depth if config.fuse_skipped_depth else None)
+        self.detections = None  # another detector's Detection2DArrays (detections_topic), paired with the frames
+        if config.detections_topic:
+            from .detections_input import DetectionsInput
+
+            self.detections = DetectionsInput(self, config, self.worker.submit, self.worker.skip,
+                                              MutuallyExclusiveCallbackGroup())
         self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)
         self.inputs = None
@@ -115,7 +121,11 @@ class EmbodiedPerceptionNode(Node):
         """Build the network (and open the camera for source k4a), then say ready; one line when it cannot."""
         config = self.config
         try:
-            if perceptor is None:
+            if perceptor is None and config.detections_topic:  # lift the topic's detections: no network here
+                from ..network.given_detections import GivenDetectionsPerceptor
+
+                perceptor = GivenDetectionsPerceptor(self.mapper.config.lifting, f"detections on {config.detections_topic}")
+            elif perceptor is None:
                 perceptor = self.mapper.config.build_perceptor()
             elif callable(perceptor) and not hasattr(perceptor, "perceive"):
                 perceptor = perceptor()
@@ -181,7 +191,7 @@ class EmbodiedPerceptionNode(Node):
             except FrameError as err:
                 self._bad_input(str(err))
                 return
-        self.worker.submit(frame)
+        (self.detections.add_frame if self.detections is not None else self.worker.submit)(frame)
 
     def _retry_awaiting_pose(self) -> None:
         """A pose came (or time passed): pose the frames waiting for one, oldest first."""
@@ -260,6 +270,7 @@ class EmbodiedPerceptionNode(Node):
 
         stats = self.worker.stats
         problems = [f"{n} x {kind}" for kind, n in self.problems.items()]
+        problems += self.detections.problems() if self.detections is not None else []
         if stats.dropped:
             problems.append(f"{stats.dropped} keyframes skipped ({stats.stale} stale): the network is slower than "
                             "the keyframe rate")
@@ -269,6 +280,8 @@ class EmbodiedPerceptionNode(Node):
         if self.inputs is not None:
             extra.update(input_qos=self.inputs.qos.reliability, images_received=self.inputs.received[0],
                          pairs=self.inputs.paired, unpaired_messages=self.inputs.unpaired)
+        if self.detections is not None:
+            extra.update(self.detections.diagnostics())
         status = diagnostic_status(f"{self.get_name()}: perception", stats, self._rates[0].rate(stats.received),
                                    self._rates[1].rate(stats.keyframes), extra, problems[:5])
         header = to_rclpy(header_msg("", self.get_clock().now().nanoseconds))

@@ -1,0 +1,194 @@
+"""The map node's detections from a topic: each posed frame waits for the Detection2DArray of its stamp.
+
+With ``detections_topic`` set, another detector (the ``embodied_detector`` node, isaac_ros, a user's)
+names what the images show. A colour/depth pair becomes a posed frame as always (inputs.py); here it
+waits for the detections with exactly its stamp (a detector stamps its output with the image's
+header), up to ``detections_wait`` seconds, and detections that come first wait for their frame. A
+paired frame goes to the keyframe worker carrying its detections (network.given_detections), which
+lifts and maps them as a detector run in the node would. A frame whose detections never come is
+counted with the reason and handed to the worker as skipped, so its depth still goes into the
+occupancy map: "detector silent" (no Detection2DArray at all for a while: not running, another
+topic, another domain) or "detector slower than the camera" (detections come, but not for this
+stamp in time). Detections whose frame was given up (late) or never came are counted too.
+:class:`DetectionPairing` is the rule in plain Python (tests); :class:`DetectionsInput` the subscription.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from ..detections import Detections2D
+from ..errors import InputError
+from ..frame import Frame
+from ..messages.detections2d import detections_from_msg
+from ..network.given_detections import named_detections, with_detections
+
+MAX_WAITING = 30  # frames (and detection arrays) waiting at most: 1 s at 30 Hz, ~65 MB of 640x480 frames
+SILENT_AFTER = 2.0  # s without any Detection2DArray: the detector is taken as silent, frames do not wait
+SLOWER = "detector slower than the camera (no detections for this stamp in time)"
+SILENT = "detector silent (no Detection2DArray received for a while)"
+
+
+class DetectionPairing:
+    """Frames and Detection2DArrays paired by equal stamps; what goes unpaired is counted by reason.
+
+    Args:
+        wait_s: how long a frame waits for its detections.
+        on_paired: called with (frame, detections) of one stamp.
+        on_unpaired: called with (frame, reason) for a frame given up.
+        silent_after: seconds without any detections after which frames are given up at once.
+        clock: seconds, monotonic (tests give their own).
+    """
+
+    def __init__(self, wait_s: float, on_paired: Callable[[Frame, Detections2D], None],
+                 on_unpaired: Callable[[Frame, str], None], silent_after: float = SILENT_AFTER,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.wait_s, self.silent_after, self.clock = wait_s, silent_after, clock
+        self._on_paired, self._on_unpaired = on_paired, on_unpaired
+        self._frames: OrderedDict[int, tuple[Frame, float]] = OrderedDict()  # stamp -> (frame, deadline)
+        self._detections: OrderedDict[int, tuple[Detections2D, float]] = OrderedDict()  # stamp -> (dets, deadline)
+        self._given_up: OrderedDict[int, None] = OrderedDict()  # stamps of frames given up (late detections)
+        self._lock = threading.Lock()
+        self._last_detections: float | None = None
+        self._started = clock()
+        self.paired = 0
+        self.received = 0  # Detection2DArrays
+        self.without: dict[str, int] = {}  # reason -> frames given up
+        self.late = 0  # detections that came after their frame was given up
+        self.orphans = 0  # detections whose frame never came (lost, unposed, or from another camera)
+
+    @property
+    def silent(self) -> bool:
+        """No detections for ``silent_after`` seconds (or none ever, once that long has passed since start)."""
+        last = self._last_detections if self._last_detections is not None else self._started
+        return self.clock() - last > self.silent_after
+
+    def add_frame(self, frame: Frame) -> None:
+        now = self.clock()
+        with self._lock:
+            found = self._detections.pop(frame.stamp_ns, None)
+            if found is None and not self.silent:
+                self._frames[frame.stamp_ns] = (frame, now + self.wait_s)
+                given_up = self._trim(self._frames, self._give_up)
+            else:
+                given_up = []
+        if found is not None:
+            self._pair(frame, found[0])
+        elif self.silent:
+            given_up = [(frame, SILENT)]
+        self._report(given_up)
+
+    def add_detections(self, stamp_ns: int, detections: Detections2D) -> None:
+        now = self.clock()
+        with self._lock:
+            self.received += 1
+            self._last_detections = now
+            waiting = self._frames.pop(stamp_ns, None)
+            if waiting is None:
+                if stamp_ns in self._given_up:
+                    self.late += 1
+                else:
+                    self._detections[stamp_ns] = (detections, now + self.wait_s)
+                    self._trim(self._detections, self._orphan)
+        if waiting is not None:
+            self._pair(waiting[0], detections)
+
+    def expire(self) -> None:
+        """Give up frames (and forget detections) that waited too long; call it often (a timer)."""
+        now = self.clock()
+        with self._lock:
+            given_up = []
+            while self._frames and next(iter(self._frames.values()))[1] <= now:
+                given_up.append(self._give_up(*self._frames.popitem(last=False)))
+            while self._detections and next(iter(self._detections.values()))[1] <= now:
+                self._orphan(*self._detections.popitem(last=False))
+        self._report(given_up)
+
+    def _trim(self, queue: OrderedDict, drop: Callable[..., Any]) -> list:
+        return [drop(*queue.popitem(last=False)) for _ in range(max(0, len(queue) - MAX_WAITING))]
+
+    def _give_up(self, stamp_ns: int, item: tuple[Frame, float]) -> tuple[Frame, str]:
+        self._given_up[stamp_ns] = None
+        while len(self._given_up) > 4 * MAX_WAITING:
+            self._given_up.popitem(last=False)
+        return item[0], SILENT if self.silent else SLOWER
+
+    def _orphan(self, _stamp_ns: int, _item: object) -> None:
+        self.orphans += 1
+
+    def _pair(self, frame: Frame, detections: Detections2D) -> None:
+        self.paired += 1
+        self._on_paired(frame, detections)
+
+    def _report(self, given_up: list[tuple[Frame, str]]) -> None:
+        for frame, reason in given_up:
+            self.without[reason] = self.without.get(reason, 0) + 1
+            self._on_unpaired(frame, reason)
+
+    def diagnostics(self) -> dict[str, Any]:
+        """/diagnostics values: arrays received, frames paired, frames without detections by reason, late, orphans."""
+        return {"detections_received": self.received, "frames_with_detections": self.paired,
+                "frames_without_detections": sum(self.without.values()),
+                **{f"without_detections: {reason}": n for reason, n in self.without.items()},
+                "detections_late": self.late, "detections_without_frame": self.orphans}
+
+
+class DetectionsInput:
+    """The Detection2DArray subscription of the map node, feeding a :class:`DetectionPairing`.
+
+    Args:
+        node: the rclpy node.
+        config: ``detections_topic``, ``detections_wait``, ``detections_class_names``, ``input_qos``.
+        submit: the keyframe worker's ``submit`` (frames with detections).
+        skip: the keyframe worker's ``skip`` (frames without: their depth only).
+        callback_group: of the subscription and the expiry timer.
+    """
+
+    def __init__(self, node: Any, config: Any, submit: Callable[[Frame], Any], skip: Callable[[Frame], Any],
+                 callback_group: Any = None) -> None:
+        try:
+            from vision_msgs.msg import Detection2DArray
+        except ImportError:
+            raise InputError(f"detections_topic {config.detections_topic} needs vision_msgs "
+                             "(apt install ros-$ROS_DISTRO-vision-msgs)") from None
+        from .inputs import QosMatch
+
+        self.node, self.topic, self.class_names = node, config.detections_topic, tuple(config.detections_class_names)
+        self._submit, self._skip = submit, skip
+        self.pairing = DetectionPairing(config.detections_wait, self._paired, self._unpaired)
+        self.qos = QosMatch(node, config.input_qos, (self.topic,))
+        self.skipped_in_messages = 0  # detections without a usable class or box
+        node.create_subscription(Detection2DArray, self.topic, self._on_detections, self.qos.profile(MAX_WAITING),
+                                 callback_group=callback_group)
+        node.create_timer(0.05, self.pairing.expire, callback_group=callback_group)
+
+    def _on_detections(self, msg: Any) -> None:
+        found = detections_from_msg(msg, self.class_names)
+        self.skipped_in_messages += found.skipped
+        self.pairing.add_detections(found.stamp_ns, named_detections(found.names, found.scores, found.boxes_xyxy))
+
+    def add_frame(self, frame: Frame) -> None:
+        """A posed frame from the camera topics: it waits here for its detections."""
+        self.pairing.add_frame(frame)
+
+    def _paired(self, frame: Frame, detections: Detections2D) -> None:
+        self._submit(with_detections(frame, detections))
+
+    def _unpaired(self, frame: Frame, reason: str) -> None:
+        n = self.pairing.without[reason]
+        if n == 1 or n % 100 == 0:
+            self.node.get_logger().warning(f"frame at stamp {frame.stamp_ns} has no detections on {self.topic}: "
+                                           f"{reason}; its depth only goes into the map (x{n})")
+        self._skip(frame)
+
+    def problems(self) -> list[str]:
+        """One line per reason frames went without detections (the diagnostics' WARN message)."""
+        return [f"{n} frames without detections on {self.topic}: {reason}" for reason, n in self.pairing.without.items()]
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {"detections_topic": self.topic, **self.pairing.diagnostics(),
+                "detections_unusable": self.skipped_in_messages}
