@@ -187,7 +187,8 @@ class DetectionsInput:
 
     def problems(self) -> list[str]:
         """One line per reason frames went without detections (the diagnostics' WARN message)."""
-        return [f"{n} frames without detections on {self.topic}: {reason}" for reason, n in self.pairing.without.items()]
+        return [f"{n} frames without detections on {self.topic}: {reason}"
+                for reason, n in self.pairing.without.items()]
 
     def diagnostics(self) -> dict[str, Any]:
         return {"detections_topic": self.topic, **self.pairing.diagnostics(),

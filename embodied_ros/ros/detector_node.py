@@ -37,9 +37,10 @@ _MODEL = ModelChoice()
 
 @dataclass(frozen=True)
 class DetectorConfig:
-    """Parameters of the ``embodied_detector`` node (the same names as the map node's, so one params file serves both)."""
+    """Parameters of the ``embodied_detector`` node (the map node's names, so one params file serves both)."""
 
-    # Colour image topic (sensor_msgs/Image, or CompressedImage when color_compressed or the name ends in /compressed).
+    # Colour image topic (sensor_msgs/Image, or CompressedImage when color_compressed or its name ends in
+    # /compressed).
     color_topic: str = "rgb/image_raw"
     # Subscribe to sensor_msgs/CompressedImage on color_topic instead of Image.
     color_compressed: bool = False

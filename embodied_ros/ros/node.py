@@ -124,7 +124,8 @@ class EmbodiedPerceptionNode(Node):
             if perceptor is None and config.detections_topic:  # lift the topic's detections: no network here
                 from ..network.given_detections import GivenDetectionsPerceptor
 
-                perceptor = GivenDetectionsPerceptor(self.mapper.config.lifting, f"detections on {config.detections_topic}")
+                perceptor = GivenDetectionsPerceptor(self.mapper.config.lifting,
+                                                     f"detections on {config.detections_topic}")
             elif perceptor is None:
                 perceptor = self.mapper.config.build_perceptor()
             elif callable(perceptor) and not hasattr(perceptor, "perceive"):
