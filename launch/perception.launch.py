@@ -3,6 +3,8 @@
     ros2 launch embodied_ros perception.launch.py world_frame:=map rviz:=true
     ros2 launch embodied_ros perception.launch.py source:=k4a
     ros2 launch embodied_ros perception.launch.py camera_namespace:=/k4a load_map_on_start:=true
+    ros2 launch embodied_ros perception.launch.py detector:=node        # the detector as a node of its own
+    ros2 launch embodied_ros perception.launch.py detector:=external detections_topic:=/yolo/detections
 
 Every node parameter (config/params.yaml; params_file:=... for your own copy) can also be given
 on the launch line as ``name:=value`` (``memory.iou_threshold:=0.2`` or ``memory_iou_threshold:=0.2``);
@@ -11,6 +13,13 @@ silently dropped. ``rviz:=true`` opens config/embodied.rviz with the node's ``wo
 frame (``rviz2 -f``); without rviz2 installed it starts the node alone, with a warning. When
 the node ends with an error (a missing model, camera or Python module: its last line says which),
 the launch ends too, with a non-zero exit code.
+
+``detector``: ``internal`` (default) runs the model inside embodied_perception; ``node`` starts the
+``embodied_detector`` node beside it (its Detection2DArray on /embodied_detector/detections is the map
+node's ``detections_topic``); ``external`` starts the map node alone, listening to your detector's
+``detections_topic``. The two nodes are two processes: launch_ros composes C++ components only
+(rclcpp_components), not Python nodes; on one machine they talk over the middleware's loopback, as
+they would across a robot's network (docs/ros.md has the two-machine set-up).
 """
 
 import typing
@@ -36,12 +45,19 @@ DECLARED = {
     "map_dir": "folder of the saved maps ('' = ~/.embodied_ros/map)",
     "load_map_on_start": "true: continue the map saved as start_map",
     "start_map": "map loaded at start and used when a service call names none",
+    "detections_topic": "another detector's vision_msgs/Detection2DArray (detector:=external)",
 }
 LAUNCH_ONLY = {
     "params_file": (str(SHARE / "config" / "params.yaml"), "node parameters (YAML)"),
     "camera_namespace": ("", "namespace of the camera topics, e.g. /k4a"),
     "rviz": ("false", "also start RViz with config/embodied.rviz (skipped with a warning without rviz2)"),
+    "detector": ("internal", "internal (the model runs in the map node), node (the embodied_detector node beside "
+                             "it) or external (your detector's detections_topic)"),
 }
+DETECTOR_TOPIC = "/embodied_detector/detections"
+# parameters the embodied_detector node shares with the map node (embodied_ros/ros/detector_node.py)
+DETECTOR_PARAMETERS = ("color_topic", "color_compressed", "input_qos", "model", "weights", "download_weights",
+                       "backend", "allow_fallback", "fp16", "use_sim_time")
 CAMERA_TOPICS = ("rgb/image_raw", "rgb/image_raw/compressed", "depth_to_rgb/image_raw",
                  "depth_to_rgb/image_raw/compressedDepth", "rgb/camera_info")  # moved under camera_namespace
 
@@ -80,11 +96,11 @@ def _world_frame(params_file: str, overrides: dict[str, typing.Any]) -> str:
     return "map"
 
 
-def _node_ended(context: typing.Any) -> list:
+def _node_ended(context: typing.Any, name: str = "embodied_perception") -> list:
     code = context.locals.event.returncode
     if code > 0:  # its own last line says why (missing model, camera, module, bad parameter)
-        raise RuntimeError(f"embodied_perception exited with code {code}")
-    return [Shutdown(reason="embodied_perception ended")]
+        raise RuntimeError(f"{name} exited with code {code}")
+    return [Shutdown(reason=f"{name} ended")]
 
 
 def _launch(context: typing.Any) -> list:
@@ -106,12 +122,29 @@ def _launch(context: typing.Any) -> list:
         log.warning(f"ignored launch argument(s) {', '.join(sorted(unknown))}: not a parameter of embodied_perception "
                     "(see config/params.yaml)")
     namespace = context.launch_configurations.get("camera_namespace", "").rstrip("/")
-    actions = [Node(
+    remappings = [(t, f"{namespace}/{t}") for t in CAMERA_TOPICS] if namespace else []
+    detector = context.launch_configurations.get("detector", "internal")
+    actions = []
+    if detector == "node":
+        overrides["detections_topic"] = DETECTOR_TOPIC
+        actions.append(Node(
+            package="embodied_ros", executable="embodied_detector", name="embodied_detector", output="screen",
+            parameters=[context.launch_configurations["params_file"],
+                        {k: v for k, v in overrides.items() if k in DETECTOR_PARAMETERS}],
+            remappings=remappings,
+            on_exit=[OpaqueFunction(function=lambda c: _node_ended(c, "embodied_detector"))]))
+    elif detector == "external":
+        if not overrides.get("detections_topic"):
+            raise RuntimeError("detector:=external needs detections_topic:=TOPIC (your detector's "
+                               "vision_msgs/Detection2DArray)")
+    elif detector != "internal":
+        raise RuntimeError(f"detector:={detector}: expected internal, node or external")
+    actions.append(Node(
         package="embodied_ros", executable="embodied_perception", name="embodied_perception", output="screen",
         parameters=[context.launch_configurations["params_file"], overrides],
-        remappings=[(t, f"{namespace}/{t}") for t in CAMERA_TOPICS] if namespace else [],
+        remappings=remappings,
         on_exit=[OpaqueFunction(function=_node_ended)],
-    )]
+    ))
     if context.launch_configurations.get("rviz", "false").lower() == "true":
         try:
             get_package_share_directory("rviz2")

@@ -131,7 +131,8 @@ def test_params_yaml_names_exactly_the_node_parameters() -> None:
     assert written - declared == set(), "params.yaml sets parameters the node does not have (silently ignored)"
     # unset = unbounded or none; YAML cannot say "unset" nor type an empty list
     assert declared - written == {"occupancy.bounds", "lifting.min_horizontal_size", "lifting.min_extent_along_view",
-                                  "lifting.min_largest_extent", "lifting.region_classes", "lifting.floor_classes"}
+                                  "lifting.min_largest_extent", "lifting.region_classes", "lifting.floor_classes",
+                                  "detections_class_names"}
 
 
 def test_every_config_field_has_a_comment_for_its_parameter_description() -> None:
