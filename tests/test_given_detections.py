@@ -12,15 +12,11 @@ import pytest
 
 from embodied_ros.detections import Detections2D
 from embodied_ros.errors import FrameError
+from embodied_ros.frame_detections import given_detections, named_detections, with_detections
 from embodied_ros.mapper import PipelineConfig, SceneMapper
 from embodied_ros.messages.detections2d import DETECTION2D_ARRAY, detection2d_array_msg, detections_from_msg
 from embodied_ros.messages.types import typestore
-from embodied_ros.network.given_detections import (
-    GivenDetectionsPerceptor,
-    given_detections,
-    named_detections,
-    with_detections,
-)
+from embodied_ros.network.given_detections import GivenDetectionsPerceptor
 from embodied_ros.ros.detections_input import SILENT, SLOWER, DetectionPairing
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))

@@ -24,8 +24,8 @@ from typing import Any
 from ..detections import Detections2D
 from ..errors import InputError
 from ..frame import Frame
+from ..frame_detections import named_detections, with_detections
 from ..messages.detections2d import detections_from_msg
-from ..network.given_detections import named_detections, with_detections
 
 MAX_WAITING = 30  # frames (and detection arrays) waiting at most: 1 s at 30 Hz, ~65 MB of 640x480 frames
 SILENT_AFTER = 2.0  # s without any Detection2DArray: the detector is taken as silent, frames do not wait
