@@ -132,6 +132,9 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
     bag.add_argument("--info-topic", default="rgb/camera_info", help="(default: %(default)s)")
     bag.add_argument("--pose-topic", default=None, help="PoseStamped/Odometry topic (default: use /tf)")
     bag.add_argument("--world-frame", default="map", help="TF frame poses are expressed in (default: %(default)s)")
+    bag.add_argument("--detections-topic", default=None,
+                     help="vision_msgs/Detection2DArray another detector recorded beside the images (e.g. "
+                          "/embodied_detector/detections): map those detections, run no model")
 
 
 def _open_recording(args: argparse.Namespace) -> tuple[FrameSource, RecordingOptions]:
@@ -148,7 +151,14 @@ def _open_recording(args: argparse.Namespace) -> tuple[FrameSource, RecordingOpt
         estimate_gravity=args.gravity != "off")
     bag_options = dict(color_topic=args.color_topic, depth_topic=args.depth_topic, info_topic=args.info_topic,
                        pose_topic=args.pose_topic, world_frame=args.world_frame)
-    return open_source(args.source, options, **bag_options), options
+    if args.detections_topic:
+        bag_options["detections_topic"] = args.detections_topic
+    source = open_source(args.source, options, **bag_options)
+    if args.detections_topic and not getattr(source, "detections_topic", None):
+        source.close()
+        raise InputError(f"--detections-topic reads a rosbag2's Detection2DArray topic; {args.source} is a "
+                         f"{getattr(source, 'layout', 'recording')}, not a rosbag2")
+    return source, options
 
 
 def _frames_to_run(total: int, stride: int, max_frames: int | None) -> int | None:
@@ -181,7 +191,13 @@ def cmd_run(args: argparse.Namespace) -> int:
                 min_observations=args.min_observations, publish_confidence=args.publish_confidence,
                 class_agnostic=not args.per_class))
         config = with_settings(config, args.settings)
-        mapper = SceneMapper(config, config.build_perceptor())
+        if args.detections_topic:  # another detector's recorded detections: lifted, no model run here
+            from .network.given_detections import GivenDetectionsPerceptor
+
+            perceptor = GivenDetectionsPerceptor(config.lifting, f"detections on {recording.detections_topic}")
+        else:
+            perceptor = config.build_perceptor()
+        mapper = SceneMapper(config, perceptor)
         n = _frames_to_run(len(source), args.stride, args.max_frames)
         check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)
         return _run_into_folder(args, source, mapper, n)

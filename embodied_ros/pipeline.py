@@ -14,6 +14,7 @@ import numpy as np
 
 from .errors import FrameError, InputError
 from .frame import Frame
+from .frame_detections import with_detections
 from .mapper import MEMORY_FILE, SceneMapper
 from .memory.scene_memory import SceneObject
 from .outputs.background_writer import BackgroundBagWriter
@@ -175,8 +176,10 @@ def run(
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))
-            with timer.stage("writing"):
-                writer.write(frame, memory.published_objects(), mapper.occupancy.occupied_voxels())
+            with timer.stage("writing"):  # the detector's image detections go into the bag with the inputs
+                found = step.perception.detections_2d
+                writer.write(frame if found is None else with_detections(frame, found), memory.published_objects(),
+                             mapper.occupancy.occupied_voxels())
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),

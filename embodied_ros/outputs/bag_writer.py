@@ -18,8 +18,10 @@ from typing import Any
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
 from ..frame import Frame
+from ..frame_detections import given_detections
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
+from ..messages.detections2d import detection2d_array_msg
 from ..messages.types import msg_class, typestore
 from .image_encoding import depth_to_compressed, rgb_to_compressed
 from .scene_messages import (
@@ -46,6 +48,7 @@ class OutputTopics:
     depth: str = "/depth_to_rgb/image_raw/compressedDepth"  # sensor_msgs/CompressedImage, 16UC1 mm in PNG
     camera_info: str = "/rgb/camera_info"  # sensor_msgs/CameraInfo
     tf: str = "/tf"  # tf2_msgs/TFMessage: world -> camera at every frame
+    detections_2d: str = "/embodied_detector/detections"  # vision_msgs/Detection2DArray: the detector's, per frame
 
 
 _TYPES = {
@@ -57,7 +60,9 @@ _TYPES = {
     "depth": "sensor_msgs/msg/CompressedImage",
     "camera_info": "sensor_msgs/msg/CameraInfo",
     "tf": "tf2_msgs/msg/TFMessage",
+    "detections_2d": "vision_msgs/msg/Detection2DArray",
 }
+_INPUTS = ("color", "depth", "camera_info", "tf", "detections_2d")
 
 
 class SceneBagWriter:
@@ -83,7 +88,7 @@ class SceneBagWriter:
         self._conns: dict[str, Any] = {
             key: self._writer.add_connection(getattr(topics, key), msgtype, typestore=self._store)
             for key, msgtype in _TYPES.items()
-            if write_inputs or key not in ("color", "depth", "camera_info", "tf")
+            if write_inputs or key not in _INPUTS
         }
         self.messages_written = 0
 
@@ -93,7 +98,8 @@ class SceneBagWriter:
         self.messages_written += 1
 
     def write_inputs_of(self, frame: Frame) -> None:
-        """The frame as the Azure Kinect driver would publish it, plus its pose on /tf."""
+        """The frame as the Azure Kinect driver would publish it, plus its pose on /tf and the image detections
+        it carries (frame_detections.py: the detector's, as the embodied_detector node publishes them)."""
         if not self.write_inputs:
             return
         stamp, cam = frame.stamp_ns, frame.camera_frame
@@ -105,6 +111,11 @@ class SceneBagWriter:
         self._write("camera_info", stamp, camera_info_msg(frame.K, frame.width, frame.height, cam, stamp))
         tf = transform_stamped_msg(frame.T_world_camera, frame.world_frame, cam, stamp)
         self._write("tf", stamp, msg_class("tf2_msgs/msg/TFMessage")(transforms=[tf]))
+        found = given_detections(frame)
+        if found is not None:
+            names = [found.class_names[k] for k in found.labels]
+            self._write("detections_2d", stamp,
+                        detection2d_array_msg(names, found.scores, found.boxes_xyxy, cam, stamp))
 
     def write_scene(self, stamp_ns: int, frame_id: str, objects: Sequence[ObjectLike],
                     occupancy: OccupiedVoxels | None) -> None:

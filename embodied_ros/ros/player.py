@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmbodiedError, FrameError, InputError
+from ..frame_detections import given_detections
+from ..messages.detections2d import detection2d_array_msg
 from ..outputs.driver_topics import DriverTopics, Pacer, driver_fields
 
 
@@ -38,6 +40,9 @@ def add_play_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait-subscribers", type=float, default=10.0, metavar="SECONDS",
                    help="wait up to this long for a node to subscribe before the first frame (default: %(default)s)")
     p.add_argument("--poses", type=Path, default=None, help="poses file for a .mkv recording")
+    p.add_argument("--detections-topic", default=None,
+                   help="a rosbag2's vision_msgs/Detection2DArray topic: publish each frame's detections on it too, "
+                        "stamped like its images (for a map node with detections_topic set)")
 
 
 class Player:
@@ -55,7 +60,11 @@ class Player:
         self.color = node.create_publisher(Image, name(topics.color), qos)
         self.depth = node.create_publisher(Image, name(topics.depth), qos)
         self.info = node.create_publisher(CameraInfo, name(topics.camera_info), qos)
-        self.pose = self.tf = self.tf_raw = None
+        self.pose = self.tf = self.tf_raw = self.detections = None
+        if getattr(args, "detections_topic", None):
+            from vision_msgs.msg import Detection2DArray  # ImportError: the caller says what to install
+
+            self.detections = node.create_publisher(Detection2DArray, args.detections_topic, qos)
         if args.pose_topic:
             from geometry_msgs.msg import PoseStamped
 
@@ -104,13 +113,24 @@ class Player:
         self.info.publish(serialize(CameraInfo, fields["camera_info"]))
         self.depth.publish(serialize(Image, fields["depth"]))
         self.color.publish(serialize(Image, fields["color"]))
+        found = given_detections(frame)
+        if self.detections is not None and found is not None:  # as a detector would: after the image, its stamp
+            from .conversions import to_rclpy
+
+            names = [found.class_names[k] for k in found.labels]
+            self.detections.publish(to_rclpy(detection2d_array_msg(names, found.scores, found.boxes_xyxy,
+                                                                   self.args.camera_frame, stamp)))
         return stamp
 
 
 def _frames(args: argparse.Namespace) -> Any:
     from ..sources import open_source
 
-    source = open_source(args.source, poses=args.poses, world_frame=args.world_frame)
+    bag = {"detections_topic": args.detections_topic} if getattr(args, "detections_topic", None) else {}
+    source = open_source(args.source, poses=args.poses, world_frame=args.world_frame, **bag)
+    if bag and not getattr(source, "detections_topic", None):
+        source.close()
+        raise InputError(f"--detections-topic reads a rosbag2's Detection2DArray topic; {args.source} is not a rosbag2")
     with source:
         yield from source.frames(stride=args.stride, max_frames=args.max_frames)
 
@@ -127,7 +147,10 @@ def play(args: argparse.Namespace) -> int:
     try:
         try:
             player = Player(node, args)
-        except ImportError:
+        except ImportError as err:
+            if "vision_msgs" in str(err):
+                raise InputError("--detections-topic needs vision_msgs (apt install ros-$ROS_DISTRO-vision-msgs)"
+                                 ) from None
             raise InputError("no TF publisher here (neither tf2_ros nor tf2_msgs is installed): pass --no-tf "
                              "--pose-topic TOPIC and set the node's pose_topic") from None
         if args.wait_subscribers and not player.wait_for_subscribers(args.wait_subscribers):

@@ -24,6 +24,11 @@ TransformStamped is the pose of its child_frame_id, joined to the camera through
 Before the first or after the last pose sample, the nearest one is used up to
 ``pose_tolerance_ns``; further out the frame is a FrameError.
 
+Detections (``detections_topic``): the vision_msgs/Detection2DArray another detector recorded beside
+the images (the ``embodied_detector`` node's, or any detector's: class names as strings). Each frame
+carries the array with exactly its colour stamp (frame_detections.py); a frame without one is a
+FrameError saying so, never a frame with nothing detected.
+
 Gravity: by REP-103/105 the map/odom frames are z-up, so ``gravity_aligned`` is True; the bag
 itself cannot prove it.
 """
@@ -42,6 +47,7 @@ from rosbags.typesys import Stores, get_typestore
 
 from ..errors import FrameError, InputError
 from ..frame import Frame
+from ..frame_detections import named_detections, with_detections
 from ..messages.convert import matrix_from_transform_msg, stamp_ns_from_msg
 from .base import FrameSource
 from .folders import check_intrinsics
@@ -144,6 +150,9 @@ class RosbagSource(FrameSource):
         camera_frame: optical frame of the images; None uses the colour header's frame_id.
         pair_tolerance_ns: largest |colour stamp - depth stamp| that pairs them.
         pose_tolerance_ns: how far outside the recorded pose samples the nearest one is used.
+        detections_topic: optional vision_msgs/Detection2DArray topic: each frame carries the detections of
+            its stamp (frame_detections.given_detections).
+        detections_class_names: names of numeric class ids on that topic (id k -> names[k]).
 
     Raises:
         InputError: unreadable or corrupt bag, missing or mistyped topics, no pose source, or
@@ -163,6 +172,8 @@ class RosbagSource(FrameSource):
         camera_frame: str | None = None,
         pair_tolerance_ns: int = 1_000_000,
         pose_tolerance_ns: int = 20_000_000,
+        detections_topic: str | None = None,
+        detections_class_names: tuple[str, ...] = (),
     ) -> None:
         self.path = Path(path)
         self.name = str(self.path)
@@ -187,10 +198,12 @@ class RosbagSource(FrameSource):
             self._check_type(topics, self.info_topic, (CAMERA_INFO,))
             self._length = int(topics[self.color_topic].msgcount)
             self._load_poses(topics, pose_topic)
+            self.detections_topic = self._load_detections(topics, detections_topic, detections_class_names)
             self._K, self._info_size = self._first_camera_info()
             self.intrinsics_note = f"CameraInfo on {self.info_topic}"
             self.details = f"colour {self.color_topic}, depth {self.depth_topic}, poses " + (
                 f"{pose_topic}" if pose_topic else f"/tf ({self.world_frame} -> the image frame)") + (
+                f", detections {self.detections_topic}" if self.detections_topic else "") + (
                 f"; {self.truncation}" if self.truncation else "")
         except BaseException:
             self._reader.close()
@@ -310,6 +323,20 @@ class RosbagSource(FrameSource):
                 listed = ", ".join(sorted(known)) or "none"
                 raise InputError(f"{self.name}: {what} {name!r} is not in the recorded transforms (frames: {listed})")
 
+    def _load_detections(self, topics: dict[str, Any], wanted: str | None, names: tuple[str, ...]) -> str | None:
+        """Read every Detection2DArray of ``wanted`` (small) into {stamp: detections}; the resolved topic."""
+        from ..messages.detections2d import DETECTION2D_ARRAY, detections_from_msg
+
+        self._detections: dict[int, Any] = {}
+        if not wanted:
+            return None
+        topic = resolve_topic(wanted, topics, "detections", self.name, transports=())
+        self._check_type(topics, topic, (DETECTION2D_ARRAY,))
+        for _, _, msg in self._messages([topic]):
+            found = detections_from_msg(msg, names)
+            self._detections[found.stamp_ns] = named_detections(found.names, found.scores, found.boxes_xyxy)
+        return topic
+
     def _first_camera_info(self) -> tuple[np.ndarray, tuple[int, int]]:
         for _, _, msg in self._messages([self.info_topic]):
             K = check_intrinsics(np.asarray(msg.k, dtype=np.float64).reshape(3, 3),
@@ -387,7 +414,7 @@ class RosbagSource(FrameSource):
             color, depth, camera, T_world_camera = self._decode(pending)
         except FrameError as err:
             raise FrameError(f"frame {pending.index} ({self.name}:{self.color_topic}): {err}") from None
-        return Frame(
+        frame = Frame(
             color=color,
             depth=depth,
             K=self._K.copy(),
@@ -399,6 +426,13 @@ class RosbagSource(FrameSource):
             camera_frame=camera,
             extras={"depth_stamp_ns": stamp_ns_from_msg(pending.depth.header.stamp), "log_time_ns": pending.log_ns},
         )
+        if not self.detections_topic:
+            return frame
+        detections = self._detections.get(pending.stamp_ns)
+        if detections is None:
+            raise FrameError(f"frame {pending.index} ({self.name}:{self.color_topic}): no Detection2DArray on "
+                             f"{self.detections_topic} with its stamp {pending.stamp_ns}")
+        return with_detections(frame, detections)
 
     def _decode(self, pending: _Pending) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
         """(RGB, depth metres, camera frame, T_world_camera) of one pair; FrameError on any problem."""
