@@ -115,7 +115,7 @@ class DetectionPairing:
         self._given_up[stamp_ns] = None
         while len(self._given_up) > 4 * MAX_WAITING:
             self._given_up.popitem(last=False)
-        return item[0], SILENT if self.silent else SLOWER
+        return item[0], SILENT if self.silent or self._last_detections is None else SLOWER
 
     def _orphan(self, _stamp_ns: int, _item: object) -> None:
         self.orphans += 1
