@@ -46,8 +46,9 @@ def detect(frame: Frame, boxes: list[tuple[str, np.ndarray]], min_on_object: flo
         ok = np.isfinite(z) & (z > 0)
         if ok.sum() < 20:
             continue
-        pts = np.stack([(u[ok] - frame.K[0, 2]) * z[ok] / frame.K[0, 0], (v[ok] - frame.K[1, 2]) * z[ok] / frame.K[1, 1],
-                        z[ok]], axis=1) @ frame.T_world_camera[:3, :3].T + frame.T_world_camera[:3, 3]
+        cam_pts = np.stack([(u[ok] - frame.K[0, 2]) * z[ok] / frame.K[0, 0],
+                            (v[ok] - frame.K[1, 2]) * z[ok] / frame.K[1, 1], z[ok]], axis=1)
+        pts = cam_pts @ frame.T_world_camera[:3, :3].T + frame.T_world_camera[:3, 3]
         local = (pts - box[:3]) @ _rotation_z(box[6])  # into the box's axes
         inside = np.all(np.abs(local) <= box[3:6] / 2 + 0.03, axis=1)
         if inside.mean() >= min_on_object:
