@@ -15,7 +15,12 @@ rest is lost), the longest run of frames skipped in a row, and the peak RSS of t
 (the node, its model and this harness's subscriber; the player runs apart). The baseline is
 ``git archive REF`` of this repository, run the same way in its own process just before this code
 (each in a fresh process: one rclpy, one node). ``--qos default`` keeps each version's default input
-QoS; ``reliable``/``best_effort`` sets it (in its own parameter name per version). Asserts nothing.
+QoS; ``reliable``/``best_effort`` sets it (in its own parameter name per version). ``--split`` (issue 40)
+compares, in one run, this code's node as it is (the detector inside) with the split pipeline: the
+``embodied_detector`` node in a process of its own publishing vision_msgs/Detection2DArray, and the
+map node with ``detections_topic`` set; it also prints whether both published the same objects
+(class, id order, boxes within 1 mm). The split needs vision_msgs: run it in a sourced ROS 2 (the tree
+of ../shared/ros2). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -79,15 +84,20 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     from embodied_ros.sources import open_source
 
     count = 1 if args.publisher == "process" else args.frames + 1  # the player process reads its own frames
+    detector_process = _start_detector() if args.split else None
     frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=count)
               if not isinstance(f, Exception)]
     ros = InProcessRos()
     from embodied_ros.network.weights import DEFAULT_MODEL
 
     folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
-    node = ros.node(build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime"),
+    split = {"detections_topic": "/embodied_detector/detections"} if args.split else {}
+    perceptor = None if args.split else build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime")
+    node = ros.node(perceptor,
                     pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
-                    **_qos_params(args.qos), **dict(json.loads(args.params)))
+                    **_qos_params(args.qos), **split, **dict(json.loads(args.params)))
+    if detector_process is not None:
+        _wait_for_detector(node, detector_process)
     ready = getattr(node, "ready", None)  # this code loads the network on a thread
     if ready is not None:
         wait_until(ready.is_set, 300)
@@ -169,7 +179,9 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     problems = sum(node.problems.values()) - problems0
     # Lost unaccounted: published but neither processed nor skipped for a stated reason (not a keyframe,
     # replaced, stale), nor reported as bad input.
-    accounted = counts["processed"] + counts["failed"] + counts["dropped"] + counts["not_keyframes"] + problems
+    without = sum(node.detections.pairing.without.values()) if args.split else 0  # frames whose detections never came
+    accounted = (counts["processed"] + counts["failed"] + counts["dropped"] + counts["not_keyframes"] + problems
+                 + without)
     keys = [stamp in processed_stamps for stamp, _ in submitted]
     gaps, run = [], 0
     for key in keys:
@@ -194,9 +206,56 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "input_age_ms_median": float(np.median(ages) * 1000) if ages else None,
         "stages_ms_median": {k: float(np.median([1000 * s[k] for s in stages if k in s])) for k in (stages[-1] if stages
                                                                                                   else {})},
+        "frames_without_detections": without,
+        "objects": [[int(o.id), o.class_name, [float(v) for v in o.box]]
+                    for o in node.mapper.memory.published_objects()],
     }
     ros.close([node])
+    if detector_process is not None:
+        detector_process.send_signal(2)
+        detector_process.wait(30)
     return result
+
+
+def _start_detector() -> subprocess.Popen:
+    """The embodied_detector node in a process of its own (this checkout's), the default model on ONNX Runtime."""
+    from embodied_ros.network.weights import DEFAULT_MODEL
+
+    folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
+    return subprocess.Popen(
+        [sys.executable, "-c", "from embodied_ros.ros.detector_node import main; main()", "--ros-args",
+         "-p", f"weights:={DATA / folder}", "-p", "backend:=onnxruntime", "-p", "input_qos:=reliable"],
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait_for_detector(node: object, process: subprocess.Popen, timeout: float = 300.0) -> None:
+    """Until the detector node's Detection2DArray publisher is seen (it creates it before loading its model)
+    and a first image would be detected: its diagnostics say ready."""
+    import time as _time
+
+    deadline = _time.monotonic() + timeout
+    while _time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("the embodied_detector process ended")
+        if node.count_publishers("/embodied_detector/detections") and _detector_ready(node):
+            return
+        _time.sleep(0.5)
+    raise RuntimeError("the embodied_detector node did not become ready")
+
+
+_READY: list[bool] = []
+
+
+def _detector_ready(node: object) -> bool:
+    """Whether the detector's /diagnostics said state ready (one subscription, kept)."""
+    if not _READY:
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        _READY.append(False)
+        node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: _READY.__setitem__(0, _READY[0] or any(
+            s.name.startswith("embodied_detector") and s.message == "ready" for s in m.status)), 10)
+    return _READY[0]
 
 
 def _rss_mb() -> float:
@@ -212,10 +271,12 @@ def _pairs(node: object) -> int:
     return inputs.paired if inputs is not None else node.assembler.n_frames  # before: frames assembled = pairs
 
 
-def _run_child(code: Path, args: argparse.Namespace, install: Path, params: str = "{}") -> dict[str, object]:
+def _run_child(code: Path, args: argparse.Namespace, install: Path, params: str = "{}",
+               split: bool = False) -> dict[str, object]:
     return run_child(code, __file__, ["--child", "--install", str(install), "--rate", str(args.rate), "--frames",
                                       str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
-                                      "--publisher", args.publisher, "--params", params])
+                                      "--publisher", args.publisher, "--params", params]
+                     + (["--split"] if split else []))
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -233,6 +294,8 @@ def main() -> int:
                         help="frames from a player process (default; as a driver) or from the node's process")
     parser.add_argument("--params", default="{}",
                         help='node parameters for this code\'s run, as JSON (e.g. \'{"keyframe_max_wait": 0}\')')
+    parser.add_argument("--split", action="store_true",
+                        help="also run the split pipeline (embodied_detector node + map node) after this code's node")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--install", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -269,11 +332,15 @@ def main() -> int:
             runs.append((f"baseline ({args.baseline})",
                          _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
         runs.append(("this code", _run_child(REPO, args, install, args.params)))
+        if args.split:
+            runs.append(("split (detector node)", _run_child(REPO, args, install, args.params, split=True)))
     keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
                                                                                    0),
             ("dropped", "keyframes skipped (replaced, stale)", 0), ("stale", "  of which stale", 0),
             ("not_keyframes", "frames not keyframes (policy)", 0), ("depth_fused", "skipped frames' depth fused", 0),
-            ("lost", "frames lost unaccounted", 0), ("most_skipped_in_a_row", "most frames skipped in a row", 0),
+            ("lost", "frames lost unaccounted", 0),
+            ("frames_without_detections", "frames without detections", 0),
+            ("most_skipped_in_a_row", "most frames skipped in a row", 0),
             ("publish_ms_median", "stage_publish_ms median", 1),
             ("publish_ms_p90", "stage_publish_ms p90", 1), ("keyframe_ms_median", "keyframe processing, ms median", 0),
             ("input_age_ms_median", "image stamp -> worker, ms median", 0),
@@ -289,7 +356,21 @@ def main() -> int:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages_ms_median"].items())
         print(f"{name} ({r['code']}): stages ms (median) {stages}; frames submitted {r['frames_submitted']}; "
               f"skipped frames {r['problems'] or 'none'}")
+    if args.split:
+        _compare_objects(runs[-2], runs[-1])
     return 0
+
+
+def _compare_objects(a: tuple[str, dict], b: tuple[str, dict]) -> None:
+    """Same published objects: class and id in order, boxes within 1 mm."""
+    oa, ob = a[1]["objects"], b[1]["objects"]
+    same = [(i, c) for i, c, _ in oa] == [(i, c) for i, c, _ in ob]
+    gap = max((float(np.abs(np.subtract(x[2], y[2])).max()) for x, y in zip(oa, ob, strict=False)), default=0.0)
+    print(f"published objects: {a[0]} {len(oa)}, {b[0]} {len(ob)}; same classes and ids in order: {same}; "
+          f"largest box difference {1000 * gap:.3f} mm ({'within' if same and gap <= 1e-3 else 'NOT within'} 1 mm)")
+    for (i, c, box), other in zip(oa, ob + [None] * len(oa), strict=False):
+        print(f"  #{i} {c}: " + ("missing" if other is None else f"#{other[0]} {other[1]}, "
+                                 f"{1000 * float(np.abs(np.subtract(box, other[2])).max()):.3f} mm"))
 
 
 if __name__ == "__main__":
