@@ -14,7 +14,6 @@ from embodied_ros.detections import Detections2D
 from embodied_ros.errors import FrameError
 from embodied_ros.frame_detections import given_detections, named_detections, with_detections
 from embodied_ros.mapper import PipelineConfig, SceneMapper
-from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.messages.detections2d import DETECTION2D_ARRAY, detection2d_array_msg, detections_from_msg
 from embodied_ros.messages.types import typestore
 from embodied_ros.network.given_detections import GivenDetectionsPerceptor
@@ -114,7 +113,7 @@ def test_frames_and_detections_pair_by_stamp_and_what_never_pairs_is_counted_wit
     paired: list[tuple[int, int]] = []
     unpaired: list[tuple[int, str]] = []
     pairing = DetectionPairing(0.5, lambda f, d: paired.append((f.stamp_ns, len(d))),
-                               lambda f, r: unpaired.append((f.stamp_ns, r)), silent_after=2.0, clock=lambda: now[0])
+                               lambda f, r: unpaired.append((f.stamp_ns, r)), silent_frames=2, clock=lambda: now[0])
     dets = named_detections(["cup"], [0.5], [[0, 0, 5, 5]])
     empty = Detections2D(np.zeros((0, 4)), np.zeros(0, np.int64), np.zeros(0), ())
     pairing.add_frame(_frame(1))  # the frame first ...
@@ -122,46 +121,26 @@ def test_frames_and_detections_pair_by_stamp_and_what_never_pairs_is_counted_wit
     pairing.add_detections(2, empty)  # detections first, then the frame (nothing detected is detections too)
     pairing.add_frame(_frame(2))
     assert paired == [(1, 1), (2, 0)] and not unpaired
-    pairing.add_frame(_frame(3))  # the detector skipped this one (slower than the camera)
+    pairing.add_frame(_frame(3))  # the detector skipped this one (slower than the camera) ...
+    pairing.add_frame(_frame(4))
+    now[0] = 0.3
+    pairing.add_detections(4, dets)  # ... and did the next
     now[0] = 0.6
     pairing.expire()
-    assert unpaired == [(3, SLOWER)]
+    assert unpaired == [(3, SLOWER)] and paired[-1] == (4, 1)
     pairing.add_detections(3, dets)  # too late: counted, not paired
     pairing.add_detections(99, dets)  # its frame never comes
     now[0] = 1.2
     pairing.expire()
     assert pairing.late == 1 and pairing.orphans == 1
-    now[0] = 4.0  # the detector died: frames no longer wait
-    pairing.add_frame(_frame(4))
-    assert unpaired[-1] == (4, SILENT)
-    assert pairing.diagnostics()["frames_without_detections"] == 2 and pairing.without == {SLOWER: 1, SILENT: 1}
-
-
-@pytest.mark.skipif(not (KITCHEN / "ground_truth.json").is_file(), reason=f"real data not found in {DATA}")
-def test_a_recording_with_a_vocabulary_never_shipped_is_mapped_and_grounded_offline(tmp_path: Path) -> None:
-    """A bag whose Detection2DArray names "pc tower" and "food box" (tests/ground_truth_detector.py): `run
-    --detections-topic` maps them, `ground` answers "the PC tower" with it, and the run's own bag carries
-    the detections again (/embodied_detector/detections) for the next run."""
-    import json
-
-    import ground_truth_detector
-
-    from embodied_ros.cli import main
-    from embodied_ros.sources import open_source
-
-    bag = ground_truth_detector.write_recording(KITCHEN, tmp_path / "bag", stride=2)
-    out = tmp_path / "run"
-    assert main(["run", str(bag), "--detections-topic", "/third_party/detections", "--world-frame", "world",
-                 "--out", str(out)]) == 0
-    objects = json.loads((out / "objects.json").read_text())["objects"]
-    assert {"pc tower", "food box"} <= {o["class"] for o in objects}
-    tower = dict(ground_truth_detector.annotated_boxes(KITCHEN))["pc tower"]
-    memory = SceneMemory.load(out / "memory.json")
-    answer = SceneMapper(memory=memory).ground("the PC tower")
-    assert answer.success and answer.best.object.class_name == "pc tower", answer.message
-    assert np.linalg.norm(answer.best.object.box[:2] - tower[:2]) < 0.3  # the tower the annotation has
-    assert "does not know 'cup'" in SceneMapper(memory=memory).ground("the cup").message  # only names received
-    with open_source(out, world_frame="world", detections_topic="/embodied_detector/detections") as again:
-        first = next(f for f in again.frames() if not isinstance(f, Exception))
-        assert given_detections(first) is not None
-    assert main(["run", str(KITCHEN), "--detections-topic", "/x", "--out", str(tmp_path / "no")]) == 2
+    for stamp in (5, 6, 7):  # the detector died: two frames wait in vain, then frames no longer wait
+        pairing.add_frame(_frame(stamp))
+        now[0] += 0.6
+        pairing.expire()
+    assert unpaired[1:] == [(5, SILENT), (6, SILENT), (7, SILENT)] and pairing.silent
+    pairing.add_frame(_frame(8))
+    assert unpaired[-1] == (8, SILENT)  # at once
+    pairing.add_detections(9, dets)  # it is back: frames wait again
+    pairing.add_frame(_frame(9))
+    assert paired[-1] == (9, 1) and not pairing.silent
+    assert pairing.diagnostics()["frames_without_detections"] == 5 and pairing.without == {SLOWER: 1, SILENT: 4}

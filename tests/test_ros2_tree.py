@@ -155,6 +155,28 @@ def test_a_bag_that_embodied_ros_run_wrote_plays_into_the_node(tree: Tree, kitch
     _no_traceback(launch.output())
 
 
+def test_the_detector_as_a_node_of_its_own_maps_over_dds(tree: Tree) -> None:
+    """detector:=node: the embodied_detector and embodied_perception nodes, two processes talking only over
+    DDS (Detection2DArray between them), fed by the README's player; the map grounds as the one node does."""
+    launch = _start(tree, LAUNCH + " detector:=node", "launch detector node")
+    assert launch.wait_for("ready: rgb/image_raw -> /embodied_detector/detections", 240), launch.output()[-3000:]
+    nodes = tree.sh("ros2 node list").stdout
+    assert "/embodied_detector" in nodes and NODE in nodes, nodes
+    pids = {line.split("pid ")[1].split("]")[0] for line in launch.output().splitlines() if "process started" in line}
+    assert len(pids) == 2, launch.output()[-3000:]  # two processes (rviz2 is not installed here)
+    player = _start(tree, PLAY, "play (detector node)")
+    assert player.wait(180) == 0, player.output()
+    diagnostics = _diagnostics(tree, until=("frames_with_detections", "100"))
+    assert diagnostics["frames_with_detections"] == "100" and diagnostics["frames_without_detections"] == "0", \
+        diagnostics
+    assert int(diagnostics["keyframes_processed"]) > 0 and int(diagnostics["objects"]) > 0, diagnostics
+    answer = tree.sh(GROUND)
+    assert "success=True" in answer.stdout, answer.stdout
+    assert launch.interrupt() == 0
+    _no_traceback(launch.output())
+    assert not launch.session(), "processes left after Ctrl-C"
+
+
 @pytest.mark.parametrize("case", ["no model", "no camera", "no venv", "no driver"])
 def test_failures_end_with_one_line_and_a_nonzero_exit(tree: Tree, case: str) -> None:
     env = None
@@ -184,6 +206,7 @@ def test_failures_end_with_one_line_and_a_nonzero_exit(tree: Tree, case: str) ->
 
 def test_the_node_tests_pass_inside_the_ros2_tree_too(tree: Tree) -> None:
     done = tree.sh(f"cd {REPO} && python -m pytest -q -p no:cacheprovider -rs tests/test_ros_node.py "
-                   "tests/test_ros_parts.py", timeout=900, name="pytest test_ros_node.py test_ros_parts.py (Cyclone)")
+                   "tests/test_ros_parts.py tests/test_ros_detector.py", timeout=1200,
+                   name="pytest test_ros_node.py test_ros_parts.py test_ros_detector.py (Cyclone)")
     summary = [line for line in done.stdout.splitlines() if re.fullmatch(r"\d+ passed.* in [\d.]+s.*", line.strip())]
     assert done.returncode == 0 and len(summary) == 1 and "skipped" not in summary[0], done.stdout[-4000:]

@@ -7,9 +7,10 @@ header), up to ``detections_wait`` seconds, and detections that come first wait 
 paired frame goes to the keyframe worker carrying its detections (network.given_detections), which
 lifts and maps them as a detector run in the node would. A frame whose detections never come is
 counted with the reason and handed to the worker as skipped, so its depth still goes into the
-occupancy map: "detector silent" (no Detection2DArray at all for a while: not running, another
-topic, another domain) or "detector slower than the camera" (detections come, but not for this
-stamp in time). Detections whose frame was given up (late) or never came are counted too.
+occupancy map: "detector silent" (no Detection2DArray at all came while the frame waited: not
+running, another topic, another domain; after SILENT_FRAMES such frames in a row, frames no longer
+wait until detections come again) or "detector slower than the camera" (detections came, but not
+for this stamp in time). Detections whose frame was given up (late) or never came are counted too.
 :class:`DetectionPairing` is the rule in plain Python (tests); :class:`DetectionsInput` the subscription.
 """
 
@@ -28,7 +29,7 @@ from ..frame_detections import named_detections, with_detections
 from ..messages.detections2d import detections_from_msg
 
 MAX_WAITING = 30  # frames (and detection arrays) waiting at most: 1 s at 30 Hz, ~65 MB of 640x480 frames
-SILENT_AFTER = 2.0  # s without any Detection2DArray: the detector is taken as silent, frames do not wait
+SILENT_FRAMES = 3  # frames in a row given up with no detections at all meanwhile: later frames do not wait
 SLOWER = "detector slower than the camera (no detections for this stamp in time)"
 SILENT = "detector silent (no Detection2DArray received for a while)"
 
@@ -40,21 +41,22 @@ class DetectionPairing:
         wait_s: how long a frame waits for its detections.
         on_paired: called with (frame, detections) of one stamp.
         on_unpaired: called with (frame, reason) for a frame given up.
-        silent_after: seconds without any detections after which frames are given up at once.
+        silent_frames: frames in a row without any detections coming meanwhile, after which frames are given
+            up at once (until detections come again).
         clock: seconds, monotonic (tests give their own).
     """
 
     def __init__(self, wait_s: float, on_paired: Callable[[Frame, Detections2D], None],
-                 on_unpaired: Callable[[Frame, str], None], silent_after: float = SILENT_AFTER,
+                 on_unpaired: Callable[[Frame, str], None], silent_frames: int = SILENT_FRAMES,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.wait_s, self.silent_after, self.clock = wait_s, silent_after, clock
+        self.wait_s, self.silent_frames, self.clock = wait_s, silent_frames, clock
         self._on_paired, self._on_unpaired = on_paired, on_unpaired
-        self._frames: OrderedDict[int, tuple[Frame, float]] = OrderedDict()  # stamp -> (frame, deadline)
+        self._frames: OrderedDict[int, tuple[Frame, float, float]] = OrderedDict()  # stamp -> (frame, deadline, came)
         self._detections: OrderedDict[int, tuple[Detections2D, float]] = OrderedDict()  # stamp -> (dets, deadline)
         self._given_up: OrderedDict[int, None] = OrderedDict()  # stamps of frames given up (late detections)
         self._lock = threading.Lock()
-        self._last_detections: float | None = None
-        self._started = clock()
+        self._last_detections = -float("inf")  # clock() of the latest Detection2DArray
+        self._silent_run = 0  # frames given up in a row with no detections at all while they waited
         self.paired = 0
         self.received = 0  # Detection2DArrays
         self.without: dict[str, int] = {}  # reason -> frames given up
@@ -63,30 +65,28 @@ class DetectionPairing:
 
     @property
     def silent(self) -> bool:
-        """No detections for ``silent_after`` seconds (or none ever, once that long has passed since start)."""
-        last = self._last_detections if self._last_detections is not None else self._started
-        return self.clock() - last > self.silent_after
+        """The last ``silent_frames`` frames waited in vain with no detections at all coming meanwhile."""
+        return self._silent_run >= self.silent_frames
 
     def add_frame(self, frame: Frame) -> None:
         now = self.clock()
         with self._lock:
             found = self._detections.pop(frame.stamp_ns, None)
-            if found is None and not self.silent:
-                self._frames[frame.stamp_ns] = (frame, now + self.wait_s)
+            given_up = []
+            if found is None and self.silent:
+                given_up = [self._give_up(frame.stamp_ns, (frame, now, now))]
+            elif found is None:
+                self._frames[frame.stamp_ns] = (frame, now + self.wait_s, now)
                 given_up = self._trim(self._frames, self._give_up)
-            else:
-                given_up = []
         if found is not None:
             self._pair(frame, found[0])
-        elif self.silent:
-            given_up = [(frame, SILENT)]
         self._report(given_up)
 
     def add_detections(self, stamp_ns: int, detections: Detections2D) -> None:
         now = self.clock()
         with self._lock:
             self.received += 1
-            self._last_detections = now
+            self._last_detections, self._silent_run = now, 0
             waiting = self._frames.pop(stamp_ns, None)
             if waiting is None:
                 if stamp_ns in self._given_up:
@@ -111,11 +111,15 @@ class DetectionPairing:
     def _trim(self, queue: OrderedDict, drop: Callable[..., Any]) -> list:
         return [drop(*queue.popitem(last=False)) for _ in range(max(0, len(queue) - MAX_WAITING))]
 
-    def _give_up(self, stamp_ns: int, item: tuple[Frame, float]) -> tuple[Frame, str]:
+    def _give_up(self, stamp_ns: int, item: tuple[Frame, float, float]) -> tuple[Frame, str]:
         self._given_up[stamp_ns] = None
         while len(self._given_up) > 4 * MAX_WAITING:
             self._given_up.popitem(last=False)
-        return item[0], SILENT if self.silent or self._last_detections is None else SLOWER
+        frame, _deadline, came = item
+        if self._last_detections >= came:  # detections came while it waited, not its own
+            return frame, SLOWER
+        self._silent_run += 1
+        return frame, SILENT
 
     def _orphan(self, _stamp_ns: int, _item: object) -> None:
         self.orphans += 1
