@@ -4,6 +4,7 @@ detections by stamp (what goes unpaired, and why)."""
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 
@@ -46,6 +47,9 @@ def test_numeric_ids_rotated_boxes_and_unusable_detections() -> None:
     msg = _wire(detection2d_array_msg(["41", "0", "99", "7"], np.array([0.8, 0.7, 0.6, 0.5]),
                                       np.array([[0, 0, 10, 10], [5, 5, 15, 25], [1, 1, 2, 2], [3, 3, 3, 9]]), "", 0))
     msg.detections[1].bbox.center.theta = np.pi / 2  # a box turned by 90 degrees: its bounds swap width and height
+    weaker = copy.deepcopy(msg.detections[0].results[0])  # a second, weaker hypothesis: the best one names it
+    weaker.hypothesis.class_id, weaker.hypothesis.score = "0", 0.1
+    msg.detections[0].results.insert(0, weaker)
     names = ["person"] + ["thing"] * 40 + ["cup"]
     got = detections_from_msg(msg, names)
     assert got.names == ("cup", "person") and got.skipped == 2  # id 99 has no name; a box 0 px wide is no box
