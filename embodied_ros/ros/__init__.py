@@ -4,10 +4,12 @@ node.py (the node and ``main``), inputs.py (topics -> Frames: QoS, pairing, pose
 keyframes.py (the network's worker thread; the per-frame step is ..mapper.SceneMapper), map_store.py (map names
 and atomic saves), services.py, scene_publisher.py + cdr.py (outputs serialised from numpy arrays),
 conversions.py (rosbags messages -> rclpy, for service answers), params.py (ROS parameters from the
-config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``). The
+config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``), detector_node.py (the
+``embodied_detector`` node: images in, vision_msgs/Detection2DArray out) and detections_input.py (the map
+node's ``detections_topic``: frames paired with those detections by stamp). The
 in-process harness of the tests and benchmarks is tests/ros_harness.py. Nothing is imported here, so
 ``import embodied_ros.ros.config`` needs no ROS.
 """
 
-__all__ = ["cdr", "config", "conversions", "diagnostics", "inputs", "keyframes",
+__all__ = ["cdr", "config", "conversions", "detections_input", "detector_node", "diagnostics", "inputs", "keyframes",
            "map_store", "node", "params", "player", "scene_publisher", "services"]
