@@ -122,7 +122,7 @@ def test_a_detector_with_a_vocabulary_never_shipped_fills_the_map_and_grounds_th
 
 
 def test_frames_whose_detections_never_come_are_counted_and_their_depth_still_maps(ros: Any) -> None:
-    from diagnostic_msgs.msg import DiagnosticArray
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 
     from embodied_ros.ros.detections_input import SILENT
 
@@ -144,4 +144,4 @@ def test_frames_whose_detections_never_come_are_counted_and_their_depth_still_ma
     assert node.worker.stats.processed == 0
     assert wait_until(lambda: any(any(v.key == "frames_without_detections" and v.value == "5" for v in s.values)
                                   for s in status[-3:]), 10)
-    assert "detector silent" in status[-1].message and status[-1].level == 1  # WARN, with the reason
+    assert "detector silent" in status[-1].message and status[-1].level == DiagnosticStatus.WARN  # with the reason

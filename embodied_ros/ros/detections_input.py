@@ -31,7 +31,7 @@ from ..messages.detections2d import detections_from_msg
 MAX_WAITING = 30  # frames (and detection arrays) waiting at most: 1 s at 30 Hz, ~65 MB of 640x480 frames
 SILENT_FRAMES = 3  # frames in a row given up with no detections at all meanwhile: later frames do not wait
 SLOWER = "detector slower than the camera (no detections for this stamp in time)"
-SILENT = "detector silent (no Detection2DArray received for a while)"
+SILENT = "detector silent (no Detection2DArray came while the frame waited)"
 
 
 class DetectionPairing:
