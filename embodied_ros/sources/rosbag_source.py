@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
@@ -206,7 +207,7 @@ class RosbagSource(FrameSource):
             problem = _sqlite_truncation(db_file)
             if problem:
                 raise InputError(f"rosbag {self.path} is truncated or corrupt: {problem}")
-        target: Any = self._readable_mcap() or self.path
+        target: Any = self._readable_mcap() or self._without_bad_metadata() or self.path
         try:
             # Bags from ROS 2 Foxy and older carry no message definitions: fall back to Humble's.
             reader = AnyReader([target], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
@@ -214,6 +215,33 @@ class RosbagSource(FrameSource):
         except Exception as err:  # rosbags, sqlite (apsw) and mcap raise many unrelated types
             raise InputError(f"cannot read rosbag {self.path}: {_one_line(err)}") from None
         return reader
+
+    def _without_bad_metadata(self) -> Path | None:
+        """A folder's only .mcap when its metadata.yaml is unusable (MCAP describes itself), else None.
+
+        Raises:
+            InputError: the metadata is unusable and there is no single .mcap to read instead.
+        """
+        meta = self.path / "metadata.yaml"
+        if not meta.is_file():
+            return None
+        try:
+            doc = yaml.safe_load(meta.read_text())
+            info = doc["rosbag2_bagfile_information"] if isinstance(doc, dict) else None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, KeyError) as err:
+            problem = f"cannot be read ({_one_line(err)})"
+        else:
+            problem = "" if isinstance(info, dict) else (
+                "is empty" if doc is None else "holds no rosbag2_bagfile_information mapping")
+        if not problem:
+            return None
+        mcaps = sorted(self.path.glob("*.mcap"))
+        if len(mcaps) != 1:
+            raise InputError(f"rosbag {self.path}: its metadata.yaml {problem} (a recorder that did not finish?); "
+                             "give the bag's storage file itself (.mcap or .db3) as the source")
+        log.warning("rosbag %s: its metadata.yaml %s: reading %s on its own (an MCAP file describes itself)",
+                    self.path, problem, mcaps[0].name)
+        return mcaps[0]
 
     def _readable_mcap(self) -> TruncatedMcap | None:
         """The readable part of a truncated .mcap (the file, or a rosbag2 folder's only one), or None.
