@@ -13,6 +13,7 @@ engine not installed". ~/ground and ~/describe speak about the published objects
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from ..errors import EmbodiedError
@@ -23,6 +24,29 @@ from .conversions import to_rclpy
 from .map_store import map_path
 
 MAX_PHRASE_CHARS = 1000
+LIMITED = frozenset({"ground", "describe"})  # handlers under ``max_ground_rate`` (the language calls: the costly ones)
+
+
+class CallRate:
+    """At most ``rate`` calls a second, a burst of as many allowed (a token bucket); 0: no limit. Thread-safe."""
+
+    def __init__(self, rate: float) -> None:
+        self.rate = rate
+        self._tokens, self._at = rate, time.monotonic()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        """Whether one more call may be answered now."""
+        if self.rate <= 0:
+            return True
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.rate, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
 
 
 class GrounderHolder:
@@ -164,6 +188,10 @@ def load_map(node: Any, request: Any, response: Any) -> Any:
         response.message, response.success = node.mapper.load(path), True
     except (OSError, EmbodiedError) as err:
         response.message, response.success = f"map not loaded: {err}", False
+    except Exception as err:  # noqa: BLE001 - a corrupt file: numpy, zipfile and json raise their own kinds
+        response.success = False
+        response.message = (f"map not loaded: {path} is unreadable ({type(err).__name__}: {err}); "
+                            "the current map is kept")
     _log(node, response)
     return response
 
@@ -200,11 +228,20 @@ SERVICES: tuple[tuple[str, str, Any], ...] = (
 
 
 def register(node: Any, callback_group: Any) -> list[Any]:
-    """Create every service of :data:`SERVICES` on ``node``; a handler that raises still answers (success false)."""
+    """Create every service of :data:`SERVICES` on ``node``; a handler that raises still answers (success false),
+    and ~/ground and ~/describe answer "busy" at once beyond ``max_ground_rate`` calls a second."""
     types = _types()
+    rate = CallRate(node.config.max_ground_rate)
 
     def guarded(handler: Any) -> Any:
         def call(request: Any, response: Any) -> Any:
+            if handler.__name__ in LIMITED and not rate.take():
+                response.success = False
+                response.message = (f"busy: more than {rate.rate:g} ~/ground and ~/describe calls a second "
+                                    "(max_ground_rate); ask again")
+                node.faults.report(f"~/ground and ~/describe called more than {rate.rate:g} times a second: "
+                                   "the calls over it are answered busy")
+                return response
             try:
                 return handler(node, request, response)
             except Exception as err:  # noqa: BLE001 - a service must answer, never take the node down
