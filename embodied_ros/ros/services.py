@@ -24,29 +24,34 @@ from .conversions import to_rclpy
 from .map_store import map_path
 
 MAX_PHRASE_CHARS = 1000
-LIMITED = frozenset({"ground", "describe"})  # handlers under ``max_ground_rate`` (the language calls: the costly ones)
+LIMITED = frozenset({"ground", "describe"})  # handlers under ``max_ground_share`` (the language calls: the costly ones)
+REQUEST_QUEUE = 1000  # requests a service holds while it answers others (a flood is answered, not dropped by DDS)
 
 
-class CallRate:
-    """At most ``rate`` calls a second, a burst of as many allowed (a token bucket); 0: no limit. Thread-safe."""
+class TimeShare:
+    """Calls may take at most ``share`` of the wall time, measured over about a second (a bucket of seconds of
+    work: each call's own duration is paid after it, so one slow call makes the next ones wait their turn);
+    0: no limit. Thread-safe."""
 
-    def __init__(self, rate: float) -> None:
-        self.rate = rate
-        self._tokens, self._at = rate, time.monotonic()
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self._credit, self._at = share, time.monotonic()  # seconds of work that may be spent now
         self._lock = threading.Lock()
 
     def take(self) -> bool:
         """Whether one more call may be answered now."""
-        if self.rate <= 0:
+        if self.share <= 0:
             return True
         with self._lock:
             now = time.monotonic()
-            self._tokens = min(self.rate, self._tokens + (now - self._at) * self.rate)
+            self._credit = min(self.share, self._credit + (now - self._at) * self.share)
             self._at = now
-            if self._tokens < 1.0:
-                return False
-            self._tokens -= 1.0
-            return True
+            return self._credit > 0
+
+    def spent(self, seconds: float) -> None:
+        """A call answered in ``seconds``."""
+        with self._lock:  # a debt of at most one second's share: one slow call is not paid for minutes
+            self._credit = max(self._credit - seconds, -self.share)
 
 
 class GrounderHolder:
@@ -229,26 +234,34 @@ SERVICES: tuple[tuple[str, str, Any], ...] = (
 
 def register(node: Any, callback_group: Any) -> list[Any]:
     """Create every service of :data:`SERVICES` on ``node``; a handler that raises still answers (success false),
-    and ~/ground and ~/describe answer "busy" at once beyond ``max_ground_rate`` calls a second."""
+    and ~/ground and ~/describe answer "busy" at once when they took their share of the time
+    (``max_ground_share``), so a flood of calls is answered quickly and perception goes on."""
+    from rclpy.qos import QoSProfile
+
     types = _types()
-    rate = CallRate(node.config.max_ground_rate)
+    share = TimeShare(node.config.max_ground_share)
 
     def guarded(handler: Any) -> Any:
         def call(request: Any, response: Any) -> Any:
-            if handler.__name__ in LIMITED and not rate.take():
+            limited = handler.__name__ in LIMITED
+            if limited and not share.take():
                 response.success = False
-                response.message = (f"busy: more than {rate.rate:g} ~/ground and ~/describe calls a second "
-                                    "(max_ground_rate); ask again")
-                node.faults.report(f"~/ground and ~/describe called more than {rate.rate:g} times a second: "
-                                   "the calls over it are answered busy")
+                response.message = (f"busy: ~/ground and ~/describe took their share ({share.share:g}) of the "
+                                    "node's time (max_ground_share); ask again")
+                node.faults.report("~/ground and ~/describe are called faster than they answer: the calls over "
+                                   f"max_ground_share {share.share:g} are answered busy")
                 return response
+            start = time.perf_counter()
             try:
                 return handler(node, request, response)
             except Exception as err:  # noqa: BLE001 - a service must answer, never take the node down
                 node.get_logger().error(f"{handler.__name__} failed: {type(err).__name__}: {err}")
                 response.success, response.message = False, f"internal error: {type(err).__name__}: {err}"
                 return response
+            finally:
+                if limited:
+                    share.spent(time.perf_counter() - start)
         return call
 
-    return [node.create_service(types[kind], name, guarded(handler), callback_group=callback_group)
-            for name, kind, handler in SERVICES]
+    return [node.create_service(types[kind], name, guarded(handler), qos_profile=QoSProfile(depth=REQUEST_QUEUE),
+                                callback_group=callback_group) for name, kind, handler in SERVICES]
