@@ -183,7 +183,10 @@ def test_failures_end_with_one_line_and_a_nonzero_exit(tree: Tree, case: str) ->
 
 
 def test_the_node_tests_pass_inside_the_ros2_tree_too(tree: Tree) -> None:
+    """test_ros_node.py, test_ros_parts.py and the node's faults (test_ros_node_faults.py: its TF cases need
+    tf2_ros, which only this tree has) pass here, nothing skipped."""
     done = tree.sh(f"cd {REPO} && python -m pytest -q -p no:cacheprovider -rs tests/test_ros_node.py "
-                   "tests/test_ros_parts.py", timeout=900, name="pytest test_ros_node.py test_ros_parts.py (Cyclone)")
+                   "tests/test_ros_parts.py tests/test_ros_node_faults.py", timeout=1500,
+                   name="pytest test_ros_node.py test_ros_parts.py test_ros_node_faults.py (Cyclone)")
     summary = [line for line in done.stdout.splitlines() if re.fullmatch(r"\d+ passed.* in [\d.]+s.*", line.strip())]
     assert done.returncode == 0 and len(summary) == 1 and "skipped" not in summary[0], done.stdout[-4000:]

@@ -167,7 +167,8 @@ def prepare(source: FrameSource, options: RecordingOptions, frames: list[Frame] 
                                          and not source.gravity_aligned)
     if frames is None:
         frames = sample_frames(source) if wanted else []
-    camera = check_camera(frames[0].K, frames[0].width, frames[0].height) if frames else None
+    first = frames[:1] or sample_frames(source, (0,))  # a source that needs no other check: its first frame
+    camera = check_camera(first[0].K, first[0].width, first[0].height) if first else None
     if camera is not None and camera.problem:  # nothing else is worth checking on such frames
         return Preflight(identity, None, "not estimated: the camera cannot be a camera's", None,
                          f"{source.name}: the intrinsics ({source.intrinsics_note}) cannot be a camera's: "
