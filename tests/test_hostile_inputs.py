@@ -12,6 +12,7 @@ import json
 import logging
 import shutil
 import signal
+import sqlite3
 import warnings
 from pathlib import Path
 
@@ -76,7 +77,7 @@ def test_an_unusual_camera_runs_with_one_warning(tmp_path: Path, capsys: pytest.
                                                  caplog: pytest.LogCaptureFixture) -> None:
     kitchen = _kitchen(tmp_path / "k", "585 0 150\n0 585 240\n0 0 1\n", frames=2)  # principal point off-centre
     rc, text, _ = _run(["inspect", kitchen], capsys)
-    assert rc == 0 and "camera:       field of view 53.3 x 44.6 deg: unusual: cx 150 is 27% of the image" in text
+    assert rc == 0 and "camera:       field of view 54.3 x 44.6 deg: unusual: cx 150 is 27% of the image" in text
     rc, _, err = _run(_run_args(kitchen, tmp_path / "out", "--no-inputs"), capsys)
     warned = [r.getMessage() for r in caplog.records if "an unusual camera" in r.getMessage()]
     assert rc == 0 and len(warned) == 1 and "cx 150 is 27% of the image from its centre" in warned[0], err
@@ -283,7 +284,8 @@ def test_an_empty_metadata_yaml_reads_the_mcap_beside_it(kitchen_run: Path, tmp_
     db = tmp_path / "db"
     db.mkdir()
     (db / "metadata.yaml").write_text("")
-    (db / "bag_0.db3").write_bytes(b"")
+    with sqlite3.connect(db / "bag_0.db3") as storage:  # a storage file whose metadata never got written
+        storage.execute("CREATE TABLE topics(id INTEGER PRIMARY KEY, name TEXT)")
     rc, _, err = _run(["inspect", db], capsys)
     assert rc == 2 and "metadata.yaml is empty" in _error(err) and f"ros2 bag reindex {db}" in _error(err)
     assert "NoneType" not in err
