@@ -228,8 +228,8 @@ class RosbagSource(FrameSource):
 
     def _metadata_fallback(self, err: Exception) -> Path | None:
         """A folder's only .mcap, to read on its own when its metadata.yaml made ``err`` (MCAP describes
-        itself: a recorder that did not finish leaves an empty or partial metadata.yaml); None when the
-        folder has no metadata.yaml (``err`` is another fault).
+        itself: a recorder that did not finish leaves an empty or partial metadata.yaml); None when ``err``
+        is another fault.
 
         Raises:
             InputError: the metadata.yaml is unusable and there is no single .mcap to read instead.
@@ -241,6 +241,8 @@ class RosbagSource(FrameSource):
             empty = yaml.safe_load(meta.read_text()) is None
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             empty = False
+        if not (empty or "metadata" in str(err).lower()):  # rosbags names its metadata faults so
+            return None
         problem = "is empty" if empty else f"cannot be used ({_one_line(err)})"
         if len(mcaps) != 1:
             raise InputError(f"cannot read rosbag {self.path}: its metadata.yaml {problem}; a recorder that did not "
