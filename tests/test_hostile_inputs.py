@@ -340,9 +340,12 @@ def test_ctrl_c_while_the_model_loads_writes_nothing(tmp_path: Path, capsys: pyt
 
     handler = _InterruptOnLoad()
     logging.getLogger("embodied_ros").addHandler(handler)
+    # Python's own Ctrl-C handler, as in a terminal (a shell's background job starts with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with caplog.at_level(logging.INFO):
             rc, _, err = _run(_run_args(_kitchen(tmp_path / "k"), tmp_path / "out"), capsys)
     finally:
         logging.getLogger("embodied_ros").removeHandler(handler)
+        signal.signal(signal.SIGINT, previous)
     assert rc == 130 and "interrupted" in err and not (tmp_path / "out").exists()

@@ -255,13 +255,17 @@ def test_images_10_s_old_are_said_once_and_still_mapped_at_their_stamps(ros: Any
     assert node.worker.stats.processed == 4 and not node.failed.done()
 
 
-def test_a_flood_of_ground_calls_is_answered_in_bounded_time_and_perception_goes_on(ros: Any) -> None:
-    """100 calls a second for 3 s from another process (tests/ros_flood.py), empty and 10 kB phrases among them."""
-    node, publisher = _node(ros, "flood")
+@pytest.mark.parametrize("share", [0.3, 0.02], ids=["default share", "small share"])
+def test_a_flood_of_ground_calls_is_answered_in_bounded_time_and_perception_goes_on(ros: Any, share: float) -> None:
+    """100 calls a second for 3 s from another process (tests/ros_flood.py), empty and 10 kB phrases among them:
+    every call answered, none waiting behind the flood, perception going on; past ``max_ground_share`` the
+    calls are answered busy at once, and that is said once."""
+    name = f"flood{len(ros.nodes)}"
+    node, publisher = _node(ros, name, max_ground_share=share)
     _feed(node, publisher, ros.frames[0])
     frames_before = node.worker.stats.processed
     flood = subprocess.Popen([sys.executable, str(Path(__file__).with_name("ros_flood.py")),
-                              "/flood/embodied_perception/ground", "100", "3"], stdout=subprocess.PIPE, text=True,
+                              f"/{name}/embodied_perception/ground", "100", "3"], stdout=subprocess.PIPE, text=True,
                              env=os.environ.copy())
     time.sleep(1.0)
     publisher.publish(ros.frames[1], settle=0.05)  # perception goes on during the flood
@@ -270,19 +274,36 @@ def test_a_flood_of_ground_calls_is_answered_in_bounded_time_and_perception_goes
     calls = report["calls"]
     latencies = np.array([c["seconds"] for c in calls if c["seconds"] is not None])
     busy = sum(c["message"].startswith("busy:") for c in calls)
-    print(f"{report['sent']} calls in 3 s: {len(latencies)} answered, in median {1000 * np.median(latencies):.0f} ms, "
-          f"p90 {1000 * np.percentile(latencies, 90):.0f} ms, max {1000 * latencies.max():.0f} ms; {busy} busy")
+    print(f"max_ground_share {share}: {report['sent']} calls in 3 s, {len(latencies)} answered in median "
+          f"{1000 * np.median(latencies):.0f} ms, p90 {1000 * np.percentile(latencies, 90):.0f} ms, max "
+          f"{1000 * latencies.max():.0f} ms; {busy} busy")
     assert report["sent"] >= 250 and len(latencies) == report["sent"], "calls never answered"
     assert latencies.max() < 10.0  # bounded: a call does not wait behind the flood
-    assert 0 < busy < len(calls)
     for c in calls:
         if c["length"] == 0 and not c["message"].startswith("busy:"):
             assert not c["success"] and "empty phrase" in c["message"]
         if c["length"] == 10_000 and not c["message"].startswith("busy:"):
             assert not c["success"] and "too long (10000 characters" in c["message"]
     assert wait_until(lambda: node.worker.stats.processed > frames_before, 60), "perception stalled"
-    expect = "are called faster than they answer"
-    assert expect in _diagnosed(ros, node, expect) and _said(ros, node, expect) == 1
+    if share < 0.1:  # the flood is more than the share: the calls beyond it are busy, said once
+        assert 0 < busy < len(calls)
+        expect = "are called faster than they answer"
+        assert expect in _diagnosed(ros, node, expect) and _said(ros, node, expect) == 1
+
+
+def test_the_services_time_share_refills() -> None:
+    """max_ground_share's bucket: a call that took longer than the share makes the next ones busy for at most
+    about a second, then calls are answered again."""
+    pytest.importorskip("rclpy", reason="the node's services module needs ROS 2 (rclpy)")
+    from embodied_ros.ros.services import TimeShare
+
+    share = TimeShare(0.3)
+    assert share.take()
+    share.spent(5.0)  # one slow call: a debt of at most one second's share
+    assert not share.take()
+    time.sleep(1.1)
+    assert share.take()
+    assert TimeShare(0.0).take()  # 0: no limit
 
 
 def test_load_map_of_a_corrupt_file_keeps_the_map(ros: Any) -> None:
