@@ -1,6 +1,6 @@
 """A flood of ~/ground calls from a process of its own, as another node on the network would send them.
 
-Run by tests/test_ros_node_faults.py (same ROS domain, through the environment):
+Run by tests/test_ros_node_faults.py and tests/test_ros2_tree.py (same ROS domain, through the environment):
 ``python tests/ros_flood.py SERVICE RATE SECONDS``. It calls SERVICE RATE times a second for SECONDS
 with the phrases of :data:`PHRASES` in turn, waits up to 60 s for the answers, and prints one JSON line:
 the calls sent, for each the seconds to its answer (null: none came) and the answer's success and message.
@@ -21,7 +21,10 @@ PHRASES = ("the cup", "", "x" * 10_000, "the chair next to the table")
 
 def main() -> None:
     service, rate, seconds = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-    use_interfaces(build_interfaces(BUILD_DIR / flavour()))  # built by the test's process already: cached
+    try:
+        import embodied_ros.srv  # noqa: F401 - a colcon workspace (the ROS 2 tree) has them
+    except ImportError:
+        use_interfaces(build_interfaces(BUILD_DIR / flavour()))  # built by the test's process already: cached
     import rclpy
     from embodied_ros.srv import Ground
     from rclpy.executors import SingleThreadedExecutor

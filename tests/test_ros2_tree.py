@@ -139,6 +139,30 @@ def test_launch_play_services_save_restart_and_ctrl_c_as_the_readme_writes_them(
     assert not restarted.session()
 
 
+def test_a_flood_of_ground_calls_on_the_launched_node(tree: Tree) -> None:
+    """The node as launched (a process of its own), 100 ~/ground calls a second for 3 s from another
+    (tests/ros_flood.py): every call answered, none waiting long, perception and the services going on."""
+    import json
+
+    launch = _start(tree, LAUNCH, "flood_node")
+    assert launch.wait_for("ready:", 240), launch.output()[-3000:]
+    player = _start(tree, f"{PLAY} --max-frames 10", "flood_play")
+    assert player.wait(180) == 0, player.output()
+    done = tree.sh(f"python {REPO}/tests/ros_flood.py {NODE}/ground 100 3", timeout=240, name="ros_flood.py")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    seconds = sorted(c["seconds"] for c in report["calls"] if c["seconds"] is not None)
+    busy = sum(c["message"].startswith("busy:") for c in report["calls"])
+    median = seconds[len(seconds) // 2]
+    print(f"launched node: {report['sent']} calls in 3 s, {len(seconds)} answered, median {median:.3f} s, max "
+          f"{seconds[-1]:.3f} s, {busy} busy")
+    assert report["sent"] >= 250 and len(seconds) == report["sent"] and seconds[-1] < 10.0
+    assert "success=True" in tree.sh(GROUND).stdout  # answered as before the flood
+    diagnostics = _diagnostics(tree, until=("pairs", "10"))
+    assert diagnostics["pairs"] == "10" and diagnostics["state"] == "ready", diagnostics
+    assert launch.interrupt() == 0
+    _no_traceback(launch.output())
+
+
 def test_a_bag_that_embodied_ros_run_wrote_plays_into_the_node(tree: Tree, kitchen_run: Any) -> None:
     topics = ("color_topic:=/rgb/image_raw/compressed depth_topic:=/depth_to_rgb/image_raw/compressedDepth "
               "camera_info_topic:=/rgb/camera_info")  # as embodied-ros run writes them
