@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from .display_text import escaped_output
 from .errors import EmbodiedError, InputError, ModelError, os_error_line
 from .memory.config import MemoryConfig
 from .network.weights import DEFAULT_MODEL
@@ -164,9 +165,7 @@ def _open_recording(args: argparse.Namespace) -> tuple[FrameSource, RecordingOpt
 def _frames_to_run(total: int, stride: int, max_frames: int | None) -> int | None:
     """How many frames a run over ``total`` reads (None: unknown, a live camera)."""
     n = (total + stride - 1) // stride if total else None
-    if max_frames is not None:
-        n = min(n, max_frames) if n is not None else max_frames
-    return n
+    return (min(n, max_frames) if n is not None else max_frames) if max_frames is not None else n
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -176,9 +175,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .outputs.run_folder import check_free_space, check_output_folder
     from .sources.preflight import prepare_or_stop
 
-    check_output_folder(args.out, args.overwrite)  # first, and touching nothing: a refusal loses nothing
+    check_output_folder(args.out, args.overwrite, reads=(args.source, args.poses))  # first: a refusal loses nothing
     recording, options = _open_recording(args)
-    with recording:
+    with recording:  # the free space a run needs counts its frames: checked before any frame or the model is read
+        n = _frames_to_run(len(recording), args.stride, args.max_frames)
+        check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)
         source = prepare_or_stop(recording, options)
         config = PipelineConfig(
             runtime=ModelChoice(model=args.model, weights=str(args.weights or ""),
@@ -198,8 +199,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             perceptor = config.build_perceptor()
         mapper = SceneMapper(config, perceptor)
-        n = _frames_to_run(len(source), args.stride, args.max_frames)
-        check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)
         return _run_into_folder(args, source, mapper, n)
 
 
@@ -250,16 +249,13 @@ def _run_into_folder(args: argparse.Namespace, source: FrameSource, mapper: Scen
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    """Print what a run would see; exit 1 when a run would not go ahead (the line says why)."""
+    """Print what a run would see; exit 1 when a run would not go ahead (the last line says why), 2 (run's line)
+    when the recording cannot be used at all."""
     from tqdm import tqdm
 
-    from .inspection import inspect_recording, refusal_text
+    from .inspection import inspect_recording
 
-    try:
-        source, options = _open_recording(args)
-    except InputError as err:  # a whole-recording fault: the report is its one line
-        print(refusal_text(str(args.source), str(err)))
-        return 1
+    source, options = _open_recording(args)
     with source:
         n = _frames_to_run(len(source), args.stride, args.max_frames)
         report = inspect_recording(source, options, stride=args.stride, max_frames=args.max_frames,
@@ -495,6 +491,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with escaped_output():  # user text (phrases, paths) never drives the terminal
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+
+_WORDS = ("true", "false", "null")  # JSON's literal words
 
 
 class EmbodiedError(Exception):
@@ -51,7 +54,9 @@ def json_error_line(err: ValueError) -> str:
         return str(err)
     if not err.doc.strip():
         return "the file is empty"
-    if err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string"):
+    tail = err.doc[err.pos:].rstrip()  # cut inside a last token ("1.", "tr"): the parser stops on it
+    if (err.pos >= len(err.doc.rstrip()) or err.msg.startswith("Unterminated string")
+            or (len(tail) < 5 and (re.fullmatch(r"[-+.\deE]+", tail) or any(w.startswith(tail) for w in _WORDS)))):
         return (f"the file is cut short (its JSON stops mid-way, after {len(err.doc)} characters): whatever wrote it "
                 "did not finish (stopped, or the disk was full)")
     return f"not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})"

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import FrameError
+from .errors import FrameError, InputError
 from .sources.base import FrameSource
 from .sources.preflight import RecordingOptions, prepare
 
@@ -63,6 +63,7 @@ class Inspection:
             lines.append(("image", f"{self.size[0]}x{self.size[1]}"))
             lines.append(("intrinsics", f"fx {K[0, 0]:.1f} fy {K[1, 1]:.1f} cx {K[0, 2]:.1f} cy {K[1, 2]:.1f} "
                                         f"({self.notes['intrinsics']})"))
+            lines.append(("camera", self.notes["camera"]))
         if self.depth_range_m is not None:
             lo, hi = self.depth_range_m
             lines.append(("depth", f"{lo:.2f}-{hi:.2f} m (1st-99th percentile), {100 * self.depth_valid:.0f} % "
@@ -83,11 +84,6 @@ def _lines_text(lines: list[tuple[str, str]]) -> str:
     return "\n".join(f"{label + ':' if label else '':13s} {text}" for label, text in lines)
 
 
-def refusal_text(name: str, reason: str) -> str:
-    """``inspect``'s report on a recording that cannot even be opened: why a run would not go ahead."""
-    return _lines_text([("recording", name), ("a run would", f"not go ahead: {reason}")])
-
-
 def inspect_recording(source: FrameSource, options: RecordingOptions, stride: int = 1, max_frames: int | None = None,
                       progress: Callable[[Iterator], Iterator] | None = None) -> Inspection:
     """Read the recording as a run would (with the same checks) and gather what ``inspect`` prints.
@@ -97,8 +93,14 @@ def inspect_recording(source: FrameSource, options: RecordingOptions, stride: in
         options: the recording options of the run.
         stride, max_frames: which frames to read.
         progress: wraps the frame iterator (e.g. tqdm).
+
+    Raises:
+        InputError: the camera cannot be a camera's (the line ``run`` stops with, before reading on).
     """
     preflight = prepare(source, options)
+    camera = preflight.camera
+    if camera is not None and camera.problem:
+        raise InputError(preflight.problem)
     stamps: list[int] = []
     problems: list[str] = []
     depths: list[np.ndarray] = []
@@ -123,6 +125,7 @@ def inspect_recording(source: FrameSource, options: RecordingOptions, stride: in
     check = preflight.pose_check
     notes = {
         "intrinsics": source.intrinsics_note,
+        "camera": camera.summary() if camera is not None else "not checked (no readable frame among the first)",
         "registration": source.registration_note,
         "gravity": preflight.gravity,
         "poses": check.summary() if check is not None else "not checked (exact by construction)",

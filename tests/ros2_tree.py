@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("EMBODIED_ROS_SHARED", REPO.parent / "shared"))
+SHARED = Path(os.environ.get("EMBODIED_ROS_SHARED", "")) if os.environ.get("EMBODIED_ROS_SHARED") else (
+    # ../shared beside the checkout, or the folder holding $EMBODIED_ROS_DATA (a checkout elsewhere, e.g. a worktree)
+    Path(os.environ["EMBODIED_ROS_DATA"]).parent if os.environ.get("EMBODIED_ROS_DATA") else REPO.parent / "shared")
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", SHARED / "data"))
 ARCHIVE = SHARED / "ros2" / "ros2-jazzy-min-debian12-py311.tar.zst"
 BUILD = REPO / "build" / "ros2_tree"

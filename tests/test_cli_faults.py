@@ -275,8 +275,8 @@ def test_bad_intrinsics_are_named_once_with_their_file(tmp_path: Path, capsys: p
     assert rc == 2 and "camera-intrinsics.txt" in line and "fx = 0" in line
     assert not out.exists()  # no empty bag to block the next run
     assert not [r for r in caplog.records if "skipped" in r.getMessage()]  # one fault, not one per frame
-    rc, text, _ = _run(["inspect", kitchen], capsys)
-    assert rc == 1 and "a run would:  not go ahead:" in text and "fx = 0" in text
+    rc, _, err = _run(["inspect", kitchen], capsys)  # the recording cannot be used at all: run's own line
+    assert rc == 2 and "camera-intrinsics.txt" in _error(err) and "fx = 0" in _error(err)
 
 
 @needs_data

@@ -139,6 +139,30 @@ def test_launch_play_services_save_restart_and_ctrl_c_as_the_readme_writes_them(
     assert not restarted.session()
 
 
+def test_a_flood_of_ground_calls_on_the_launched_node(tree: Tree) -> None:
+    """The node as launched (a process of its own), 100 ~/ground calls a second for 3 s from another
+    (tests/ros_flood.py): every call answered, none waiting long, perception and the services going on."""
+    import json
+
+    launch = _start(tree, LAUNCH, "flood_node")
+    assert launch.wait_for("ready:", 240), launch.output()[-3000:]
+    player = _start(tree, f"{PLAY} --max-frames 10", "flood_play")
+    assert player.wait(180) == 0, player.output()
+    done = tree.sh(f"python {REPO}/tests/ros_flood.py {NODE}/ground 100 3", timeout=240, name="ros_flood.py")
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    seconds = sorted(c["seconds"] for c in report["calls"] if c["seconds"] is not None)
+    busy = sum(c["message"].startswith("busy:") for c in report["calls"])
+    median = seconds[len(seconds) // 2]
+    print(f"launched node: {report['sent']} calls in 3 s, {len(seconds)} answered, median {median:.3f} s, max "
+          f"{seconds[-1]:.3f} s, {busy} busy")
+    assert report["sent"] >= 250 and len(seconds) == report["sent"] and seconds[-1] < 10.0
+    assert "success=True" in tree.sh(GROUND).stdout  # answered as before the flood
+    diagnostics = _diagnostics(tree, until=("pairs", "10"))
+    assert diagnostics["pairs"] == "10" and diagnostics["state"] == "ready", diagnostics
+    assert launch.interrupt() == 0
+    _no_traceback(launch.output())
+
+
 def test_a_bag_that_embodied_ros_run_wrote_plays_into_the_node(tree: Tree, kitchen_run: Any) -> None:
     topics = ("color_topic:=/rgb/image_raw/compressed depth_topic:=/depth_to_rgb/image_raw/compressedDepth "
               "camera_info_topic:=/rgb/camera_info")  # as embodied-ros run writes them
@@ -205,8 +229,10 @@ def test_failures_end_with_one_line_and_a_nonzero_exit(tree: Tree, case: str) ->
 
 
 def test_the_node_tests_pass_inside_the_ros2_tree_too(tree: Tree) -> None:
+    """test_ros_node.py, test_ros_parts.py and the node's faults (test_ros_node_faults.py: its TF cases need
+    tf2_ros, which only this tree has) pass here, nothing skipped."""
     done = tree.sh(f"cd {REPO} && python -m pytest -q -p no:cacheprovider -rs tests/test_ros_node.py "
-                   "tests/test_ros_parts.py tests/test_ros_detector.py", timeout=1200,
-                   name="pytest test_ros_node.py test_ros_parts.py test_ros_detector.py (Cyclone)")
+                   "tests/test_ros_parts.py tests/test_ros_node_faults.py tests/test_ros_detector.py", timeout=1800,
+                   name="pytest test_ros_node.py test_ros_parts.py test_ros_node_faults.py test_ros_detector.py (Cyclone)")
     summary = [line for line in done.stdout.splitlines() if re.fullmatch(r"\d+ passed.* in [\d.]+s.*", line.strip())]
     assert done.returncode == 0 and len(summary) == 1 and "skipped" not in summary[0], done.stdout[-4000:]

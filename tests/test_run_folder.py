@@ -95,7 +95,8 @@ def test_folders_that_are_not_the_tools_are_refused(tmp_path: Path) -> None:
         check_output_folder(tmp_path / "mine", overwrite=True)
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / MARKER).write_text('{"format": "embodied_ros/run", "files": ["objects.js')  # cut short
-    with pytest.raises(OutputError, match="holds no run of this tool"):
+    with pytest.raises(OutputError, match=f"its {MARKER} cannot be read \\(the file is cut short .*remove its run's "
+                                          "files and the marker yourself"):
         check_output_folder(tmp_path / "broken", overwrite=True)
     (tmp_path / "link").symlink_to(tmp_path / "nowhere")
     with pytest.raises(OutputError, match="a link to nothing"):

@@ -27,6 +27,20 @@ from .viewpoint import Viewpoint
 __all__ = ["describe_command", "ground_command", "scene_graph_command"]
 
 CAMERA_POSES_FILE = "camera_poses.json"  # outputs.camera_poses.CAMERA_POSES_FILE (not imported: outputs/ is slow)
+PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg")  # what --picture writes (the map and the frame alike)
+PICTURE_IN_FOLDER = "answer.png"  # the name --picture FOLDER writes in that folder
+
+
+def picture_path(picture: Path) -> Path:
+    """The file ``--picture`` writes: the name given, or ``answer.png`` in a folder given; InputError when
+    the name has no suffix a picture is written in (saying which it has)."""
+    picture = Path(picture)
+    if picture.is_dir():
+        return picture / PICTURE_IN_FOLDER
+    if picture.suffix.lower() not in PICTURE_SUFFIXES:
+        raise InputError(f"--picture {picture}: a picture is written as {', '.join(PICTURE_SUFFIXES)}: give a file "
+                         f"name ending in one of them (or a folder, to write {PICTURE_IN_FOLDER} in it)")
+    return picture
 
 
 @dataclass(frozen=True)
@@ -111,9 +125,9 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         run_dir: output folder of ``embodied-ros run`` (holds memory.json, and scene.mcap for the picture).
         phrase: the referring phrase.
         json_out: print the result as JSON instead of text.
-        picture: PNG to write: a top-down map with the answer emphasised; when the run's bag holds
-            its input frames, also ``<picture stem>_frame.png``: the answer drawn on the frame where
-            it was last seen.
+        picture: picture to write (.png, .jpg or .jpeg; a folder: ``answer.png`` in it): a top-down map
+            with the answer emphasised; when the run's bag holds its input frames, also
+            ``<picture stem>_frame<suffix>``: the answer drawn on the frame where it was last seen.
         from_frame: the frame whose camera viewer-centred words ("on the left") refer to; None:
             the run's last frame.
         all_objects: ground among every object of the memory, not only the published ones.
@@ -124,6 +138,7 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         0 when an object was found, 1 when the phrase has no answer, 2 for an unusable run folder.
     """
     try:
+        picture = picture_path(picture) if picture is not None else None
         run = _load_run(run_dir, from_frame, all_objects, parser)
     except (EmbodiedError, OSError) as exc:
         print(f"embodied-ros: error: {exc}", file=sys.stderr)
@@ -141,14 +156,13 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         from ..outputs.pictures import save_rgb
         from .picture import answer_on_recorded_frame, save_grounding_map
 
-        picture = Path(picture)
         try:
             picture.parent.mkdir(parents=True, exist_ok=True)
             save_grounding_map(picture, snapshot, result, memory.config.min_observations)
             written.append(str(picture))
             image = answer_on_recorded_frame(run.path.parent / "scene.mcap", snapshot, result)
             if image is not None:
-                frame_path = picture.with_name(picture.stem + "_frame.png")
+                frame_path = picture.with_name(f"{picture.stem}_frame{picture.suffix}")
                 save_rgb(frame_path, image)
                 written.append(str(frame_path))
         except OSError as exc:
@@ -178,8 +192,9 @@ def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool
         all_objects: describe every object of the memory, not only the published ones.
 
     Returns:
-        0 when every described object got a unique description that is true of it, 1 when some did not
-        (or the id is unknown), 2 for an unusable run folder.
+        0 when the descriptions were printed, whether or not each picks out its object (a result, not a
+        failure: the summary line counts them, the JSON marks each); 1 when ``object_id`` is no object of
+        the run (a line on stderr says so); 2 for an unusable run folder or an unwritable file.
     """
     from .describe import describe_objects
 
@@ -190,7 +205,8 @@ def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool
         return 2
     ids = None if object_id is None else [object_id]
     if object_id is not None and object_id not in {int(i) for i in run.snapshot.ids}:
-        print(f"no object #{object_id} in {run.path}")
+        known = ", ".join(str(int(i)) for i in sorted(run.snapshot.ids)[:20]) or "none"
+        print(f"embodied-ros: no object #{object_id} among the objects of {run.path} (ids: {known})", file=sys.stderr)
         return 1
     found = describe_objects(run.grounder, run.snapshot, ids, viewpoint=run.viewpoint,
                              vocabulary=run.memory.vocabulary, min_observations=run.memory.config.min_observations)
@@ -216,7 +232,7 @@ def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool
         print(f"{sum(d.unique and d.true for d in found)} of {len(found)} descriptions pick out their object; "
               f"{sum(d.true for d in found)} of {len(found)} are true of it (checked by grounding each)"
               + (f"; dense captions written to {dense_captions}" if dense_captions else ""))
-    return 0 if all(d.unique and d.true for d in found) else 1
+    return 0
 
 
 def scene_graph_command(run_dir: Path, out: Path | None = None, from_frame: int | None = None,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..display_text import for_picture
 from ..errors import EmbodiedError
 from ..frame import Frame
 from ..geometry.boxes import box_corners
@@ -53,7 +54,7 @@ def save_grounding_map(path: Path, snapshot: MemorySnapshot, result: GroundingRe
     def outline(obj: SceneObject, color: tuple[float, float, float], lw: float, ls: str, label: str) -> None:
         fp = box_corners(obj.box)[0, :4, :2]
         ax.add_patch(Polygon(fp, closed=True, fill=False, edgecolor=color, lw=lw, ls=ls))
-        ax.text(obj.box[0], obj.box[1], label, fontsize=8, ha="center", va="center", color=color,
+        ax.text(obj.box[0], obj.box[1], for_picture(label), fontsize=8, ha="center", va="center", color=color,
                 bbox=dict(facecolor="white", alpha=0.7, lw=0, pad=1))
 
     if result.best is not None:
@@ -70,7 +71,7 @@ def save_grounding_map(path: Path, snapshot: MemorySnapshot, result: GroundingRe
     ax.set_ylabel("y (m)")
     ax.grid(True, lw=0.3)
     title = f'"{result.phrase[:120]}"\n' + "\n".join(textwrap.wrap(result.message, 90)[:3])
-    ax.set_title(title, fontsize=9)
+    ax.set_title(for_picture(title), fontsize=9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

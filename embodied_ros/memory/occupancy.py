@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import zipfile
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -466,7 +467,7 @@ class OccupancyMap:
             config["bounds"] = tuple(config["bounds"]) if config.get("bounds") else None
             occ = cls(**config)
             occ._blocks.restore(arrays)
-        except (OSError, ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as err:
             raise InputError(f"{path}: not an occupancy map: {err}") from None
         occ._vocabulary = [str(n) for n in meta["vocabulary"]]
         occ._class_of = {n: i for i, n in enumerate(occ._vocabulary)}

@@ -7,6 +7,12 @@ import numpy as np
 _RAY_STEP = 0.5  # samples per voxel edge: half-voxel spacing visits every voxel a ray crosses but corners
 _RAY_GROUPS = 6  # rays are sampled in this many groups of similar length (less padding)
 _MASK_LIMIT = 1 << 25  # cells of the per-frame dense scratch mask; larger frames fall back to np.unique
+# Bounds on one call's work and memory whatever the camera, pose or settings say (a camera check
+# keeps real frames far inside them): a ray is cut at _MAX_RAY_VOXELS (its end then gives no hit),
+# when the rays would need more than _MAX_SAMPLES samples, every k-th of them is carved, and a group's
+# (rays, samples) grid holds at most _MAX_SAMPLES cells.
+_MAX_RAY_VOXELS = 4096.0
+_MAX_SAMPLES = 1 << 22
 
 
 def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
@@ -28,6 +34,10 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
     if len(seg) == 0:
         return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
     length = np.linalg.norm(seg, axis=1)
+    if length.max() > _MAX_RAY_VOXELS:
+        cut = length > _MAX_RAY_VOXELS
+        seg = np.where(cut[:, None], seg * (_MAX_RAY_VOXELS / np.maximum(length, 1e-9))[:, None], seg)
+        hit, length = hit & ~cut, np.minimum(length, _MAX_RAY_VOXELS)
     n = np.where(length > 1.0, np.floor((length - 1.0) / _RAY_STEP).astype(np.int64) + 1, 0)
     end = origin + seg
     lo = np.floor(np.minimum(origin, end.min(axis=0))).astype(np.int64) - 1  # a voxel of margin for rounding
@@ -41,8 +51,11 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
     # at once on a (rays, most samples) grid, a ray's surplus samples clamped onto its last one,
     # so the padding repeats a cell instead of needing a mask and stays small.
     rays = np.flatnonzero((n > 0) if carve is None else (n > 0) & carve)
+    if n[rays].sum() > _MAX_SAMPLES:
+        rays = rays[:: -(-int(n[rays].sum()) // _MAX_SAMPLES)]
     rays = rays[np.argsort(n[rays], kind="stable")]
-    for group in np.array_split(rays, min(_RAY_GROUPS, len(rays))) if len(rays) else []:
+    groups = max(_RAY_GROUPS, -(-len(rays) * int(n[rays].max(initial=1)) // _MAX_SAMPLES))
+    for group in np.array_split(rays, min(groups, len(rays))) if len(rays) else []:
         ng = n[group]
         unit = (seg[group] / length[group, None]).astype(np.float32)
         t = np.minimum(np.arange(int(ng[-1]), dtype=np.float32)[None, :] * np.float32(_RAY_STEP),

@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 
 from ..detections import Detections2D
+from ..display_text import for_picture
 from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners
 from ..geometry.transforms import invert_transform, transform_points
@@ -132,12 +133,13 @@ def draw_detections(rgb: np.ndarray, detections: Detections2D, min_score: float 
 
 
 def save_rgb(path: Path, rgb: np.ndarray) -> None:
-    """Write an RGB uint8 image as PNG.
+    """Write an RGB uint8 image as PNG (as JPEG when ``path`` ends in .jpg or .jpeg).
 
     Encoded in memory and written by Python, so a full or read-only disk is an OSError that names
     its cause (cv2.imwrite only answers False).
     """
-    ok, png = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    suffix = Path(path).suffix.lower()
+    ok, png = cv2.imencode(suffix if suffix in (".jpg", ".jpeg") else ".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     if not ok:
         raise ValueError(f"cannot encode a {rgb.shape} {rgb.dtype} image as PNG")
     Path(path).write_bytes(png.tobytes())
@@ -201,13 +203,13 @@ def save_top_down_map(
         for obj, c in zip(objects, corners, strict=True):
             color = class_color_float(obj.class_name)
             ax.add_patch(Polygon(c[:4, :2], closed=True, fill=False, edgecolor=color, lw=2))
-            ax.text(obj.box[0], obj.box[1], f"{obj.class_name} #{obj.id}", fontsize=7, ha="center",
+            ax.text(obj.box[0], obj.box[1], for_picture(f"{obj.class_name} #{obj.id}"), fontsize=7, ha="center",
                     va="center", color=color, bbox=dict(facecolor="white", alpha=0.6, lw=0, pad=1))
     ax.set_aspect("equal")
     ax.set_xlabel("x (m)")
     ax.set_ylabel("y (m)")
     ax.grid(True, lw=0.3)
-    ax.set_title(title or f"{len(objects)} objects, top-down (world z up)")
+    ax.set_title(for_picture(title or f"{len(objects)} objects, top-down (world z up)"))
     if camera_positions is not None and len(camera_positions):
         ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()

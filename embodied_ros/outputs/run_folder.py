@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from ..errors import OutputError, os_error_line
+from ..errors import OutputError, json_error_line, os_error_line
 
 __all__ = ["MARKER", "PreviousRun", "RunFolder", "check_free_space", "check_output_folder", "read_marker"]
 
@@ -56,8 +56,18 @@ class PreviousRun:
     frames_processed: int
 
 
+def _run_file_name(name: str) -> bool:
+    """A name a run writes: a plain name (no path, not hidden) of :data:`RUN_FILES`."""
+    return name == Path(name).name and not name.startswith(".") and any(fnmatch(name, p) for p in RUN_FILES)
+
+
 def read_marker(folder: Path) -> PreviousRun | None:
-    """The run recorded in ``folder``'s marker; None when there is none or it is unreadable."""
+    """The run recorded in ``folder``'s marker; None when there is none or it is unreadable.
+
+    Only names a run writes are taken from it (:data:`RUN_FILES`): a marker listing anything else
+    (``../victim.txt``, an absolute path, a subfolder, a user's ``notes.txt``) is not this tool's
+    word, so those entries are never replaced or removed (and the next marker leaves them out).
+    """
     try:
         doc = json.loads((folder / MARKER).read_text())
         if doc.get("format") != FORMAT:
@@ -66,7 +76,23 @@ def read_marker(folder: Path) -> PreviousRun | None:
         state, frames = str(doc.get("state", "")), int(doc.get("frames_processed", 0))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return PreviousRun(tuple(f for f in files if f == Path(f).name and not f.startswith(".")), state, frames)
+    return PreviousRun(tuple(f for f in files if _run_file_name(f)), state, frames)
+
+
+def _marker_problem(folder: Path) -> str:
+    """Why ``folder``'s marker, which is there, cannot be read ("" when it can, or is absent)."""
+    path = folder / MARKER
+    if not path.exists() or read_marker(folder) is not None:
+        return ""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as err:
+        return os_error_line(err)
+    except ValueError as err:
+        return json_error_line(err)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        return f"it is not a marker of this tool (no \"format\": \"{FORMAT}\")"
+    return "its \"files\" list is missing or not a list of names"
 
 
 def _is_work_folder(path: Path) -> bool:
@@ -82,19 +108,36 @@ def _nearest_existing(path: Path) -> Path:
     return path
 
 
-def check_output_folder(out: Path, overwrite: bool) -> PreviousRun | None:
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies under it (links followed on both sides)."""
+    path, folder = Path(os.path.realpath(path)), Path(os.path.realpath(folder))
+    return path == folder or folder in path.parents
+
+
+def check_output_folder(out: Path, overwrite: bool, reads: tuple[object, ...] = ()) -> PreviousRun | None:
     """Everything about ``--out`` that can be known before writing; leaves nothing behind.
 
     Writability is tried with a folder made and removed at once (root passes permission bits,
     and a read-only file system shows only on a write).
 
+    Args:
+        out: the output folder.
+        overwrite: a run of this tool there may be replaced.
+        reads: what the run reads (the source, a trajectory file; None or a name such as
+            ``synthetic:7`` that is no path here are passed over): ``out`` must not hold any.
+
     Returns:
         The run already in ``out`` (``overwrite`` given), or None for a new or empty folder.
 
     Raises:
-        OutputError: ``out`` or a folder above it is a file, ``out`` holds files that are not
-            this tool's, holds a run and ``overwrite`` is not given, or cannot be written.
+        OutputError: ``out`` holds what the run reads (even with ``overwrite``), ``out`` or a folder
+            above it is a file, ``out`` holds files that are not this tool's, holds a run and
+            ``overwrite`` is not given, or cannot be written.
     """
+    for read in reads:
+        if read is not None and Path(str(read)).exists() and _inside(Path(str(read)), out):
+            raise OutputError(f"--out {out} holds what the run reads ({read}): writing there would replace it, "
+                              "even with --overwrite; nothing was written: choose another --out")
     existing = _nearest_existing(out)
     if existing.is_symlink() and not existing.exists():
         raise OutputError(f"--out {out}: {existing} is a link to nothing")
@@ -118,6 +161,11 @@ def _check_contents(out: Path, overwrite: bool) -> PreviousRun | None:
     if not entries:
         return None
     previous = read_marker(out)
+    broken = _marker_problem(out)
+    if broken:
+        raise OutputError(f"--out {out}: its {MARKER} cannot be read ({broken}), so which files its run wrote is "
+                          "not known; nothing was written: look at the folder and remove its run's files and the "
+                          "marker yourself, or choose another --out")
     if previous is None:
         older = (f" (its scene.mcap looks like a run of an older version, written without {MARKER}: "
                  "move it away or delete it yourself)" if (out / "scene.mcap").exists() else "")
@@ -126,8 +174,11 @@ def _check_contents(out: Path, overwrite: bool) -> PreviousRun | None:
     if not overwrite:
         raise OutputError(f"--out {out} already holds a run ({previous.frames_processed} frames, {previous.state}); "
                           "pass --overwrite to replace it, or choose another --out")
-    strangers = sorted(p.name for p in entries
-                       if p.name not in previous.files and any(fnmatch(p.name, pattern) for pattern in RUN_FILES))
+    odd = sorted(p.name for p in entries if _run_file_name(p.name) and (p.is_dir() or not p.exists()))
+    if odd:
+        raise OutputError(f"--out {out}: {', '.join(odd)} has a name a run writes but is a folder (or a broken link), "
+                          "which a run cannot replace; nothing was written: move it away or choose another --out")
+    strangers = sorted(p.name for p in entries if p.name not in previous.files and _run_file_name(p.name))
     if strangers:
         raise OutputError(f"--out {out}: {', '.join(strangers)} not written by its run (not in {MARKER}) and a new "
                           "run could replace them; nothing was written: move them away or choose another --out")
@@ -222,7 +273,8 @@ class RunFolder:
             for name in files:
                 os.replace(self.path / name, self.out / name)
             for name in sorted(old - set(files)):
-                (self.out / name).unlink(missing_ok=True)
+                if not (self.out / name).is_dir():  # a folder of that name came after the check: left alone
+                    (self.out / name).unlink(missing_ok=True)
             self._write_marker(files, state, record)
         except OSError as err:
             raise OutputError(f"cannot move the run into {self.out}: {self._user_path(err)}") from None

@@ -106,6 +106,13 @@ class NodeConfig:
     load_map_on_start: bool = False
     # Map loaded by load_map_on_start and saved/loaded when a request names none.
     start_map: str = "default"
+    # A camera pose further than this speed (m/s) from the last frame taken is a jump (a TF glitch, a
+    # relocalisation): its frames are skipped until the time since then makes the move plausible; 0 = no check.
+    max_camera_speed: float = 10.0
+    # Share of the time (0-1, over about a second) ~/ground and ~/describe may spend answering; calls beyond it
+    # are answered at once with success false ("busy"), so a flood of calls neither delays answers nor stalls
+    # perception; 0 = no limit.
+    max_ground_share: float = 0.3
     # Diagnostics period (seconds) on /diagnostics.
     diagnostics_period: float = 1.0
     # Also publish vision_msgs/Detection3DArray on ~/detections (when vision_msgs is installed).
@@ -128,7 +135,8 @@ class NodeConfig:
         if self.backend not in {b.value for b in Backend}:
             raise ConfigError(f"backend must be one of {[b.value for b in Backend]}, got {self.backend!r}")
         for name in ("tf_timeout", "pose_tolerance", "pose_wait", "keyframe_min_translation", "keyframe_min_rotation",
-                     "keyframe_max_interval", "keyframe_max_wait", "image_min_score", "detections_wait"):
+                     "keyframe_max_interval", "keyframe_max_wait", "image_min_score", "detections_wait",
+                     "max_camera_speed", "max_ground_share"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")

@@ -10,7 +10,6 @@ the node with one line (exit code 2).
 
 from __future__ import annotations
 
-import re
 import signal
 import threading
 import time
@@ -36,6 +35,7 @@ from . import services
 from .config import GROUNDER_FROM_MEMORY, InputKind, NodeConfig
 from .conversions import to_rclpy
 from .diagnostics import RateMeter, diagnostic_status
+from .input_checks import FaultLog, InputChecks
 from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLookup, PoseNotYet, start_k4a
 from .keyframes import KeyframeWorker
 from .params import declare_config
@@ -75,7 +75,9 @@ class EmbodiedPerceptionNode(Node):
         self.grounder = services.shared_grounder(self.mapper.config.grounder)
         self.ready = threading.Event()  # the network is loaded
         self.failed: Future = Future()  # result: the one line that ends the node
-        self.problems: dict[str, int] = {}  # bad-input message kind -> count (diagnostics, tests)
+        self.faults = FaultLog(self.get_logger())  # bad input and failed keyframes: said once, in /diagnostics
+        self.checks = InputChecks(config.camera_info_topic, config.max_camera_speed)
+        self._camera_problem = ""  # why the latest camera_info cannot be a camera's
         self.last_problem = ""
         self._unpaired_warned = 0
         detections = config.publish_detections and _vision_msgs_available()
@@ -155,6 +157,11 @@ class EmbodiedPerceptionNode(Node):
     # ---- input -------------------------------------------------------------------------------
 
     def _on_camera_info(self, msg: Any) -> None:
+        self._camera_problem, unusual = self.checks.camera_info(msg)  # its images are skipped while it lasts
+        if unusual:
+            self.get_logger().warning(unusual)
+        if self._camera_problem:
+            return
         self.assembler.on_camera_info(msg)
         if self._before_info is not None:  # the first images may overtake the first camera_info
             pair, self._before_info = self._before_info, None
@@ -163,6 +170,9 @@ class EmbodiedPerceptionNode(Node):
     def _on_pair(self, color: Any, depth: Any) -> None:
         if not self.ready.is_set():
             self._bad_input("the network is still loading")
+            return
+        if self._camera_problem:
+            self._bad_input(self._camera_problem)
             return
         if not self.assembler.has_camera_info:  # wait for it with the newest pair; say so when one is dropped
             if self._before_info is not None:
@@ -176,6 +186,9 @@ class EmbodiedPerceptionNode(Node):
         except FrameError as err:
             self._bad_input(str(err))
             return
+        old = self.checks.image_age(frame, self.get_clock().now().nanoseconds)
+        if old:
+            self._bad_input(old)
         self._pose_and_submit(frame, time.monotonic() + self.config.pose_wait)
 
     def _pose_and_submit(self, frame: Frame, deadline: float) -> None:
@@ -183,6 +196,7 @@ class EmbodiedPerceptionNode(Node):
         with self._assembling:
             try:
                 frame = self.assembler.posed(frame)
+                self.checks.pose_jump(frame)
             except PoseNotYet as err:
                 if time.monotonic() < deadline and len(self._awaiting_pose) < PAIRING_QUEUE:
                     self._awaiting_pose.append((frame, deadline))
@@ -202,11 +216,13 @@ class EmbodiedPerceptionNode(Node):
             self._pose_and_submit(frame, deadline)
 
     def _bad_input(self, message: str) -> None:
-        kind = re.sub(r"\d+", "#", message)[:160]  # one count per kind of problem, whatever the stamp
-        self.problems[kind] = self.problems.get(kind, 0) + 1
         self.last_problem = message
-        if self.problems[kind] == 1 or self.problems[kind] % 100 == 0:  # first of a kind, then every 100th
-            self.get_logger().warning(f"frame skipped: {message} (x{self.problems[kind]})")
+        self.faults.report(message)
+
+    @property
+    def problems(self) -> dict[str, int]:
+        """Bad input and failed keyframes since start: {kind of problem: count} (diagnostics, tests)."""
+        return self.faults.counts()
 
     # ---- keyframe worker thread --------------------------------------------------------------
 
@@ -236,7 +252,7 @@ class EmbodiedPerceptionNode(Node):
 
     def _keyframe_failed(self, message: str) -> None:
         if self.context.ok():  # at shutdown a publish may fail: nothing to say then
-            self.get_logger().error(message)
+            self.faults.report(message)
 
     # ---- diagnostics -------------------------------------------------------------------------
 
@@ -270,21 +286,22 @@ class EmbodiedPerceptionNode(Node):
         from ..messages.convert import header_msg
 
         stats = self.worker.stats
-        problems = [f"{n} x {kind}" for kind, n in self.problems.items()]
+        problems = self.faults.active()
         problems += self.detections.problems() if self.detections is not None else []
         if stats.dropped:
             problems.append(f"{stats.dropped} keyframes skipped ({stats.stale} stale): the network is slower than "
                             "the keyframe rate")
         state = "failed" if self.failed.done() else "ready" if self.ready.is_set() else "loading"
         extra: dict[str, Any] = {"state": state, "objects": len(self.mapper.memory),
-                                 "grounding": self.grounder.error or "ready"}
+                                 "grounding": self.grounder.error or "ready", "bad_input": sum(self.problems.values())}
         if self.inputs is not None:
             extra.update(input_qos=self.inputs.qos.reliability, images_received=self.inputs.received[0],
                          pairs=self.inputs.paired, unpaired_messages=self.inputs.unpaired)
         if self.detections is not None:
             extra.update(self.detections.diagnostics())
-        status = diagnostic_status(f"{self.get_name()}: perception", stats, self._rates[0].rate(stats.received),
-                                   self._rates[1].rate(stats.keyframes), extra, problems[:5])
+        status = diagnostic_status(f"{self.get_fully_qualified_name()}: perception", stats,
+                                   self._rates[0].rate(stats.received), self._rates[1].rate(stats.keyframes), extra,
+                                   problems[:5])
         header = to_rclpy(header_msg("", self.get_clock().now().nanoseconds))
         self.pub_diagnostics.publish(DiagnosticArray(header=header, status=[status]))
 

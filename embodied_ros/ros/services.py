@@ -13,6 +13,7 @@ engine not installed". ~/ground and ~/describe speak about the published objects
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from ..errors import EmbodiedError
@@ -23,6 +24,34 @@ from .conversions import to_rclpy
 from .map_store import map_path
 
 MAX_PHRASE_CHARS = 1000
+LIMITED = frozenset({"ground", "describe"})  # handlers under ``max_ground_share`` (the language calls: the costly ones)
+REQUEST_QUEUE = 1000  # requests a service holds while it answers others (a flood is answered, not dropped by DDS)
+
+
+class TimeShare:
+    """Calls may take at most ``share`` of the wall time, measured over about a second (a bucket of seconds of
+    work: each call's own duration is paid after it, so one slow call makes the next ones wait their turn);
+    0: no limit. Thread-safe."""
+
+    def __init__(self, share: float) -> None:
+        self.share = share
+        self._credit, self._at = share, time.monotonic()  # seconds of work that may be spent now
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        """Whether one more call may be answered now."""
+        if self.share <= 0:
+            return True
+        with self._lock:
+            now = time.monotonic()
+            self._credit = min(self.share, self._credit + (now - self._at) * self.share)
+            self._at = now
+            return self._credit > 0
+
+    def spent(self, seconds: float) -> None:
+        """A call answered in ``seconds``."""
+        with self._lock:  # a debt of at most one second's share: one slow call is not paid for minutes
+            self._credit = max(self._credit - seconds, -self.share)
 
 
 class GrounderHolder:
@@ -164,6 +193,10 @@ def load_map(node: Any, request: Any, response: Any) -> Any:
         response.message, response.success = node.mapper.load(path), True
     except (OSError, EmbodiedError) as err:
         response.message, response.success = f"map not loaded: {err}", False
+    except Exception as err:  # noqa: BLE001 - a corrupt file: numpy, zipfile and json raise their own kinds
+        response.success = False
+        response.message = (f"map not loaded: {path} is unreadable ({type(err).__name__}: {err}); "
+                            "the current map is kept")
     _log(node, response)
     return response
 
@@ -200,18 +233,35 @@ SERVICES: tuple[tuple[str, str, Any], ...] = (
 
 
 def register(node: Any, callback_group: Any) -> list[Any]:
-    """Create every service of :data:`SERVICES` on ``node``; a handler that raises still answers (success false)."""
+    """Create every service of :data:`SERVICES` on ``node``; a handler that raises still answers (success false),
+    and ~/ground and ~/describe answer "busy" at once when they took their share of the time
+    (``max_ground_share``), so a flood of calls is answered quickly and perception goes on."""
+    from rclpy.qos import QoSProfile
+
     types = _types()
+    share = TimeShare(node.config.max_ground_share)
 
     def guarded(handler: Any) -> Any:
         def call(request: Any, response: Any) -> Any:
+            limited = handler.__name__ in LIMITED
+            if limited and not share.take():
+                response.success = False
+                response.message = (f"busy: ~/ground and ~/describe took their share ({share.share:g}) of the "
+                                    "node's time (max_ground_share); ask again")
+                node.faults.report("~/ground and ~/describe are called faster than they answer: the calls over "
+                                   f"max_ground_share {share.share:g} are answered busy")
+                return response
+            start = time.perf_counter()
             try:
                 return handler(node, request, response)
             except Exception as err:  # noqa: BLE001 - a service must answer, never take the node down
                 node.get_logger().error(f"{handler.__name__} failed: {type(err).__name__}: {err}")
                 response.success, response.message = False, f"internal error: {type(err).__name__}: {err}"
                 return response
+            finally:
+                if limited:
+                    share.spent(time.perf_counter() - start)
         return call
 
-    return [node.create_service(types[kind], name, guarded(handler), callback_group=callback_group)
-            for name, kind, handler in SERVICES]
+    return [node.create_service(types[kind], name, guarded(handler), qos_profile=QoSProfile(depth=REQUEST_QUEUE),
+                                callback_group=callback_group) for name, kind, handler in SERVICES]

@@ -13,6 +13,7 @@ from ..errors import FrameError, InputError
 from ..frame import Frame
 from ..geometry.transforms import camera_pose_from_body, gravity_alignment, matrix_from_quat_xyzw
 from .base import FrameSource
+from .camera_checks import check_intrinsics
 from .images import read_color_file, read_depth_file
 from .registration import (
     SEVEN_SCENES_AFFINE_OFFSET_PX,
@@ -47,21 +48,6 @@ def read_matrix(path: Path, shapes: tuple[tuple[int, int], ...], what: str) -> n
         wanted = " or ".join(f"{r}x{c}" for r, c in shapes)
         raise InputError(f"{what} file {path} must hold a finite {wanted} matrix, found shape {values.shape}")
     return values
-
-
-def check_intrinsics(K: np.ndarray, where: str) -> np.ndarray:
-    """``K`` when it can be a pinhole camera's, else InputError naming ``where`` and the value.
-
-    Checked once when a recording opens: a zero or negative focal length (an uncalibrated camera,
-    a file of zeros) makes every frame unusable, which is one fault of the recording, not one per frame.
-    """
-    for name, value, least in (("fx", K[0, 0], None), ("fy", K[1, 1], None), ("cx", K[0, 2], 0.0),
-                               ("cy", K[1, 2], 0.0)):
-        if not np.isfinite(value) or (value <= 0 if least is None else value < least):
-            why = ("a focal length is a positive number of pixels" if least is None else
-                   "the principal point lies in the image (pixels from its top-left corner)")
-            raise InputError(f"{where}: {name} = {value:g}, but {why}; these intrinsics cannot be used")
-    return K
 
 
 def read_intrinsics(path: Path, shapes: tuple[tuple[int, int], ...], what: str = "intrinsics") -> np.ndarray:
@@ -130,6 +116,7 @@ class SevenScenesFolder(FrameSource):
         if not intrinsics.is_file():
             raise InputError(f"7-Scenes folder {self.path}: no camera-intrinsics.txt in it or in its parent folder")
         self.K = read_intrinsics(intrinsics, ((3, 3),))
+        self.intrinsics_note = str(intrinsics)
         stems: dict[int, str] = {}  # frame number -> "frame-NNNNNN" as the files spell it
         for entry in self.path.iterdir():
             match = _FRAME_FILE.match(entry.name)
@@ -251,6 +238,7 @@ class EmbodiedScanDemoFolder(FrameSource):
         if not self._lines:
             raise InputError(f"{poses_file} has no pose lines after its header line")
         self.K = read_intrinsics(self.path / "intrinsic.txt", ((4, 4), (3, 3)))
+        self.intrinsics_note = str(self.path / "intrinsic.txt")
         align_file = self.path / "axis_align_matrix.txt"
         if align_file.is_file():
             self.T_align = read_matrix(align_file, ((4, 4),), "axis-align")

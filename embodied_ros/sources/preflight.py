@@ -1,4 +1,4 @@
-"""Before a run: the recording options, the pose check and gravity, and the source wrapped with their fixes."""
+"""Before a run: the recording options, the camera, the pose check, gravity, and the source wrapped with their fixes."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ..errors import FrameError, InputError
 from ..frame import Frame
 from ..geometry.transforms import gravity_alignment, invert_transform
 from .base import FrameSource
+from .camera_checks import CameraCheck, check_camera
 from .gravity import GravityEstimate, estimate_gravity
 from .pose_check import PoseCheck, PoseConvention, PoseUnits, check_poses, correct_pose
 from .registration import Registration
@@ -47,7 +48,9 @@ class Preflight:
         pose_check: the check's result (None when not checked).
         gravity: one line on the world's "up": given, estimated (and how sure) or unknown.
         estimate: the gravity estimate, when one was made (also for a given gravity, to compare).
-        problem: the line `run` stops with when the poses do not fit, else None.
+        problem: the line `run` stops with when the camera cannot be a camera or the poses do not
+            fit, else None.
+        camera: the camera check of the first readable frame (None when no frame could be read).
     """
 
     source: FrameSource
@@ -55,6 +58,7 @@ class Preflight:
     gravity: str
     estimate: GravityEstimate | None
     problem: str | None
+    camera: CameraCheck | None = None
 
 
 def sample_frames(source: FrameSource, positions: tuple[int, ...] = SAMPLE_POSITIONS) -> list[Frame]:
@@ -104,14 +108,26 @@ class PreparedSource(FrameSource):
         self.gravity_aligned, self.gravity_note = inner.gravity_aligned, inner.gravity_note
         self.T_align = world @ inner.T_align
         self._A, self._A_inv = inner.T_align, invert_transform(inner.T_align)
+        self._camera: tuple[bytes, int, int, str] | None = None  # the last camera checked, and its problem
 
     def pose(self, T: np.ndarray) -> np.ndarray:
         fixed = correct_pose(self._A_inv @ T, self.options.pose_convention, self.options.pose_units)
         return self.world @ self._A @ fixed
 
+    def _camera_problem(self, frame: Frame) -> str:
+        """Why the frame's camera cannot be a camera ("" when it can); checked again only when K or the size change."""
+        key = (frame.K.tobytes(), frame.width, frame.height)
+        if self._camera is None or self._camera[:3] != key:
+            self._camera = (*key, check_camera(frame.K, frame.width, frame.height).problem)
+        return self._camera[3]
+
     def _fix(self, item: Frame | FrameError) -> Frame | FrameError:
         if isinstance(item, FrameError):
             return item
+        problem = self._camera_problem(item)
+        if problem:  # a camera_info of a bag that changes mid-way: that frame is skipped, never run
+            return FrameError(f"frame {item.index} ({item.source_name or self.name}): its intrinsics cannot be a "
+                              f"camera's: {problem}")
         try:
             return replace(item, T_world_camera=self.pose(item.T_world_camera))
         except FrameError as err:
@@ -151,6 +167,12 @@ def prepare(source: FrameSource, options: RecordingOptions, frames: list[Frame] 
                                          and not source.gravity_aligned)
     if frames is None:
         frames = sample_frames(source) if wanted else []
+    first = frames[:1] or sample_frames(source, (0,))  # a source that needs no other check: its first frame
+    camera = check_camera(first[0].K, first[0].width, first[0].height) if first else None
+    if camera is not None and camera.problem:  # nothing else is worth checking on such frames
+        return Preflight(identity, None, "not estimated: the camera cannot be a camera's", None,
+                         f"{source.name}: the intrinsics ({source.intrinsics_note}) cannot be a camera's: "
+                         f"{camera.problem}", camera)
     checked = [identity._fix(f) for f in frames]
     checked = [f for f in checked if isinstance(f, Frame)]
     pose_check = check_poses(checked, source.T_align) if source.poses_need_check else None
@@ -179,18 +201,21 @@ def prepare(source: FrameSource, options: RecordingOptions, frames: list[Frame] 
         line = f"{source.gravity_note}; not estimated ({why}): the world frame is not known to be z-up"
     prepared = PreparedSource(source, options, world)
     prepared.gravity_aligned, prepared.gravity_note = aligned, line
-    return Preflight(prepared, pose_check, line, estimate, problem)
+    return Preflight(prepared, pose_check, line, estimate, problem, camera)
 
 
 def prepare_or_stop(source: FrameSource, options: RecordingOptions) -> FrameSource:
-    """``prepare`` for a run: log what was found, raise InputError on a pose problem.
+    """``prepare`` for a run: log what was found, raise InputError on a camera or pose problem.
 
     Raises:
-        InputError: the pose check's one-line problem.
+        InputError: the camera check's or the pose check's one-line problem.
     """
     found = prepare(source, options)
     if found.problem:
         raise InputError(found.problem)
+    if found.camera is not None and found.camera.unusual:
+        log.warning("%s: an unusual camera (%s): %s; running anyway", source.name, source.intrinsics_note,
+                    "; ".join(found.camera.unusual))
     if found.pose_check is not None and found.pose_check.fits:
         log.info("%s: poses: %s", source.name, found.pose_check.summary())
     log.info("%s: gravity: %s", source.name, found.gravity)

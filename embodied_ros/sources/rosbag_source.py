@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import Stores, get_typestore
 
@@ -221,12 +222,47 @@ class RosbagSource(FrameSource):
                 raise InputError(f"rosbag {self.path} is truncated or corrupt: {problem}")
         target: Any = self._readable_mcap() or self.path
         try:
-            # Bags from ROS 2 Foxy and older carry no message definitions: fall back to Humble's.
-            reader = AnyReader([target], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
-            reader.open()
+            return self._reader_of(target)
         except Exception as err:  # rosbags, sqlite (apsw) and mcap raise many unrelated types
-            raise InputError(f"cannot read rosbag {self.path}: {_one_line(err)}") from None
+            alone = self._metadata_fallback(err) if target == self.path else None
+            if alone is None:
+                raise InputError(f"cannot read rosbag {self.path}: {_one_line(err)}") from None
+        try:
+            return self._reader_of(alone)
+        except Exception as err:  # noqa: BLE001 - as above
+            raise InputError(f"cannot read rosbag {alone}: {_one_line(err)}") from None
+
+    @staticmethod
+    def _reader_of(target: Any) -> AnyReader:
+        # Bags from ROS 2 Foxy and older carry no message definitions: fall back to Humble's.
+        reader = AnyReader([target], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
+        reader.open()
         return reader
+
+    def _metadata_fallback(self, err: Exception) -> Path | None:
+        """A folder's only .mcap, to read on its own when its metadata.yaml made ``err`` (MCAP describes
+        itself: a recorder that did not finish leaves an empty or partial metadata.yaml); None when ``err``
+        is another fault.
+
+        Raises:
+            InputError: the metadata.yaml is unusable and there is no single .mcap to read instead.
+        """
+        meta, mcaps = self.path / "metadata.yaml", sorted(self.path.glob("*.mcap")) if self.path.is_dir() else []
+        if not meta.is_file():
+            return None
+        try:
+            empty = yaml.safe_load(meta.read_text()) is None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            empty = False
+        if not (empty or "metadata" in str(err).lower()):  # rosbags names its metadata faults so
+            return None
+        problem = "is empty" if empty else f"cannot be used ({_one_line(err)})"
+        if len(mcaps) != 1:
+            raise InputError(f"cannot read rosbag {self.path}: its metadata.yaml {problem}; a recorder that did not "
+                             f"finish? `ros2 bag reindex {self.path}` writes it again")
+        log.warning("rosbag %s: its metadata.yaml %s: reading %s on its own (an MCAP file describes itself)",
+                    self.path, problem, mcaps[0].name)
+        return mcaps[0]
 
     def _readable_mcap(self) -> TruncatedMcap | None:
         """The readable part of a truncated .mcap (the file, or a rosbag2 folder's only one), or None.
