@@ -233,6 +233,6 @@ def test_the_node_tests_pass_inside_the_ros2_tree_too(tree: Tree) -> None:
     tf2_ros, which only this tree has) pass here, nothing skipped."""
     done = tree.sh(f"cd {REPO} && python -m pytest -q -p no:cacheprovider -rs tests/test_ros_node.py "
                    "tests/test_ros_parts.py tests/test_ros_node_faults.py tests/test_ros_detector.py", timeout=1800,
-                   name="pytest test_ros_node.py test_ros_parts.py test_ros_node_faults.py test_ros_detector.py (Cyclone)")
+                   name="pytest the node, its parts, faults and detector node (Cyclone)")
     summary = [line for line in done.stdout.splitlines() if re.fullmatch(r"\d+ passed.* in [\d.]+s.*", line.strip())]
     assert done.returncode == 0 and len(summary) == 1 and "skipped" not in summary[0], done.stdout[-4000:]
