@@ -95,18 +95,20 @@ def main() -> None:
     seconds = time.perf_counter() - start
     if args.show:
         print("\n".join(o.line for o in outcomes))
-    parsers = Counter(getattr(getattr(ground(o.phrase, None), "parsed", None), "parser", "rules") for o in outcomes[:1])
-    for title, subset in (("earlier phrases", [o for o in outcomes if o.set != "issue31"]),
-                          ("issue31 phrases (written before any answer was seen)",
-                           [o for o in outcomes if o.set == "issue31"])):
-        print(f"{title}:")
-        print("\n".join(_table(subset, lambda o: o.kind)))
+    sets = dict.fromkeys(o.set for o in outcomes)
+    titles = {"": "earlier phrases", "issue31": "issue31 phrases (written before any answer was seen)",
+              "issue45": "issue45 phrases (with / from / counts, half-mapped superlatives, materials; written before "
+                         "any answer was seen)"}
+    for name in sets:
+        print(f"{titles.get(name, name)}:")
+        print("\n".join(_table([o for o in outcomes if o.set == name], lambda o: o.kind)))
     print("all phrases:")
     print("\n".join(_table(outcomes, lambda o: "all")))
+    print("by the parser that answered:")
+    print("\n".join(_table(outcomes, lambda o: o.parser or "none (refused before parsing)")))
     n = len(outcomes)
     false = sum(o.verdict == "false" for o in outcomes)
-    print(f"false answers {false}/{n} = {false / max(n, 1):.1%}; parser: {', '.join(parsers)}; "
-          f"{n} phrases in {seconds:.1f} s")
+    print(f"false answers {false}/{n} = {false / max(n, 1):.1%}; {n} phrases in {seconds:.1f} s")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ from .phrases import (
     Relation,
     RelationClause,
     looks_english,
-    parse_phrase,
 )
 from .relations import (
     SceneGeometry,
@@ -57,6 +56,7 @@ from .relations import (
 )
 from .results import GroundedObject, GroundingResult
 from .room_frame import face_the_room
+from .rule_parser import parse_phrase
 from .text_encoder import TextEncoder
 from .unnamed_shapes import shape_of
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
