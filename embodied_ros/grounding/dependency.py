@@ -33,13 +33,16 @@ from dataclasses import replace
 from typing import Any
 
 from ..memory.object_colour import colour_word
-from .colours import MATERIALS
+from .materials import MATERIALS
 from .phrases import (
     _COUNT_LEAD_INS,
     _COUNT_TAILS,
     _KEYWORDS,
     _LEAD_INS,
+    _NUMBERS,
     _ORDINALS,
+    _PART_WORDS,
+    _PRONOUNS,
     _SHADES,
     _SIZE_WORDS,
     _VIEWER_ADJECTIVES,
@@ -216,7 +219,7 @@ class _Reader:
         left = sorted(self._modifiers(head), key=lambda t: t.i)
         words: list[str] = []
         attrs: list[Attribute] = []
-        rank = 0
+        rank = count = 0
         skip: set[int] = set()
         for tok in left:
             if tok.i in skip:
@@ -224,9 +227,11 @@ class _Reader:
             low = tok.lower_
             self.used.add(tok.i)
             nxt = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
-            if tok.dep_ in ("det", "predet", "poss", "punct", "cc", "case", "prep", "neg"):
+            if low in _NUMBERS or tok.like_num and low.isdigit():  # "the two plates", "both cups"
+                count = _NUMBERS.get(low) or int(low)
+            elif tok.dep_ in ("det", "predet", "poss", "punct", "cc", "case", "prep", "neg"):
                 continue
-            if low in _ORDINALS:
+            elif low in _ORDINALS:
                 rank = _ORDINALS[low]
             elif low in _SHADES and nxt is not None and colour_word(nxt.lower_) and nxt.i != head.i:
                 attrs.append(Attribute(f"{low} {nxt.lower_}", "colour", 0, colour=str(colour_word(nxt.lower_))))
@@ -244,8 +249,8 @@ class _Reader:
                 attrs.append(Attribute(low, "material", 0))
             elif tok.dep_ in ("compound", "nmod") or f"{low} {head.lower_}" in self.compound_words:
                 words.append(low)
-            elif tok.is_alpha:
-                self.notes.append(f"'{tok.text}' is not checked (not a colour, size, material or position)")
+            elif tok.is_alpha:  # "the loose leaflets": a word the answer cannot be checked against
+                self.unknown.append(tok.text)
         text = " ".join([*words, head.lower_]).replace("_", " ")
         if head.lower_ in ("one", "ones") and same_as:  # "the pink one": one of the target's kind
             text = same_as
@@ -267,7 +272,7 @@ class _Reader:
                 attrs[ordered[0]] = replace(first, rank=rank, word=f"{word} {first.word}")
             else:
                 self.notes.append(f"'{word}' needs an order ('from the left', 'nearest'); ignored")
-        return NounPhrase(text, tuple(attrs), tuple(clauses))
+        return NounPhrase(text, tuple(attrs), tuple(clauses), count)
 
     def _modifiers(self, head: Any) -> list[Any]:
         """Tokens before the head that modify it (compounds with their own modifiers)."""
@@ -337,6 +342,8 @@ class _Reader:
     def _relation(self, tok: Any, target_text: str, negated: bool) -> tuple[list[RelationClause], list[Attribute]]:
         """One relation from a preposition (or "next"/"close"/"far" with its preposition), its anchor(s)
         and its conjuncts ("on the table and near the remote")."""
+        if tok.lower_ == "with":
+            return self._with(tok, target_text, negated), []
         self.used.add(tok.i)
         negated = negated or any(c.dep_ == "neg" for c in tok.children)
         lead = [c.lower_ for c in sorted(tok.children, key=lambda c: c.i)
@@ -396,6 +403,9 @@ class _Reader:
             viewer += view
         key = " ".join([*lead, *words])  # "far away from", "right next to"
         key = key if key in _KEYWORDS else " ".join(words)
+        held = f"{tok.head.lower_} {key}"  # "hanging from", "mounted on": the verb makes the relation
+        hanging = tok.head.i < tok.i and _KEYWORDS.get(held) is Relation.HANGING
+        key = held if hanging else key
         if low in _VIEWER_ANCHORS or any(c.lower_ in ("my", "your") for c in pobj.children) and low in ("left",
                                                                                                           "right"):
             viewer += self._viewer(key, pobj)
@@ -413,6 +423,7 @@ class _Reader:
         if words and words[0] in _RELATION_MODIFIERS and tok.i > 0:
             text = " ".join(t.text for t in self.doc[min(t.i for t in tok.subtree):max(t.i for t in tok.subtree) + 1])
             text = text.lower()
+        text = f"{tok.head.lower_} {text}" if hanging else text
         relation = _KEYWORDS.get(key)
         if relation is None:
             self.unknown.append(key.replace("_", " "))
@@ -420,16 +431,46 @@ class _Reader:
             return clauses, viewer
         second = [c for c in (*pobj.children, *tok.head.children) if c.dep_ == "conj" and c.i > pobj.i
                   and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ") and c.i not in self.used]
-        if relation is Relation.BETWEEN and not second:
-            self.unknown.append(f"{text} (between needs two objects)")
-            return clauses, viewer
-        if relation is Relation.BETWEEN:
+        if relation is Relation.BETWEEN and second:
             self.used.add(second[0].i)  # the first anchor's reading leaves it to be the second
         anchors = [self.noun_phrase(pobj, same_as=target_text)]
-        if relation is Relation.BETWEEN:
+        if relation is Relation.BETWEEN and second:
             anchors.append(self.noun_phrase(second[0], same_as=target_text))
+        elif relation is Relation.BETWEEN:  # "between the two plates", "between the cups": two of one kind
+            if anchors[0].count not in (0, 2) or anchors[0].count == 0 and pobj.tag_ not in ("NNS", "NNPS"):
+                self.unknown.append(f"{text} (between needs two objects)")
+                return clauses, viewer
+            anchors[0] = replace(anchors[0], count=2)
         clauses.insert(0, RelationClause(relation, tuple(anchors), text.replace("_", " "), negated))
         return clauses, viewer
+
+    def _with(self, tok: Any, target_text: str, negated: bool) -> list[RelationClause]:
+        """"X with Y": Y rests on or in X ("the table with the cups", "... with the cups on it", "the cup with the
+        spoon in it"), or Y stands in the relation it is said to ("the table with a bin under it": the bin is
+        under the table). A part or a look of X ("the mug with the handle") cannot be checked: the map holds
+        whole objects."""
+        self.used.add(tok.i)
+        pobj = self._pobj(tok)
+        if pobj is None:
+            self.unknown.append("with")
+            return []
+        # The relation said with a pronoun ("on it", "next to it"): on Y, or on X after Y (parses vary).
+        said = next((c for c in sorted((*pobj.children, *tok.head.children), key=lambda c: c.i)
+                     if c.i > pobj.i and c.i not in self.used and c.dep_ in ("prep", "advmod", "npadvmod", "amod")
+                     and any(t.lower_ in _PRONOUNS for t in c.subtree)), None)
+        found = self._relation(said, target_text, negated)[0] if said is not None else []
+        last = max(t.i for t in (*tok.subtree, *(said.subtree if said is not None else ())))
+        text = " ".join(t.text for t in self.doc[tok.i:last + 1]).lower().replace("_", " ")
+        if said is not None and not found:
+            return []  # a relation the tables do not know: named by _relation
+        anchor = self.noun_phrase(pobj, same_as=target_text)
+        if said is None and pobj.lower_ in _PART_WORDS:
+            self.unknown.append(f"{text} (a part or look of an object; the map holds whole objects)")
+            return []
+        relation = found[0].relation if found else Relation.SUPPORTING
+        if relation is Relation.ON:  # "with the cups on it", "with the spoon in it": it holds them
+            return [RelationClause(Relation.SUPPORTING, (anchor,), text, negated)]
+        return [RelationClause(relation, (anchor,), text, negated, inverse=relation is not Relation.SUPPORTING)]
 
     def _pobj(self, prep: Any) -> Any | None:
         objs = [c for c in prep.children if c.dep_ in ("pobj", "pcomp", "dobj")]

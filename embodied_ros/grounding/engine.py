@@ -25,32 +25,30 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..classes import ROOM_FACING_CLASSES
+from ..classes import RelationType
 from ..errors import ModelError
-from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
-from .colours import CHECKABLE_MATERIALS, colour_fits, material_fits
+from .attributes import attribute_scores
+from .clause_scores import score_clause
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
+from .grounder_config import GrounderConfig
 from .phrases import (
     MAX_PHRASE_CHARS,
-    Attribute,
     NounPhrase,
     ParsedPhrase,
     Relation,
     RelationClause,
     looks_english,
 )
+from .ranking import count_answer, ordinal_order
 from .relations import (
     SceneGeometry,
     Supports,
-    between_scores,
-    pair_scores,
     satisfied_threshold,
     supports,
 )
@@ -59,62 +57,10 @@ from .room_frame import face_the_room
 from .rule_parser import parse_phrase
 from .text_encoder import TextEncoder
 from .unnamed_shapes import shape_of
-from .viewpoint import Viewpoint, viewer_order, viewer_scores
+from .viewpoint import Viewpoint
 from .vocabulary import KNOWN_LABELS, LabelMatcher
 
 __all__ = ["Grounder", "GrounderConfig"]
-
-
-@dataclass(frozen=True)
-class GrounderConfig:
-    """Settings of the grounding engine."""
-
-    min_label_similarity: float = 0.66  # cosine similarity below which a word does not name a class
-    max_alternatives: int = 5  # ranked alternatives returned besides the best object
-    max_anchors: int = 48  # anchor candidates per anchor phrase (best label confidence x score first)
-    max_between_anchors: int = 16  # per side of "between": its cost grows with targets x anchors^2
-    min_score: float = 0.03  # a best total score below this is "no object fits the phrase"
-    load_encoder: bool = True  # load the packaged text encoder when none is given
-    min_observations: int = 2  # objects seen fewer times are unconfirmed (the memory does not publish them)
-    # Prior factor of unconfirmed objects (0 ignores them). The existence confidence already weighs
-    # how often and from where an object was seen, so 1 adds nothing to it: synthetic Acc@0.25 on
-    # tuning seeds 10004..10011 / 10028..10043 0.637 / 0.613 with 1, 0.622 / 0.600 with 0.4 (the
-    # weight chosen before objects had a confidence); the redkitchen phrases 43/66 with either.
-    unconfirmed_weight: float = 1.0
-    head_weight: float = 1.0  # exponent of a grounding head's text-box score in the product (0 ignores it)
-    # An object's detection score s enters its prior as score_floor + (1 - score_floor) * s: memories
-    # hold weak false positives (score 0.1..0.3) beside true objects (0.5..0.9), and the score is
-    # what tells them apart. Tuning seeds 10004..10011 / 10028..10043, Acc@0.25: 0.647 / 0.577 with
-    # 0.25 and min_score 0.03, 0.572 / 0.530 with the earlier 0.75 and 0.05; 1 ignores the score.
-    score_floor: float = 0.25
-    # Classes whose front the relations read from the room (on its axes, facing its interior;
-    # room_frame.py) instead of the memory's views; () keeps the memory's fronts.
-    room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES
-    # An object also answers for the other classes in its evidence (a plant sometimes seen as a
-    # book), at (their evidence / its class's evidence) ** evidence_power: a fallback when no
-    # object of the class fits. Tuning Acc@0.25 0.647 / 0.577 with 5, 0.644 / 0.567 with inf (the
-    # object's class alone), 0.628 / 0.580 with 1.
-    evidence_power: float = 5.0
-    # An answer (or an anchor) must be an object whose existence confidence (SceneObject.confidence,
-    # from the memory's evidence for and against it) is at least this; below it the answer is "not found"
-    # and says how likely the best candidate is. Below the memory's bar for publishing (0.7): a robot
-    # that saw an object from few places may still name it, with its confidence. Synthetic grounding
-    # Acc@0.25 on tuning seeds 10004..10011 / 10028..10043: 0.613 / 0.570 at 0.7, 0.622 / 0.600 at 0.6,
-    # 0.613 / 0.595 at 0.5 (0.644 / 0.619 before objects had a confidence).
-    min_confidence: float = 0.6
-    # Which parser reads phrases: "auto" (spaCy when installed, else the rules), "spacy" or "rules".
-    parser: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.parser not in ("auto", "spacy", "rules"):
-            raise ValueError(f"parser must be 'auto', 'spacy' or 'rules', got {self.parser!r}")
-        for name in ("unconfirmed_weight", "score_floor", "min_confidence"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if not self.evidence_power > 0.0:
-            raise ValueError(f"evidence_power must be positive (inf: an object's own class only), got "
-                             f"{self.evidence_power}")
-        object.__setattr__(self, "room_facing_classes", tuple(self.room_facing_classes))
 
 
 @dataclass(frozen=True)
@@ -153,22 +99,6 @@ def _refuse(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True
     if sum(c.isascii() for c in letters) < 0.5 * len(letters) or rules and not looks_english(phrase, words):
         return "only English phrases are understood"
     return None
-
-
-def _attribute_scores(attr: Attribute, g: SceneGeometry, t: np.ndarray) -> np.ndarray | None:
-    """(T,) score of a size/height attribute over the candidates, or None for other kinds."""
-    if attr.kind == "volume":
-        v = np.maximum(g.volume[t], 1e-9)
-        ratio = v / v.max() if attr.sign > 0 else v.min() / v
-    elif attr.kind == "height":
-        h = np.maximum(g.top[t] - g.bottom[t], 1e-6)
-        ratio = h / h.max() if attr.sign > 0 else h.min() / h
-    elif attr.kind == "z":
-        z = g.centers[t, 2]
-        ratio = np.exp(-(z.max() - z) / 0.2) if attr.sign > 0 else np.exp(-(z - z.min()) / 0.2)
-    else:
-        return None
-    return ratio ** (2.0 if abs(attr.sign) >= 2 else 0.5)  # superlatives pick one; adjectives only lean
 
 
 @dataclass(frozen=True)
@@ -399,49 +329,11 @@ class Grounder:
         conf = np.where(unnamed, LABEL_HOLDS, 0.0)
         return idx, conf
 
-    def _attributes(self, noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """Over a noun phrase's candidates: (score: product of its attribute scores, ordinals excluded;
-        holds: whether every checkable attribute holds; why an attribute cannot be checked at all)."""
-        g = ctx.scene.geometry
-        out = np.ones(len(idx))
-        holds = np.ones(len(idx), dtype=bool)
-        cannot: list[str] = []
-        for attr in noun.attributes:
-            if attr.rank:
-                continue  # an ordinal picks from the ranking below, it does not score
-            if attr.kind == "colour":
-                if not ctx.scene.coloured:
-                    cannot.append(f"colour '{attr.word}' cannot be checked: the map observes no colours")
-                    continue
-                objs = [ctx.snapshot.objects[i] for i in idx]
-                fits = np.array([colour_fits(attr.colour, o.colour_lab, o.class_name) for o in objs], dtype=bool)
-                exact = np.array([colour_similarity(attr.colour, o.colour_name) >= 1.0 for o in objs])
-                out *= np.where(exact, 1.0, np.where(fits, COLOUR_NEAR_SCORE, 0.0))
-                holds &= fits
-            elif attr.kind == "material":
-                fits_m = [material_fits(attr.word, ctx.snapshot.objects[i].colour_lab, ctx.snapshot.class_names[i])
-                          for i in idx]
-                if all(f is None for f in fits_m) and attr.word in CHECKABLE_MATERIALS:
-                    cannot.append(f"'{attr.word}' cannot be checked: the map observes no colours")
-                elif any(f is not None for f in fits_m):
-                    holds &= np.array([f is not False for f in fits_m], dtype=bool)
-                else:
-                    ctx.notes.append(f"'{attr.word}' is not checked (the map does not observe materials)")
-            elif attr.viewer:
-                assert ctx.viewpoint is not None  # refused earlier
-                s = viewer_scores(attr.kind, attr.sign, ctx.viewpoint, g.centers[idx], self._distances(g, idx, ctx))
-                out *= s
-                holds &= s >= VIEWER_HOLDS
-            else:
-                s = _attribute_scores(attr, g, idx)
-                if s is not None:
-                    out *= s
-        return out, holds, cannot
-
     @staticmethod
-    def _distances(g: SceneGeometry, idx: np.ndarray, ctx: _Context) -> np.ndarray:
-        assert ctx.viewpoint is not None
-        return ctx.viewpoint.distances(g.centers[idx], g.half_local[idx], g.axes[idx])
+    def _attributes(noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(score, holds, why not checkable) of a noun phrase's attributes over candidates (``attributes.py``)."""
+        return attribute_scores(noun, idx, ctx.snapshot, ctx.scene.geometry, ctx.viewpoint, ctx.scene.coloured,
+                                ctx.notes)
 
     def _anchors(self, anchor: NounPhrase, ctx: _Context, limit: int,
                  depth: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
@@ -485,23 +377,8 @@ class Grounder:
         missing = [why for _, _, why in anchor_sets if why]
         if missing:
             return np.zeros(len(t)), [], f"'{clause.text}' cannot be checked: {missing[0]}"
-        rows = np.arange(len(t))
-        if clause.relation is Relation.BETWEEN:
-            (a, wa, _), (b, wb, _) = anchor_sets
-            s3 = between_scores(g, t, a, b)  # (T, A, B)
-            w3 = wa[:, None] * wb[None, :]
-            flat = (s3 * (w3 / w3.max())[None]).reshape(len(t), -1)
-            ja, jb = np.unravel_index(flat.argmax(axis=1), (len(a), len(b)))
-            raw, chosen = s3[rows, ja, jb], [a[ja], b[jb]]
-        else:
-            a, wa, _ = anchor_sets[0]
-            support = clause.relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING)
-            s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supports() if support else None)  # (T, A)
-            j = (s2 * (wa / wa.max())[None, :]).argmax(axis=1)
-            raw, chosen = s2[rows, j], [a[j]]
-        if clause.negated:  # "not on the table": none of the tables holds it
-            raw = 1.0 - raw
-        return raw, chosen, ""
+        return score_clause(clause, g, t, [(a, w) for a, w, _ in anchor_sets],
+                            ctx.scene.supports() if clause.relation.type is RelationType.SUPPORT else None)
 
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
@@ -558,7 +435,7 @@ class Grounder:
         order = np.argsort(-ranking, kind="stable")
         ordinal = next((a for a in parsed.target.attributes if a.rank), None)
         if ordinal is not None and not cannot:
-            picked = self._ordinal(ordinal, t, np.where(holds, score, 0.0), ctx)
+            picked = ordinal_order(ordinal, t, np.where(holds, score, 0.0), ctx.scene.geometry, ctx.viewpoint)
             if isinstance(picked, str):
                 cannot.append(picked)
             else:
@@ -577,7 +454,11 @@ class Grounder:
                 if clause.negated:
                     parts.append(f"not {word} any {' or '.join(dict.fromkeys(a.text for a in clause.anchors))}{weak}")
                     continue
-                parts.append((f"between {names[0]} and {names[1]}" if len(names) == 2 else f"{word} {names[0]}") + weak)
+                if clause.relation is Relation.BETWEEN:
+                    parts.append(f"between {names[0]} and {names[1]}{weak}")
+                else:
+                    parts.append(f"with {' and '.join(names)} {word} it{weak}" if clause.inverse
+                                 else f"{word} {' and '.join(names)}{weak}")
                 ids += [int(snapshot.ids[c[k]]) for c in chosen]
             adjectives = [a.word for a in parsed.target.attributes if a.kind not in ("colour", "material")]
             head = " ".join([*adjectives, _name(snapshot, t[k])])
@@ -603,7 +484,7 @@ class Grounder:
                               f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label,
                               partial(order[:1]))
         if parsed.count:
-            return self._count(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
+            return count_answer(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
         # Alternatives: the other candidates that fit everything, down to 1% of the answer's score.
         picked_k = [int(k) for k in order[: self.config.max_alternatives + 1]
                     if holds[k] and (score[k] >= 0.01 * score[best] or ordinal is not None)]
@@ -615,33 +496,6 @@ class Grounder:
             message += f" (synonym table only: {self.encoder_error})"
         return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label)
 
-    def _ordinal(self, attr: Attribute, t: np.ndarray, score: np.ndarray, ctx: _Context) -> np.ndarray | str:
-        """Candidate positions in the viewer's order, the asked one first ("the second chair from the
-        left": the second of the chairs that fit), or why there is none."""
-        assert ctx.viewpoint is not None
-        g = ctx.scene.geometry
-        key, pool = viewer_order(attr.kind, attr.sign, ctx.viewpoint, g.centers[t], self._distances(g, t, ctx))
-        fits = np.flatnonzero(pool & (score >= ORDINAL_FIT * score.max()))
-        ranked = fits[np.argsort(key[fits], kind="stable")]
-        if len(ranked) < attr.rank:
-            return f"only {len(ranked)} fitting object(s) to count '{attr.word}' among"
-        return np.concatenate([ranked[attr.rank - 1:attr.rank], ranked[:attr.rank - 1], ranked[attr.rank:]])
-
-    @staticmethod
-    def _count(phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot, t: np.ndarray, score: np.ndarray,
-               explain: Callable[[int], tuple[str, tuple[int, ...]]], notes: list[str],
-               by_label: dict[str, float]) -> GroundingResult:
-        """How many candidates fit: every constraint holds (``score`` is 0 where one does not) and a score
-        near the best one's."""
-        ok = (score > 0) & (score >= COUNT_FIT * score.max())
-        counted = np.flatnonzero(ok)
-        counted = counted[np.argsort(-score[counted], kind="stable")]
-        grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in counted]
-        names = ", ".join(g.explanation.split(":")[0] for g in grounded[:10])
-        message = f"{len(grounded)} x {parsed.target.text}: {names}" + _suffix(notes)
-        return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label,
-                               count=len(grounded))
-
 
 UNNAMED_CLASS = "object"  # the class of the map's objects that no detector named (answered by colour, size, place)
 FLOOR_SCALE_M = 0.1  # "on the floor": e^-1 for a bottom this far above the lowest bottom in the memory
@@ -651,15 +505,10 @@ _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kit
 # book) only with at least this much evidence of it (the sum of those detections' scores): one weak
 # sighting as a "bed" (0.21 in redkitchen) does not make a book the answer to "the bed".
 MIN_OTHER_EVIDENCE = 0.5
-ORDINAL_FIT = 0.3  # an ordinal counts the candidates scoring at least this fraction of the best
 # Candidates that fail a constraint rank this far below those that fit everything (they are only
 # shown as the best partial candidate of a "not found").
 PARTIAL_WEIGHT = 1e-3
 LABEL_HOLDS = 0.5  # label confidence (synonym 1, embedding similarity, class evidence) an answer needs
-COLOUR_NEAR_SCORE = 0.6  # a colour word that fits within measurement error, not the measured name
-# A viewer-centred word holds for a candidate scoring at least this: "behind me" for nothing in front.
-VIEWER_HOLDS = 0.2
-COUNT_FIT = 0.25  # "how many": candidates scoring at least this fraction of the best (relations all satisfied)
 
 
 def _structure(clause: RelationClause) -> str:

@@ -40,6 +40,7 @@ class Relation(Enum):
     RIGHT = "right of"
     BETWEEN = "between"
     END = "at the end of"  # at one of the anchor's short sides ("the chair at the end of the table")
+    HANGING = "hanging from"  # held from above or from the side, not standing on anything ("the lamp hanging from")
 
     @property
     def type(self) -> RelationType:
@@ -54,7 +55,7 @@ _TYPES = {
     Relation.SUPPORTING: RelationType.SUPPORT, Relation.FRONT: RelationType.ALLOCENTRIC,
     Relation.BEHIND: RelationType.ALLOCENTRIC, Relation.LEFT: RelationType.ALLOCENTRIC,
     Relation.RIGHT: RelationType.ALLOCENTRIC, Relation.BETWEEN: RelationType.BETWEEN,
-    Relation.END: RelationType.HORIZONTAL,
+    Relation.END: RelationType.HORIZONTAL, Relation.HANGING: RelationType.SUPPORT,
 }
 
 _KEYWORDS: dict[str, Relation] = {
@@ -87,6 +88,10 @@ _KEYWORDS: dict[str, Relation] = {
     "between": Relation.BETWEEN, "in between": Relation.BETWEEN,
     "at the end of": Relation.END, "at one end of": Relation.END, "at either end of": Relation.END,
     "on the end of": Relation.END, "at the head of": Relation.END, "at the short side of": Relation.END,
+    # Held from above or from a wall (a verb and its preposition: the dependency parser joins them).
+    **dict.fromkeys(("hanging from", "hanging on", "hanging off", "hangs from", "hangs on", "hung from", "hung on",
+                     "suspended from", "mounted on", "mounted to", "attached to", "fixed to", "fixed on"),
+                    Relation.HANGING),
 }
 
 _LEAD_INS = ("can you find", "could you find", "please find", "show me", "where is", "where's", "find me",
@@ -98,6 +103,17 @@ _LINKERS = {"that", "which", "who", "is", "are", "it", "its", "it's", "thats", "
 _NEGATIONS = {"not", "isn't", "isnt", "aren't", "arent"}
 _COUNT_LEAD_INS = ("how many", "count the", "count")
 _COUNT_TAILS = (("do", "you", "see"), ("can", "you", "see"), ("are", "there"), ("is", "there"), ("in", "total"))
+# Numbers of an anchor ("between the two plates", "with three cups on it"): how many anchors the relation needs.
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "both": 2, "pair": 2, "couple": 2}
+# "X with Y <relation> it": Y stands in the relation to X ("the table with the cups on it").
+_PRONOUNS = {"it", "them", "itself", "themselves"}
+# What "with" can name that is a part or a look of the object, not a thing the map holds ("the mug with the
+# handle", "the cup with the flower pattern"): such a "with" cannot be checked.
+_PART_WORDS = frozenset(
+    "handle handles lid lids pattern patterns print prints stripe stripes dot dots spot spots logo logos label labels "
+    "sticker stickers leg legs arm arms armrest armrests wheel wheels back backrest knob knobs button buttons door "
+    "doors drawer drawers writing text words letters picture pictures photo image drawing design shape colour "
+    "color edge edges corner corners spout cover top bottom side sides screen keys".split())
 
 # Attributes: name -> (kind, sign). Size/height are evaluated on the boxes; colours are parsed only.
 _SIZE_WORDS = {
@@ -177,6 +193,7 @@ class NounPhrase:
     text: str
     attributes: tuple[Attribute, ...] = ()
     clauses: tuple[RelationClause, ...] = ()
+    count: int = 0  # how many of them the phrase names ("the two plates": 2); 0: not said (one)
 
     @property
     def empty(self) -> bool:
@@ -185,12 +202,15 @@ class NounPhrase:
 
 @dataclass(frozen=True)
 class RelationClause:
-    """One relation of the target to one anchor (two for ``between``); ``negated``: "not <relation>"."""
+    """One relation of the target to one anchor (two for ``between``, or one counted anchor: "between the two
+    cups"); ``negated``: "not <relation>"; ``inverse``: the anchor stands in the relation to the target ("the
+    table with a bin under it": the bin is under the table)."""
 
     relation: Relation
     anchors: tuple[NounPhrase, ...]
     text: str
     negated: bool = False
+    inverse: bool = False
 
 
 @dataclass(frozen=True)
@@ -268,6 +288,6 @@ def looks_english(phrase: str, extra_words: frozenset[str] = frozenset()) -> boo
     if len(words) < 3:
         return True
     known = (_COMMON | english_words() | _COLOURS | _SHADES | _MATERIALS | set(_SIZE_WORDS) | set(_ORDINALS)
-             | set(_VIEWER_ADJECTIVES) | _VIEWER_ANCHORS | _NEGATIONS | {w for k in _KEYWORDS for w in k.split()}
-             | extra_words)
+             | set(_VIEWER_ADJECTIVES) | _VIEWER_ANCHORS | _NEGATIONS | set(_NUMBERS)
+             | {w for k in _KEYWORDS for w in k.split()} | extra_words)
     return sum(w in known or w.rstrip("s") in known for w in words) >= 0.4 * len(words)

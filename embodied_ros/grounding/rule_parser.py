@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..memory.object_colour import colour_word
+from .materials import MATERIALS
 from .phrases import (
     _ARTICLES,
     _COUNT_LEAD_INS,
@@ -57,7 +58,10 @@ from .phrases import (
     _LEAD_INS,
     _LINKERS,
     _NEGATIONS,
+    _NUMBERS,
     _ORDINALS,
+    _PART_WORDS,
+    _PRONOUNS,
     _SHADES,
     _SIZE_WORDS,
     _VIEWER_ADJECTIVES,
@@ -102,7 +106,7 @@ def _noun_phrase(tokens: list[str]) -> tuple[NounPhrase, list[str]]:
     words: list[str] = []
     attrs: list[Attribute] = []
     notes: list[str] = []
-    rank = 0
+    rank = count = 0
     tokens = [t for t in tokens if not (t in _ARTICLES or t in _LINKERS or t == ",")]
     k = 0
     while k < len(tokens):
@@ -113,6 +117,10 @@ def _noun_phrase(tokens: list[str]) -> tuple[NounPhrase, list[str]]:
             attrs.append(Attribute(written.replace("_", " "), kind, int(sign)))
         elif tok in _ORDINALS:
             rank = _ORDINALS[tok]
+        elif (tok in _NUMBERS or tok.isdigit()) and not words:  # "the two plates"
+            count = _NUMBERS.get(tok) or int(tok)
+        elif tok in MATERIALS and not words and any(_noun_like(t) for t in tokens[k + 1:]):
+            attrs.append(Attribute(tok, "material", 0))  # "the plastic box"; alone it is the noun ("the paper")
         elif tok in _SIZE_WORDS:
             kind, sign = _SIZE_WORDS[tok]
             attrs.append(Attribute(tok, kind, sign))
@@ -135,7 +143,30 @@ def _noun_phrase(tokens: list[str]) -> tuple[NounPhrase, list[str]]:
             attrs[ordered[0]] = replace(first, rank=rank, word=f"{_ordinal_word(rank)} {first.word}")
         else:
             notes.append(f"'{_ordinal_word(rank)}' needs an order ('from the left', 'nearest'); ignored")
-    return NounPhrase(" ".join(words), tuple(attrs)), notes
+    return NounPhrase(" ".join(words), tuple(attrs), count=count), notes
+
+
+def _with(tokens: list[str]) -> tuple[list[str], RelationClause | None, list[str]]:
+    """"X with Y [relation it]" (see ``dependency._Reader._with``): the tokens without it, its clause (None
+    when there is none), and what cannot be read ("with a handle": a part of an object)."""
+    if "with" not in tokens[1:]:
+        return tokens, None, []
+    w = tokens.index("with")
+    rest = tokens[w + 1:]
+    said = next(((k, hit) for k in range(len(rest)) if (hit := _match_keyword(rest, k)) is not None
+                 and rest[k + hit[1]:k + hit[1] + 1] and rest[k + hit[1]] in _PRONOUNS), None)
+    if said is not None:
+        (k, (relation, n)), tail = said, rest[said[0] + said[1][1] + 1:]
+        text = " ".join(["with", *rest[:k + n + 1]])
+    else:
+        k = next((k for k in range(len(rest)) if _match_keyword(rest, k) is not None), len(rest))
+        relation, tail, text = Relation.SUPPORTING, rest[k:], " ".join(["with", *rest[:k]])
+    anchor, _ = _noun_phrase(rest[:k])
+    if said is None and anchor.text.split()[-1:] and anchor.text.split()[-1] in _PART_WORDS:
+        return tokens[:w] + tail, None, [f"{text} (a part or look of an object; the map holds whole objects)"]
+    if relation is Relation.ON:
+        relation = Relation.SUPPORTING
+    return tokens[:w] + tail, RelationClause(relation, (anchor,), text, inverse=relation is not Relation.SUPPORTING), []
 
 
 def _ordinal_word(rank: int) -> str:
@@ -216,7 +247,7 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         for tail in _COUNT_TAILS:
             if tuple(words[-len(tail):]) == tail:
                 words = words[:-len(tail)]
-    tokens = _mark_viewer_patterns(words)
+    tokens, with_clause, unread = _with(_mark_viewer_patterns(words))
     # "the nearest chair to the sink": a superlative before the target takes "to"/"from" as its relation.
     lead_sup = next((i for i, t in enumerate(tokens) if t in _SUPERLATIVE_RELATIONS
                      and not any(_content(x) for x in tokens[:i])), None)
@@ -239,7 +270,7 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         i += hit[1]
     end = spans[0][1] if spans else len(tokens)
     target, notes = _noun_phrase(tokens[:end])
-    clauses = []
+    clauses = [with_clause] if with_clause is not None and not with_clause.anchors[0].empty else []
     viewer_attrs: list[Attribute] = []
     for k, (rel, start, anchor_start, negated) in enumerate(spans):
         stop = spans[k + 1][1] if k + 1 < len(spans) else len(tokens)
@@ -247,8 +278,16 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         while anchor_tokens and anchor_tokens[-1] in _LINKERS | {","}:
             anchor_tokens = anchor_tokens[:-1]
         text = _clause_text(tokens[start:stop])
+        if rel is Relation.BETWEEN and "and" not in anchor_tokens:  # "between the two cups", "between the cups"
+            anchor, n = _noun_phrase(anchor_tokens)
+            notes += n
+            if anchor.count in (0, 2) and (anchor.count or anchor.text.endswith("s")):
+                clauses.append(RelationClause(rel, (replace(anchor, count=2),), text, negated))
+            else:
+                unread.append(f"{text} (between needs two objects)")
+            continue
         if rel is Relation.BETWEEN:
-            joint = anchor_tokens.index("and") if "and" in anchor_tokens else len(anchor_tokens)
+            joint = anchor_tokens.index("and")
             parts = [anchor_tokens[:joint], anchor_tokens[joint + 1:]]
             anchors = []
             for part in parts:
@@ -256,7 +295,7 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
                 anchors.append(np_)
                 notes += n
             if any(a.empty for a in anchors):
-                notes.append("'between' needs two objects (between A and B)")
+                unread.append(f"{text} (between needs two objects)")
                 continue
             clauses.append(RelationClause(rel, tuple(anchors), text, negated))
             continue
@@ -274,7 +313,7 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
     if viewer_attrs:
         target = NounPhrase(target.text, target.attributes + tuple(viewer_attrs))
     return ParsedPhrase(" ".join(words), target, tuple(clauses), tuple(dict.fromkeys(notes)), count, "rules",
-                        unknown, ignored)
+                        (*unknown, *unread), ignored)
 
 
 def _viewer_attribute(rel: Relation, anchor: NounPhrase, text: str) -> tuple[list[Attribute], list[str]] | None:
