@@ -35,15 +35,16 @@ from ..errors import ModelError
 from ..memory.scene_object import MemorySnapshot
 from .attributes import attribute_scores
 from .clause_scores import score_clause
+from .completeness import hidden_instances, unresolved_before
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
 from .grounder_config import GrounderConfig
+from .map_view import unpublished
 from .phrases import (
-    MAX_PHRASE_CHARS,
     NounPhrase,
     ParsedPhrase,
     Relation,
     RelationClause,
-    looks_english,
+    refusal,
 )
 from .ranking import count_answer, ordinal_order
 from .relations import (
@@ -56,7 +57,7 @@ from .results import GroundedObject, GroundingResult
 from .room_frame import face_the_room
 from .rule_parser import parse_phrase
 from .text_encoder import TextEncoder
-from .unnamed_shapes import shape_of
+from .unnamed_shapes import UNNAMED_CLASS, unnamed_candidates, unnamed_doubt
 from .viewpoint import Viewpoint
 from .vocabulary import KNOWN_LABELS, LabelMatcher
 
@@ -83,24 +84,6 @@ class _SceneCache:
         return self.lazy["supports"]
 
 
-def _refuse(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True) -> str | None:
-    """Why a phrase cannot be grounded at all (None when it can be tried)."""
-    if not isinstance(phrase, str):
-        return f"the phrase must be text, got {type(phrase).__name__}"
-    if not phrase.strip():
-        return "empty phrase: say which object, e.g. 'the cup on the table'"
-    if len(phrase) > MAX_PHRASE_CHARS:
-        return f"phrase too long ({len(phrase)} characters; at most {MAX_PHRASE_CHARS})"
-    letters = [c for c in phrase if c.isalpha()]
-    if not letters:
-        return "no words in the phrase: say which object, e.g. 'the cup on the table'"
-    words = frozenset(w for label in vocabulary for w in label.lower().split())
-    # The dependency parser names the words it cannot read; the rules need the phrase to look English.
-    if sum(c.isascii() for c in letters) < 0.5 * len(letters) or rules and not looks_english(phrase, words):
-        return "only English phrases are understood"
-    return None
-
-
 @dataclass(frozen=True)
 class _Context:
     """What one grounding call evaluates against."""
@@ -110,6 +93,7 @@ class _Context:
     viewpoint: Viewpoint | None
     vocabulary: tuple[str, ...]
     notes: list[str]
+    hidden: MemorySnapshot | None = None  # what the memory holds beyond ``snapshot`` (map_view.unpublished)
 
 
 class Grounder:
@@ -227,7 +211,8 @@ class Grounder:
     # -- grounding --------------------------------------------------------------------------------
 
     def ground(self, phrase: str, snapshot: MemorySnapshot, head_scores: np.ndarray | None = None, *,
-               viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = ()) -> GroundingResult:
+               viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = (),
+               hidden: MemorySnapshot | None = None) -> GroundingResult:
         """Find the object a phrase refers to.
 
         Args:
@@ -241,6 +226,9 @@ class Grounder:
                 "behind me") refer to: the latest frame's for a robot; None: such phrases are refused.
             vocabulary: every class the perceptors can detect (``SceneMemory.vocabulary``): a phrase
                 about a class outside it is told so; empty: unknown (old memories).
+            hidden: what the memory holds beyond ``snapshot`` (its unpublished objects), searched before a
+                superlative or an ordinal is answered (``completeness.py``); None: ``map_view.unpublished``
+                of the snapshot (known for the views ``published_snapshot`` made).
 
         Returns:
             The result; ``success`` is False, with the reason in ``message``, for an empty, too
@@ -251,11 +239,12 @@ class Grounder:
         enc_before = self.encoder.seconds if self.encoder is not None else 0.0
         empty = ParsedPhrase(phrase.strip().lower() if isinstance(phrase, str) else "")
         try:
-            reason = _refuse(phrase, tuple(vocabulary), self._pipeline is None)
+            reason = refusal(phrase, tuple(vocabulary), self._pipeline is None)
             if reason is not None:
                 result = self._fail(phrase, empty, reason)
             else:
-                result = self._ground(phrase, self._parse(phrase), snapshot, head_scores, viewpoint, tuple(vocabulary))
+                result = self._ground(phrase, self._parse(phrase), snapshot, head_scores, viewpoint, tuple(vocabulary),
+                                      hidden if hidden is not None else unpublished(snapshot))
         except Exception as exc:  # a bug must not take the service down; say what happened
             result = self._fail(phrase, empty, f"internal error while grounding: {type(exc).__name__}: {exc}")
         enc_seconds = (self.encoder.seconds if self.encoder is not None else 0.0) - enc_before
@@ -305,29 +294,6 @@ class Grounder:
         # (LABEL_HOLDS); weaker evidence (a book once seen as a remote) is not an answer to "the remote".
         idx = np.flatnonzero((conf >= LABEL_HOLDS) & (ctx.scene.prior > 0) & ctx.scene.confident)
         return idx, conf, by_label
-
-    def _unnamed_candidates(self, parsed: ParsedPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
-        """For a class no object of the map has and the detector cannot name ("the PC tower", "the box next
-        to the mug"), the confident unnamed objects (class ``UNNAMED_CLASS``) as candidates at label
-        confidence ``LABEL_HOLDS``, when the phrase says more than the name (a colour, a size, a place)
-        and the object has the size of such a thing (``unnamed_shapes``): the rest of the phrase then
-        picks one out, and the answer says that it is unnamed."""
-        noun = parsed.target
-        none = np.zeros(0, np.int64), np.zeros(len(ctx.snapshot))
-        if not (noun.attributes or parsed.clauses) or self.matcher.match(noun.text, ctx.vocabulary or KNOWN_LABELS):
-            return none
-        unnamed = np.array([c == UNNAMED_CLASS for c in ctx.snapshot.class_names], dtype=bool)
-        idx = np.flatnonzero(unnamed & (ctx.scene.prior > 0) & ctx.scene.confident)
-        shape = shape_of(noun.text)  # "the box": only an unnamed thing that could be one
-        if shape is None:
-            ctx.notes.append(f"no shape is known for '{noun.text}', so no unnamed object can be said to be one")
-            return none
-        fitting = np.array([shape.fits(ctx.snapshot.boxes[i]) for i in idx], dtype=bool)
-        if len(idx) and not fitting.any():
-            ctx.notes.append(f"no unnamed object has the size of a {noun.text}")
-        idx = idx[fitting]
-        conf = np.where(unnamed, LABEL_HOLDS, 0.0)
-        return idx, conf
 
     @staticmethod
     def _attributes(noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -382,7 +348,7 @@ class Grounder:
 
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
-                vocabulary: tuple[str, ...]) -> GroundingResult:
+                vocabulary: tuple[str, ...], hidden: MemorySnapshot | None = None) -> GroundingResult:
         notes = list(parsed.notes)
         if parsed.ignored:
             notes.append("ignored: " + ", ".join(f"'{w}'" for w in parsed.ignored))
@@ -399,10 +365,13 @@ class Grounder:
             return self._fail(phrase, parsed, f"'{words[0]}' is seen from somewhere, and no viewpoint (camera "
                               "pose) was given")
         scene = self._scene(snapshot)
-        ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes)
+        ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes, hidden)
         t, conf, by_label = self._candidates(parsed.target, ctx)
         if len(t) == 0:
-            unnamed, unnamed_conf = self._unnamed_candidates(parsed, ctx)
+            known = bool(self.matcher.match(parsed.target.text, vocabulary or KNOWN_LABELS))
+            usable = (scene.prior > 0) & scene.confident
+            unnamed, unnamed_conf = unnamed_candidates(parsed.target, bool(parsed.clauses), known, snapshot, usable,
+                                                       LABEL_HOLDS, notes)
             if len(unnamed):
                 t, conf = unnamed, unnamed_conf
                 notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits the "
@@ -483,6 +452,12 @@ class Grounder:
             return self._fail(phrase, parsed, f"not found: no {parsed.target.text} in the map worth an answer (the "
                               f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label,
                               partial(order[:1]))
+        unnamed = snapshot.class_names[t[best]] == UNNAMED_CLASS
+        doubt = self._doubt(parsed, t, best, used, by_label, ctx) or (
+            unnamed_doubt(score, holds, best, [_name(snapshot, i) for i in t]) if unnamed else "")
+        if doubt:
+            return self._fail(phrase, parsed, f"not sure: {explain(best)[0]}{seen_from} is the one the map holds, but "
+                              f"{doubt}" + _suffix(notes), by_label, partial([best]))
         if parsed.count:
             return count_answer(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
         # Alternatives: the other candidates that fit everything, down to 1% of the answer's score.
@@ -497,7 +472,28 @@ class Grounder:
         return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label)
 
 
-UNNAMED_CLASS = "object"  # the class of the map's objects that no detector named (answered by colour, size, place)
+    @staticmethod
+    def _doubt(parsed: ParsedPhrase, t: np.ndarray, best: int, used: list, by_label: dict[str, float],
+               ctx: _Context) -> str:
+        """Why a pick by rank ("the nearest", "the second from the left", "on my right", "closest to the sink")
+        is not sure: the memory holds unresolved evidence of another instance ranking before it
+        (``completeness.py``); "" when it holds none."""
+        picks = [a for a in parsed.target.attributes if a.kind == "lateral" or a.kind == "distance" and abs(a.sign) > 1]
+        ranked = [(c.relation, chosen[0][best]) for c, _, chosen in used
+                  if c.relation in (Relation.CLOSEST, Relation.FARTHEST) and not c.negated and chosen]
+        labels = [label for label, v in by_label.items() if v >= LABEL_HOLDS]
+        if not (picks or ranked) or not labels:
+            return ""
+        evidence = hidden_instances(labels, ctx.hidden, ctx.snapshot, t)
+        box = ctx.snapshot.boxes[t[best]]
+        before = [e for a in picks for e in unresolved_before(evidence, box, ctx.viewpoint, attr=a)]
+        before += [e for rel, j in ranked for e in unresolved_before(evidence, box, None, relation=rel,
+                                                                       anchor=ctx.snapshot.boxes[j])]
+        whys = list(dict.fromkeys(e.why for e in before))
+        return (f"the memory also holds {', '.join(whys[:3])}{' and more' if len(whys) > 3 else ''}, which may be "
+                "another one ranking before it" if whys else "")
+
+
 FLOOR_SCALE_M = 0.1  # "on the floor": e^-1 for a bottom this far above the lowest bottom in the memory
 _FLOOR_WORDS = frozenset({"floor", "ground", "carpet", "rug"})
 _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kitchen", "house", "area", "space"})

@@ -16,7 +16,7 @@ from ..classes import RelationType
 
 __all__ = [
     "Attribute", "NounPhrase", "ParsedPhrase", "Relation", "RelationClause", "RelationType", "looks_english",
-    "split_foreign",
+    "refusal", "split_foreign",
 ]
 
 MAX_PHRASE_CHARS = 1000
@@ -291,3 +291,21 @@ def looks_english(phrase: str, extra_words: frozenset[str] = frozenset()) -> boo
              | set(_VIEWER_ADJECTIVES) | _VIEWER_ANCHORS | _NEGATIONS | set(_NUMBERS)
              | {w for k in _KEYWORDS for w in k.split()} | extra_words)
     return sum(w in known or w.rstrip("s") in known for w in words) >= 0.4 * len(words)
+
+
+def refusal(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True) -> str | None:
+    """Why a phrase cannot be grounded at all (None when it can be tried)."""
+    if not isinstance(phrase, str):
+        return f"the phrase must be text, got {type(phrase).__name__}"
+    if not phrase.strip():
+        return "empty phrase: say which object, e.g. 'the cup on the table'"
+    if len(phrase) > MAX_PHRASE_CHARS:
+        return f"phrase too long ({len(phrase)} characters; at most {MAX_PHRASE_CHARS})"
+    letters = [c for c in phrase if c.isalpha()]
+    if not letters:
+        return "no words in the phrase: say which object, e.g. 'the cup on the table'"
+    words = frozenset(w for label in vocabulary for w in label.lower().split())
+    # The dependency parser names the words it cannot read; the rules need the phrase to look English.
+    if sum(c.isascii() for c in letters) < 0.5 * len(letters) or rules and not looks_english(phrase, words):
+        return "only English phrases are understood"
+    return None
