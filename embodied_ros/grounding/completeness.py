@@ -139,7 +139,7 @@ def unresolved_before(evidence: list[Evidence], candidate: np.ndarray, viewpoint
         distances = viewpoint.distances(g.centers, g.half_local, g.axes)
         key, _ = viewer_order(attr.kind, attr.sign, viewpoint, g.centers, distances)
         margin = LATERAL_MARGIN_RAD if attr.kind == "lateral" else DISTANCE_MARGIN_M
-        counts = viewpoint.in_view(g.centers) if attr.kind == "lateral" else np.ones(len(boxes), dtype=bool)
+        counts = _in_view(viewpoint, boxes) if attr.kind == "lateral" else np.ones(len(boxes), dtype=bool)
     elif relation in (Relation.CLOSEST, Relation.FARTHEST) and anchor is not None:
         key = np.linalg.norm(boxes[:, :2] - anchor[None, :2], axis=1)
         key = key if relation is Relation.CLOSEST else -key

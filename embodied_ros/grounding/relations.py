@@ -41,8 +41,7 @@ Conventions:
   footprint touches B's at B's height; and A stands on nothing (off the floor, held up by no object).
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
   (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
-  the segment's length (half score at min(0.6 m, 0.35 x length) off the line), at the heights the anchors
-  span (within ``BETWEEN_HEIGHT_M``; e^-1 0.2 m further off).
+  the segment's length (half score at min(0.6 m, 0.35 x length) off the line).
 """
 
 from __future__ import annotations
@@ -404,9 +403,6 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
     return np.where(t[:, None] == a[None, :], 0.0, np.nan_to_num(s, nan=0.0, posinf=0.0, neginf=0.0))
 
 
-BETWEEN_HEIGHT_M = 0.1  # "between": the target may lie this far above or below the heights its anchors span
-
-
 def between_scores(g: SceneGeometry, t: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(T, A, B) score of "target between anchor a and anchor b" (horizontal), 0 for repeated objects."""
     pa, pb, pt = g.centers[a, :2], g.centers[b, :2], g.centers[t, :2]
@@ -419,11 +415,7 @@ def between_scores(g: SceneGeometry, t: np.ndarray, a: np.ndarray, b: np.ndarray
     # close to it (half score at min(0.6 m, 0.35 x its length) off the line).
     along = np.clip(np.minimum(s, 1.0 - s) / 0.15, 0.0, 1.0)
     band = np.maximum(np.minimum(0.6, 0.35 * np.sqrt(length2)), 0.05)[None]
-    # ...and at their heights: a thing on the floor under a table is not between two cups on it.
-    low = np.minimum(g.bottom[a][:, None], g.bottom[b][None, :])[None]  # (1, A, B)
-    high = np.maximum(g.top[a][:, None], g.top[b][None, :])[None]
-    off = np.maximum(np.maximum(low - g.top[t][:, None, None], g.bottom[t][:, None, None] - high), 0.0)
-    score = along * np.exp(-np.log(2.0) * (perp / band) ** 2) * np.exp(-np.maximum(off - BETWEEN_HEIGHT_M, 0.0) / 0.2)
+    score = along * np.exp(-np.log(2.0) * (perp / band) ** 2)
     same = ((t[:, None, None] == a[None, :, None]) | (t[:, None, None] == b[None, None, :])
             | (a[:, None] == b[None, :])[None])
     return np.where(same, 0.0, score)
