@@ -35,12 +35,12 @@ import numpy as np
 
 from ..memory.class_shapes import shape_prior
 from ..memory.scene_object import MemorySnapshot, SceneObject
-from .phrases import Attribute, Relation
+from .phrases import Attribute, NounPhrase, Relation
 from .relations import SceneGeometry
 from .unnamed_shapes import UNNAMED_CLASS, could_be
 from .viewpoint import Viewpoint, viewer_order
 
-__all__ = ["MIN_EVIDENCE", "Evidence", "hidden_instances", "unresolved_before"]
+__all__ = ["MIN_EVIDENCE", "Evidence", "hidden_instances", "rank_doubt", "unresolved_before"]
 
 MIN_EVIDENCE = 0.3  # a class's summed detection scores: one detection at the detectors' default reporting score
 SIZE_SLACK = 1.25  # the memory's slack on its size priors (class_shapes._SLACK)
@@ -147,3 +147,31 @@ def unresolved_before(evidence: list[Evidence], candidate: np.ndarray, viewpoint
     else:
         return []
     return [e for e, k, seen in zip(evidence, key[1:], counts[1:], strict=True) if seen and k < key[0] - margin]
+
+
+def rank_doubt(target: NounPhrase, t: np.ndarray, best: int, used: list, labels: list[str],
+               snapshot: MemorySnapshot, hidden: MemorySnapshot | None, viewpoint: Viewpoint | None) -> str:
+    """Why a pick by rank is not sure, "" when it is: the target's viewer words ("the nearest", "the second from
+    the left", "on my right") and its CLOSEST/FARTHEST clauses ("closest to the sink"), against the evidence the
+    memory holds of other instances of ``labels``.
+
+    Args:
+        target: the phrase's target noun phrase; t: (T,) the candidates' indices into ``snapshot``; best: the
+            answer's position in ``t``.
+        used: the evaluated clauses, (clause, score per candidate, chosen anchor indices per candidate).
+        labels: the classes the target's noun names.
+        snapshot, hidden, viewpoint: the published objects, what the memory holds beyond them, the viewer.
+    """
+    picks = [a for a in target.attributes if a.kind == "lateral" or a.kind == "distance" and abs(a.sign) > 1]
+    ranked = [(c.relation, chosen[0][best]) for c, _, chosen in used
+              if c.relation in (Relation.CLOSEST, Relation.FARTHEST) and not c.negated and chosen]
+    if not (picks or ranked) or not labels:
+        return ""
+    evidence = hidden_instances(labels, hidden, snapshot, t)
+    box = snapshot.boxes[t[best]]
+    before = [e for a in picks for e in unresolved_before(evidence, box, viewpoint, attr=a)]
+    before += [e for rel, j in ranked for e in unresolved_before(evidence, box, None, relation=rel,
+                                                                   anchor=snapshot.boxes[j])]
+    whys = list(dict.fromkeys(e.why for e in before))
+    return (f"the memory also holds {', '.join(whys[:3])}{' and more' if len(whys) > 3 else ''}, which may be "
+            "another one ranking before it" if whys else "")

@@ -35,7 +35,7 @@ from ..errors import ModelError
 from ..memory.scene_object import MemorySnapshot
 from .attributes import attribute_scores
 from .clause_scores import score_clause
-from .completeness import hidden_instances, unresolved_before
+from .completeness import rank_doubt
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
 from .grounder_config import GrounderConfig
 from .map_view import unpublished
@@ -60,6 +60,10 @@ from .text_encoder import TextEncoder
 from .unnamed_shapes import UNNAMED_CLASS, unnamed_candidates, unnamed_doubt
 from .viewpoint import Viewpoint
 from .vocabulary import KNOWN_LABELS, LabelMatcher
+from .wording import label_note as _label_note
+from .wording import no_target
+from .wording import note_suffix as _suffix
+from .wording import object_name as _name
 
 __all__ = ["Grounder", "GrounderConfig"]
 
@@ -262,31 +266,6 @@ class Grounder:
         message = " ".join(message.split())  # one line, whatever an exception's text held
         return GroundingResult(False, message, None, partial, str(phrase), parsed, label_confidence or {})
 
-    def _no_target(self, parsed: ParsedPhrase, conf: np.ndarray, ctx: _Context, vocabulary: tuple[str, ...]) -> str:
-        """Why no object can answer: none of the class, none confident, or a class the detector does not know."""
-        noun = parsed.target.text
-        named = np.flatnonzero(conf >= LABEL_HOLDS)
-        weak = np.flatnonzero((conf > 0) & (conf < LABEL_HOLDS) & ctx.scene.confident)
-        if len(named) == 0 and len(weak):
-            k = int(weak[np.argmax(conf[weak])])
-            return (f"no {noun} in the map: {_name(ctx.snapshot, k)} was seen as one at times, too rarely to say "
-                    f"it is one ({conf[k]:.2f}; an answer needs {LABEL_HOLDS:.2f})")
-        if len(named):
-            candidates = named[ctx.scene.prior[named] > 0]
-            if len(candidates) == 0:
-                return f"no {noun} seen often enough yet (at least {self.config.min_observations} times)"
-            best = int(candidates[np.argmax([ctx.snapshot.objects[i].confidence for i in candidates])])
-            return (f"no confident {noun}: the likeliest, {_name(ctx.snapshot, best)}, exists with confidence "
-                    f"{ctx.snapshot.objects[best].confidence:.2f} (an answer needs {self.config.min_confidence:.2f})")
-        if vocabulary:
-            known = self.matcher.match(noun, vocabulary)
-            if known:
-                label = max(known, key=lambda k: (known[k], len(k)))  # "teddy bear" before "bear"
-                return f"no {noun} in the scene memory: the detector can see {label} but has found none here"
-            shown = ", ".join(vocabulary[:12]) + (", ..." if len(vocabulary) > 12 else "")
-            return f"the detector does not know '{noun}': it detects {len(vocabulary)} classes ({shown})"
-        return f"unknown target '{noun}': no object in the memory is of a class with that name"
-
     def _candidates(self, noun: NounPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """(indices of the confident objects the noun names, their label confidence, per-label confidences)."""
         conf, by_label = self._confidence(noun, ctx.scene, ctx.vocabulary)
@@ -377,8 +356,9 @@ class Grounder:
                 notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits the "
                              "rest of the phrase")
         if len(t) == 0:
-            return self._fail(phrase, parsed, "; ".join([*cannot, self._no_target(parsed, conf, ctx, vocabulary)])
-                              + _suffix(notes), by_label)
+            why = no_target(parsed.target.text, conf, snapshot, scene.prior, scene.confident, vocabulary,
+                            self.matcher, self.config, LABEL_HOLDS)
+            return self._fail(phrase, parsed, "; ".join([*cannot, why]) + _suffix(notes), by_label)
         score = conf[t] * scene.prior[t]
         if head_scores is not None:
             head = np.asarray(head_scores, dtype=np.float64).reshape(-1)
@@ -453,7 +433,8 @@ class Grounder:
                               f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label,
                               partial(order[:1]))
         unnamed = snapshot.class_names[t[best]] == UNNAMED_CLASS
-        doubt = self._doubt(parsed, t, best, used, by_label, ctx) or (
+        labels = [label for label, v in by_label.items() if v >= LABEL_HOLDS]
+        doubt = rank_doubt(parsed.target, t, best, used, labels, snapshot, ctx.hidden, viewpoint) or (
             unnamed_doubt(score, holds, best, [_name(snapshot, i) for i in t]) if unnamed else "")
         if doubt:
             return self._fail(phrase, parsed, f"not sure: {explain(best)[0]}{seen_from} is the one the map holds, but "
@@ -470,28 +451,6 @@ class Grounder:
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"
         return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label)
-
-
-    @staticmethod
-    def _doubt(parsed: ParsedPhrase, t: np.ndarray, best: int, used: list, by_label: dict[str, float],
-               ctx: _Context) -> str:
-        """Why a pick by rank ("the nearest", "the second from the left", "on my right", "closest to the sink")
-        is not sure: the memory holds unresolved evidence of another instance ranking before it
-        (``completeness.py``); "" when it holds none."""
-        picks = [a for a in parsed.target.attributes if a.kind == "lateral" or a.kind == "distance" and abs(a.sign) > 1]
-        ranked = [(c.relation, chosen[0][best]) for c, _, chosen in used
-                  if c.relation in (Relation.CLOSEST, Relation.FARTHEST) and not c.negated and chosen]
-        labels = [label for label, v in by_label.items() if v >= LABEL_HOLDS]
-        if not (picks or ranked) or not labels:
-            return ""
-        evidence = hidden_instances(labels, ctx.hidden, ctx.snapshot, t)
-        box = ctx.snapshot.boxes[t[best]]
-        before = [e for a in picks for e in unresolved_before(evidence, box, ctx.viewpoint, attr=a)]
-        before += [e for rel, j in ranked for e in unresolved_before(evidence, box, None, relation=rel,
-                                                                       anchor=ctx.snapshot.boxes[j])]
-        whys = list(dict.fromkeys(e.why for e in before))
-        return (f"the memory also holds {', '.join(whys[:3])}{' and more' if len(whys) > 3 else ''}, which may be "
-                "another one ranking before it" if whys else "")
 
 
 FLOOR_SCALE_M = 0.1  # "on the floor": e^-1 for a bottom this far above the lowest bottom in the memory
@@ -521,22 +480,3 @@ def _structure(clause: RelationClause) -> str:
 def _threshold(clause: RelationClause) -> float:
     """The score below which a clause fails: a negated one fails when the relation holds."""
     return 1.0 - satisfied_threshold(clause.relation) if clause.negated else satisfied_threshold(clause.relation)
-
-
-def _name(snapshot: MemorySnapshot, i: int) -> str:
-    name = snapshot.class_names[i]
-    if name == UNNAMED_CLASS:  # a thing the map holds without knowing what it is
-        return f"unnamed object #{int(snapshot.ids[i])}"
-    return f"{name} #{int(snapshot.ids[i])}"
-
-
-def _suffix(notes: list[str]) -> str:
-    return f" (note: {'; '.join(notes)})" if notes else ""
-
-
-def _label_note(noun: str, by_label: dict[str, float]) -> str:
-    """Say how a word was read when it was not an exact or synonym match."""
-    soft = {k: v for k, v in by_label.items() if v < 1.0}
-    if not soft or len(by_label) > 3:
-        return ""
-    return " (read '" + noun + "' as " + ", ".join(f"{k} {v:.2f}" for k, v in soft.items()) + ")"
