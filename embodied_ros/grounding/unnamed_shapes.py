@@ -117,15 +117,16 @@ def best_kind(shape: Shape, box: np.ndarray) -> tuple[bool, str]:
 
 
 def could_be(label: str, box: np.ndarray) -> bool:
-    """Whether a thing of this (9,) box's size could be an instance of a detector class: a size the memory's
-    prior allows for the class, and no kind of thing here (the table's kinds, the other classes) ``LIKELIER``
-    times as likely for it (False for classes of no known size)."""
+    """Whether a thing of this (9,) box's size is likeliest an instance of a detector class: a size the memory's
+    prior allows for the class, and no kind of thing here (the table's kinds, the other classes) likelier for
+    it (False for classes of no known size). Stricter than ``best_kind``: the detector looked at the thing and
+    did not name it, so only a size that says the class best makes it another instance."""
     own = _CLASSES.get(canonical_label(label))
     box = np.asarray(box, dtype=np.float64)
     if own is None or not plausible_size(box, label):
         return False
     best = max(k.likelihood(box) for k in (*KINDS, *_CLASSES.values()) if k is not own)
-    return best < LIKELIER * own.likelihood(box)
+    return own.likelihood(box) >= best
 
 
 def unnamed_candidates(noun: NounPhrase, has_clauses: bool, detector_knows: bool, snapshot: MemorySnapshot,
