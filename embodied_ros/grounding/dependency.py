@@ -413,7 +413,9 @@ class _Reader:
             self.unknown.append(f"{text} (a part or look of an object; the map holds whole objects)")
             return []
         relation = found[0].relation if found else Relation.SUPPORTING
-        if relation is Relation.ON:  # "with the cups on it", "with the spoon in it": it holds them
+        if relation is Relation.ON and said.lower_ in ("in", "into", "within"):  # "with the spoon in it": contains
+            relation = Relation.INSIDE
+        if relation is Relation.ON:  # "with the cups on it": it holds them
             return [RelationClause(Relation.SUPPORTING, (anchor,), text, negated)]
         return [RelationClause(relation, (anchor,), text, negated, inverse=relation is not Relation.SUPPORTING)]
 

@@ -41,6 +41,7 @@ class Relation(Enum):
     BETWEEN = "between"
     END = "at the end of"  # at one of the anchor's short sides ("the chair at the end of the table")
     HANGING = "hanging from"  # held from above or from the side, not standing on anything ("the lamp hanging from")
+    INSIDE = "inside"  # within the anchor's box, or resting in it ("the spoon inside the cup")
 
     @property
     def type(self) -> RelationType:
@@ -56,6 +57,7 @@ _TYPES = {
     Relation.BEHIND: RelationType.ALLOCENTRIC, Relation.LEFT: RelationType.ALLOCENTRIC,
     Relation.RIGHT: RelationType.ALLOCENTRIC, Relation.BETWEEN: RelationType.BETWEEN,
     Relation.END: RelationType.HORIZONTAL, Relation.HANGING: RelationType.SUPPORT,
+    Relation.INSIDE: RelationType.SUPPORT,
 }
 
 _KEYWORDS: dict[str, Relation] = {
@@ -72,7 +74,7 @@ _KEYWORDS: dict[str, Relation] = {
     "below": Relation.BELOW, "beneath": Relation.BELOW, "lower than": Relation.BELOW,
     "on": Relation.ON, "on top of": Relation.ON, "onto": Relation.ON, "upon": Relation.ON,
     "sitting on": Relation.ON, "resting on": Relation.ON, "lying on": Relation.ON, "placed on": Relation.ON,
-    "standing on": Relation.ON, "in": Relation.ON, "inside": Relation.ON, "inside of": Relation.ON,
+    "standing on": Relation.ON, "in": Relation.ON, "inside": Relation.INSIDE, "inside of": Relation.INSIDE,
     "under": Relation.UNDER, "underneath": Relation.UNDER, "supporting": Relation.SUPPORTING,
     "holding": Relation.SUPPORTING, "carrying": Relation.SUPPORTING, "supports": Relation.SUPPORTING,
     "holds": Relation.SUPPORTING, "holding up": Relation.SUPPORTING,

@@ -37,6 +37,7 @@ Conventions:
   from the room instead (``room_frame.py``: on the room's axes, facing its interior).
 * end ("A at the end of B"): A lies beyond the outer third of B's long axis (in B's box frame),
   within B's width, and not far past its end.
+* inside ("A inside B", "B with A in it"): A's centre within B's box, or A on an inner surface of B.
 * hanging ("A hanging from B", "mounted on B"): A's top meets B's bottom under B's footprint, or A's
   footprint touches B's at B's height; and A stands on nothing (off the floor, held up by no object).
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
@@ -321,6 +322,14 @@ def _comparative(g: SceneGeometry, t: np.ndarray, a: np.ndarray, farthest: bool)
     return np.exp(-lead / COMPARATIVE_SCALE_M)
 
 
+def _within(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) 1 when t's centre lies inside a's box (its oriented footprint, between its bottom and top), decaying
+    outside it ("the spoon in the cup", "the cup inside the cabinet")."""
+    low = np.exp(-np.maximum(g.bottom[None, a] - g.centers[t, None, 2], 0.0) / 0.05)
+    high = np.exp(-np.maximum(g.centers[t, None, 2] - g.top[None, a], 0.0) / 0.05)
+    return _over_footprint(g, t, a) * low * high
+
+
 HANG_SIDE_M = 0.05  # "hanging from/on" the side of something: e^-1 at this gap between the footprints
 
 
@@ -396,6 +405,8 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
         s = np.maximum(_under(g, t, a), on) if relation is Relation.UNDER else on  # under: beneath it, or holding it
     elif relation is Relation.HANGING:
         s = _hanging(g, t, a, supporters)
+    elif relation is Relation.INSIDE:  # within the box, or resting in it (on an inner surface): no best-support rule
+        s = np.maximum(_within(g, t, a), _on(g, t, a))
     elif relation in _DIRECTIONS:
         s = _allocentric(g, t, a, _DIRECTIONS[relation])
     else:

@@ -164,6 +164,8 @@ def _with(tokens: list[str]) -> tuple[list[str], RelationClause | None, list[str
     anchor, _ = _noun_phrase(rest[:k])
     if said is None and anchor.text.split()[-1:] and anchor.text.split()[-1] in _PART_WORDS:
         return tokens[:w] + tail, None, [f"{text} (a part or look of an object; the map holds whole objects)"]
+    if relation is Relation.ON and said is not None and rest[said[0]] in ("in", "into", "within"):
+        relation = Relation.INSIDE  # "with the spoon in it": it contains the spoon
     if relation is Relation.ON:
         relation = Relation.SUPPORTING
     return tokens[:w] + tail, RelationClause(relation, (anchor,), text, inverse=relation is not Relation.SUPPORTING), []

@@ -44,6 +44,7 @@ class Shape:
     height: tuple[float, float]
     typical: tuple[float, float, float]
     spread: tuple[float, float, float]
+    family: str = ""  # kinds of one family are not rivals ("container" is a kind of "box"); "": its name
 
     def fits(self, box: np.ndarray) -> bool:
         """Whether a (9,) gravity-aligned box (x, y, z, dx, dy, dz, ...) has this shape's size."""
@@ -58,18 +59,21 @@ class Shape:
 
 
 _BOXY = Shape("box", (0.04, 0.8), (0.02, 0.7), (0.20, 0.15, 0.10), (0.7, 0.7, 0.7))  # boxes come in all sizes
+_CONTAINER = Shape("container", (0.08, 0.6), (0.03, 0.4), (0.25, 0.18, 0.10), (0.4, 0.4, 0.4), "box")  # food, storage
 _DISH = Shape("flat dish", (0.1, 0.5), (0.0, 0.06), (0.26, 0.26, 0.03), (0.3, 0.3, 0.7))  # round: as wide as long
 _PAPER = Shape("sheet of paper", (0.1, 0.5), (0.0, 0.06), (0.30, 0.22, 0.015), (0.35, 0.35, 0.9))
 _HANDHELD = Shape("hand-held thing", (0.06, 0.35), (0.01, 0.15), (0.15, 0.10, 0.05), (0.35, 0.35, 0.35))
 _TOWER = Shape("tower", (0.2, 0.75), (0.28, 0.75), (0.45, 0.42, 0.20), (0.3, 0.3, 0.3))
 _VESSEL = Shape("vessel", (0.04, 0.4), (0.04, 0.45), (0.18, 0.15, 0.15), (0.4, 0.4, 0.4))
-KINDS = (_BOXY, _DISH, _PAPER, _HANDHELD, _TOWER, _VESSEL)
+KINDS = (_BOXY, _CONTAINER, _DISH, _PAPER, _HANDHELD, _TOWER, _VESSEL)
 
 SHAPES: dict[str, Shape] = {
-    **dict.fromkeys(("box", "container", "case", "package", "packet", "parcel", "carton", "crate", "bag",
-                     "basket", "bin", "tub", "toy", "speaker", "device", "folder", "binder", "file",
+    **dict.fromkeys(("box", "case", "package", "packet", "parcel", "carton", "crate", "bag",
+                     "basket", "bin", "toy", "speaker", "device", "folder", "binder", "file",
                      "printer", "router", "charger", "figure", "model", "statue", "ornament", "decoration"),
                     _BOXY),
+    **dict.fromkeys(("container", "food container", "storage container", "lunch box", "lunchbox", "food box",
+                     "storage box", "tupperware", "tub"), _CONTAINER),
     **dict.fromkeys(("plate", "dish", "tray", "lid", "mat", "coaster"), _DISH),
     **dict.fromkeys(("brochure", "leaflet", "leaflets", "magazine", "paper", "papers", "newspaper", "notebook",
                      "envelope", "flyer", "sheet"), _PAPER),
@@ -112,7 +116,8 @@ def best_kind(shape: Shape, box: np.ndarray) -> tuple[bool, str]:
     """Whether a box may be this kind of thing: no other kind of the table is ``LIKELIER`` times as likely for
     its size (a thing of a game controller's size is not "the plate"); and the likeliest other kind."""
     own = shape.likelihood(box)
-    rival = max((k for k in KINDS if k is not shape), key=lambda k: k.likelihood(box))
+    rival = max((k for k in KINDS if (k.family or k.name) != (shape.family or shape.name)),
+                key=lambda k: k.likelihood(box))
     return rival.likelihood(box) < LIKELIER * own, rival.name
 
 
