@@ -99,7 +99,8 @@ def hidden_instances(labels: Collection[str], hidden: MemorySnapshot | None, sna
                 continue
             why = f"{'an' if published else 'an unpublished'} unnamed object #{o.id} of a {label}'s size"
         elif _names(o, labels):
-            why = f"an unpublished {o.class_name} #{o.id} (detected {o.n_observations} times)"
+            times = "once" if o.n_observations == 1 else f"{o.n_observations} times"
+            why = f"an unpublished {o.class_name} #{o.id} (detected {times})"
         else:
             continue
         if not any(_inside(o.box[:3], snapshot.boxes[k], PIECE_M) for k in known):
