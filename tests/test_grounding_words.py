@@ -105,6 +105,10 @@ def test_a_count_in_an_anchor_is_checked(g: Grounder) -> None:
     assert two.success and two.best.object.id == 0, two.message
     r = g.ground("the table with three cups on it", plates(2))
     assert not r.success and "needs 3" in r.message, r.message
+    fallen = snapshot([*((n, list(o.box)) for n, o in zip(plates(2).class_names, plates(2).objects, strict=True)),
+                       ("cup", [1.5, 1.0, 0.05, 0.09, 0.09, 0.1])])  # a third cup, on the floor
+    r = g.ground("the table with three cups on it", fallen)  # three cups mapped, two on the table
+    assert not r.success and "three cups" in r.message, r.message
 
 
 # -- superlatives and ordinals only over what is known ----------------------------------------------------------------
@@ -210,3 +214,26 @@ def test_material_words_are_checked_where_colour_shape_or_kind_can_tell(g: Groun
     scene = coloured(scene, {0: WOOD, 1: WOOD, 2: WHITE, 3: GREY})
     r = g.ground(phrase, scene)
     assert r.success is answered, r.message
+
+
+# -- the demo says why a wrong answer is wrong ----------------------------------------------------------------------
+
+def test_the_demo_says_what_was_expected_given_and_why_not() -> None:
+    """The demo printed 4 of its 8 prompts and no reason for a "NO"."""
+    from embodied_ros.demo import check_prompt
+    from embodied_ros.synthetic import generate_scene
+
+    scene = generate_scene(20_000)
+    prompt = next(p for p in scene.prompts if p.relation.value == "support")
+    objects = [(o.class_name, list(o.box)) for o in scene.objects]
+    truth = snapshot(objects)
+    g = Grounder(load_encoder=False)
+    ok, line = check_prompt(prompt.text, prompt.target_id, g.ground(prompt.text, truth), truth, scene)
+    assert ok and f"expected: {scene.objects[prompt.target_id].class_name} #{prompt.target_id}" in line, line
+    other = g.ground("the table", truth)  # an answer with another object of the scene
+    ok, line = check_prompt(prompt.text, prompt.target_id, other, truth, scene)
+    assert not ok and "given:    table #" in line, line
+    assert "why NO:   the answer is the scene's table #" in line and "the target is mapped as" in line, line
+    gone = snapshot([o for k, o in enumerate(objects) if k != prompt.target_id])  # the map misses the target
+    ok, line = check_prompt(prompt.text, prompt.target_id, g.ground(prompt.text, gone), gone, scene)
+    assert not ok and "the target is not in the map" in line, line
