@@ -160,10 +160,38 @@ def test_evidence_that_does_not_rank_before_the_answer_leaves_it_sure(g: Grounde
     shown, far_left = chairs(-2.0)  # left of both chairs, farther than both
     assert g.ground("the rightmost chair", shown, viewpoint=CAMERA, hidden=far_left).best.object.id == 1
     assert g.ground("the nearest chair", shown, viewpoint=CAMERA, hidden=far_left).success
-    shown, piece = chairs(0.05)  # inside the known chair's box: a piece of it
+    shown, piece = chairs(0.2)  # inside the known chair's box: a piece of it
     assert g.ground("the rightmost chair", shown, viewpoint=CAMERA, hidden=piece).success
     shown, once = chairs(1.0, seen=1)  # one weak detection (0.8 here: a strong one counts)
     assert not g.ground("the rightmost chair", shown, viewpoint=CAMERA, hidden=once).success
+
+
+def test_the_published_view_knows_what_the_memory_left_out(g: Grounder, tmp_path) -> None:
+    """Through ``published_snapshot`` (the CLI, the node, the evaluation), the memory's unpublished objects are
+    the evidence: nothing needs to be passed."""
+    from grounding_scenes import write_memory
+
+    from embodied_ros.grounding.map_view import published_snapshot, unpublished
+    from embodied_ros.memory import SceneMemory
+
+    shown, hidden = chairs(0.3, 1.0)
+    write_memory(tmp_path / "memory.json", snapshot([*((n, list(o.box)) for n, o in zip(shown.class_names,
+                                                                                        shown.objects, strict=True)),
+                                                     ("chair", list(hidden.boxes[0]))]), log_odds={3: 0.0})
+    view = published_snapshot(SceneMemory.load(tmp_path / "memory.json"))
+    assert list(view.ids) == [0, 1, 2] and list(unpublished(view).ids) == [3]
+    r = g.ground("the nearest chair", view, viewpoint=CAMERA)
+    assert not r.success and "unpublished chair #3" in r.message, r.message
+    assert unpublished(shown) is None  # a snapshot not cut by published_snapshot: nothing known beyond it
+
+
+def test_closest_to_an_anchor_is_only_over_what_is_known(g: Grounder) -> None:
+    """'the chair closest to the monitor' with an unpublished chair nearer to it is not sure; one farther is no
+    doubt. No viewpoint is needed."""
+    for hidden_at, sure in (((-0.5, 3.3), False), ((3.0, 3.0), True)):
+        shown, hidden = chairs(*hidden_at)
+        r = g.ground("the chair closest to the monitor", shown, hidden=hidden)
+        assert r.success is sure and (sure or "chair #3" in r.message), r.message
 
 
 def test_an_unnamed_object_of_the_class_size_is_evidence_too(g: Grounder) -> None:
