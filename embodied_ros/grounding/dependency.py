@@ -6,16 +6,20 @@ The parse decides the structure; the word tables of ``phrases.py`` decide what t
   the cup"); "the chair at the end of the table" is about a chair, whatever nouns follow;
 * compound nouns stay one noun ("PC tower", "game controller", "food container");
 * adjectives are colours ("light blue"), sizes and heights ("largest", "tall"), materials ("wooden"),
-  viewer-centred words ("leftmost", "nearest") or ordinals ("second"); other adjectives are named in the
-  answer as not checked ("the open magazine");
+  viewer-centred words ("leftmost", "nearest"), ordinals ("second") or numbers ("the two plates": how many
+  anchors); another adjective ("the loose leaflets", "the open magazine") is not understood, so the answer
+  cannot be checked against it;
 * a prepositional phrase qualifies the noun the parse attaches it to: the target's relations are the
   phrase's clauses, an anchor's own relations ("the end of the table near the sink") stay with that
   anchor (``NounPhrase.clauses``). Relation words are read from the preposition and the words the parse
   joins to it ("next to", "in front of", "to the left of", "at the end of"), through relative clauses
   ("that is not on the table"), participles ("standing on the counter") and conjunctions ("on the table
   and near the remote");
-* a preposition or relation that the tables do not know ("the cup with a handle") becomes an
-  unknown relation: the answer cannot be checked against it, so it is "not found", and says why.
+* "X with Y [relation it]" is Y resting on or in X, or in the relation said ("the table with a bin under it");
+  "hanging from", "mounted on" join the verb to the preposition (``Relation.HANGING``);
+* a preposition or relation that the tables do not know ("the cup from the shelf"), or "with" a part of the
+  object ("the mug with the handle"), is not understood: the answer cannot be checked against it, so it is
+  "not found", and says why.
 
 The pipeline loads once per process (``load_pipeline``): about 1 s to import spaCy and 0.5 s to load the
 pipeline without its entity recogniser and lemmatiser, then ~4 ms per phrase. Installed with

@@ -13,7 +13,9 @@ candidates in the viewer's order instead of the best.
 Honest answers: an answer, and every anchor, must be an object the memory is confident exists
 (``SceneObject.confidence >= min_confidence``); the answer says how confident. A target that names
 no object in the memory is told apart from a class the detector cannot see at all when the
-memory's label vocabulary is given.
+memory's label vocabulary is given. A pick by rank is "not sure" when the memory holds unpublished
+evidence of another instance ranking before it (``completeness.py``), and an unnamed answer when another
+unnamed object fits the phrase nearly as well (``unnamed_shapes.py``).
 The engine reads only the immutable ``MemorySnapshot`` (never the live memory), so a grounding
 call never holds the memory's lock; what it derives from a snapshot (box geometry, class codes)
 is cached per snapshot, and parses and label embeddings per text.

@@ -127,7 +127,7 @@ _SIZE_WORDS = {
     "lowest": ("z", -2), "bottom": ("z", -1), "lower": ("z", -1),
 }
 # Colour words are those object_colour knows ("gray", "golden" included); a shade word before one is
-# part of it ("light blue" is blue). Materials are not colours: they stay words of the noun.
+# part of it ("light blue" is blue). Materials are not colours (materials.py checks them).
 _SHADES = {"light", "dark", "pale", "bright", "deep"}
 _MATERIALS = {"wooden", "wood", "metal", "metallic", "plastic", "glass", "transparent", "striped", "colorful",
               "colourful", "leather", "ceramic", "paper", "fabric", "steel", "stainless", "white-ish", "cardboard"}
@@ -165,7 +165,7 @@ class Attribute:
         word: the word(s) as written ("largest", "light blue", "on the left").
         kind: "volume", "height" or "z" (evaluated on the boxes), "colour" (the objects' observed
             colour; ``colour`` holds the colour word), "material" ("wooden", "metal": checked on the
-            observed colour where a colour can tell, ``colours.material_fits``), or viewer-centred:
+            observed colour, box and kind where those can tell, ``materials.material_holds``), or viewer-centred:
             "lateral" (left -/right +), "distance" (near -/far +) or "ahead" (in front +/behind -), seen
             from a viewpoint.
         sign: +2/-2 superlative (largest/smallest, leftmost/rightmost, nearest/farthest), +1/-1

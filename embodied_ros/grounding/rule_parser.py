@@ -37,11 +37,12 @@ B and C"; "not" before a relation negates it ("the cup that is not on the table"
 words ("the monitor on the left", "the nearest chair", "the cup closest to me", "the second
 chair from the left") become attributes evaluated from a camera pose (``viewpoint.py``); without
 an anchor, "closest"/"nearest"/"farthest" and "in front"/"behind" are viewer-centred too. A
-colour word before a noun is an attribute; alone it is the noun ("the light", "the orange").
-Materials and other adjectives the parser does not know ("plastic", "wooden", "glass") stay
-words of the noun ("plastic box"), which the label matcher reads (its head word "box", or the
-whole phrase's embedding). Not understood: relations of an anchor to another anchor (they all
-qualify the target), ordinals of anything but a viewer order ("the second cup from the sink").
+colour word before a noun is an attribute; alone it is the noun ("the light", "the orange"); so is a
+material ("the plastic box"; "the paper on the table"). "X with Y [relation it]" and numbers of an anchor
+("between the two plates") are read as ``dependency.py`` reads them. Other adjectives the parser does not
+know ("loose") stay words of the noun, which the label matcher reads (its head word, or the whole phrase's
+embedding). Not understood: relations of an anchor to another anchor (they all qualify the target),
+ordinals of anything but a viewer order ("the second cup from the sink").
 """
 
 from __future__ import annotations
