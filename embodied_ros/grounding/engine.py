@@ -330,7 +330,8 @@ class Grounder:
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
                 vocabulary: tuple[str, ...], hidden: MemorySnapshot | None = None) -> GroundingResult:
-        notes = list(parsed.notes)
+        notes = list(parsed.notes) + ([f"{parsed.target.count} asked for: one is answered, the others that fit are its "
+                                       "alternatives"] if parsed.target.count > 1 and not parsed.count else [])
         if parsed.ignored:
             notes.append("ignored: " + ", ".join(f"'{w}'" for w in parsed.ignored))
         # Reasons the answer cannot be given: every constraint must hold, and every word be understood.
