@@ -72,7 +72,8 @@ def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
 @pytest.mark.parametrize("phrase", ["the chair on the left", "the nearest chair", "the white mug"])
 def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str) -> None:
     """With the run's last camera as the viewpoint and its colours, these phrases are parsed and evaluated
-    (whether the answer is right depends on the map; the engine must not ignore the words)."""
+    (whether the answer is right depends on the map; the engine must not ignore the words; a pick by rank may be
+    "not sure" where the memory holds unpublished chairs)."""
     memory = SceneMemory.load(kitchen_run / "memory.json")
     from embodied_ros.outputs.camera_poses import read_camera_poses
 
@@ -80,4 +81,6 @@ def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str
     grounder = Grounder(min_confidence=0.0)  # the words, not the map's confidence, are under test
     r = grounder.ground(phrase, published_snapshot(memory), viewpoint=Viewpoint.from_camera_pose(last),
                         vocabulary=memory.vocabulary)
-    assert r.success and "note" not in r.message, r.message
+    # Answered, or "not sure" for a pick among chairs the memory holds in part (the chair pushed under the table):
+    # either way the words were evaluated.
+    assert (r.success or r.message.startswith("not sure")) and "note" not in r.message, r.message
