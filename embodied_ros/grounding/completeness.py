@@ -18,8 +18,9 @@ that is searched for unresolved evidence of another instance:
 
 Evidence is resolved when it is a piece of a known instance: its centre within ``PIECE_M`` of the box of a
 published object of the class. When unresolved evidence ranks before the answer (farther to the asked side
-among what is in view, nearer, farther, ...), the answer is "not sure", with the candidate as its
-alternative: a robot told "the nearest chair" would otherwise act on a confident wrong answer.
+among what is in view, any corner of its box counting; nearer; farther; closer to the anchor), the answer is
+"not sure", with the candidate as its alternative: a robot told "the nearest chair" would otherwise act on a
+confident wrong answer.
 
 Not searched: the occupancy voxel map (the run folder keeps none, and occupancy alone cannot tell a chair
 from the wall behind it), and size superlatives ("the largest chair": sizes of half-seen objects are not
