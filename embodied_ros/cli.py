@@ -302,7 +302,7 @@ def _synthetic_demo(args: argparse.Namespace, weights: Path) -> int:
     print(f"accumulated detection vs ground truth: mAP@0.25 {result.map25:.3f}, mAP@0.50 {result.map50:.3f}")
     print(f"world occupancy map vs ground truth, voxels in the frames' view: {result.occupancy.summary()}")
     print(f"grounding: {result.grounding_correct}/{result.grounding_total} of the scene's prompts right (Acc@0.25)")
-    for line in result.examples[:4]:
+    for line in result.examples:
         print("  " + line)
     print(f"outputs in {args.out}: " + ", ".join(p.name for p in s.outputs) + ", demo_metrics.json")
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from .geometry.grid import aligned_grid_pose, voxels_in_view
 from .geometry.iou import box_iou_3d
 from .mapper import SceneMapper
 from .memory.occupancy import OccupancyMap
+from .memory.scene_object import MemorySnapshot
 from .metrics.detection import BoxSet, evaluate_detection
 from .metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
 from .network.perceptron import PerceptronConfig
@@ -39,7 +41,7 @@ class DemoResult:
     occupancy: OccupancyMetrics  # the world map after the run, on each frame's grid, voxels in view
     grounding_correct: int  # prompts whose top-1 box has IoU > 0.25 with the target
     grounding_total: int
-    examples: tuple[str, ...]  # a few answered prompts, for the report
+    examples: tuple[str, ...]  # every prompt: right or not, what was expected, what was answered, and why not
 
 
 def _score_frames(source: SyntheticSource, world: OccupancyMap, config: PerceptronConfig,
@@ -82,10 +84,9 @@ def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, 
     correct, examples = 0, []
     for prompt in prompts:
         answer = grounder.ground(prompt.text, snapshot)
-        target = source.scene.boxes[prompt.target_id][None]
-        hit = answer.best is not None and box_iou_3d(answer.best.object.box[None], target)[0, 0] > 0.25
+        hit, line = check_prompt(prompt.text, prompt.target_id, answer, snapshot, source.scene)
         correct += int(hit)
-        examples.append(f"{'ok ' if hit else 'NO '} \"{prompt.text}\" -> {answer.message}")
+        examples.append(line)
     result = DemoResult(summary, float(metrics.mean_ap[0.25]), float(metrics.mean_ap[0.5]), occupancy, correct,
                         len(prompts), tuple(examples))
     (out_dir / "demo_metrics.json").write_text(json.dumps({
@@ -95,3 +96,49 @@ def run_demo(out_dir: Path, weights: Path | None = None, seed: int = DEMO_SEED, 
         "grounding_acc25": correct / max(len(prompts), 1), "grounding_prompts": len(prompts),
         "examples": list(examples)}, indent=1))
     return result
+
+
+def check_prompt(text: str, target_id: int, answer: Any, snapshot: MemorySnapshot, scene: Any) -> tuple[bool, str]:
+    """Whether the answer is the target (its box has IoU > 0.25 with the target's), and a line saying what was
+    expected, what was answered and, when it is not the target, why: what the answer is in the scene (a false
+    object of the map?), and how the map holds the target (not at all, as another class, or as an object that
+    fits the phrase and scored lower)."""
+    boxes = np.stack(scene.boxes)
+    target = boxes[target_id][None]
+    want = f"{scene.objects[target_id].class_name} #{target_id} of the scene"
+    hit = answer.best is not None and box_iou_3d(answer.best.object.box[None], target)[0, 0] > 0.25
+    line = f"{'ok' if hit else 'NO'}  \"{text}\"\n      expected: {want}\n      given:    {answer.message}"
+    if hit:
+        return True, line
+    why = []
+    if answer.best is not None:
+        iou = box_iou_3d(boxes, answer.best.object.box[None])[:, 0]
+        j = int(np.argmax(iou))
+        what = (f"the scene's {scene.objects[j].class_name} #{j} (IoU {iou[j]:.2f})" if iou[j] > 0.1
+                else "nothing of the scene (IoU <= 0.1 with every object)")
+        false = " (a false object of the map)" if scene.objects[j].class_name != answer.best.object.class_name \
+            or iou[j] <= 0.25 else ""
+        why.append(f"the answer is {what}{false}")
+        for aid in answer.best.anchor_ids:  # an anchor the map holds falsely makes a wrong object fit
+            anchor = next(o for o in snapshot.objects if o.id == aid)
+            iou = box_iou_3d(boxes, anchor.box[None])[:, 0]
+            j = int(np.argmax(iou))
+            if scene.objects[j].class_name != anchor.class_name or iou[j] <= 0.25:
+                why.append(f"its anchor {anchor.class_name} #{aid} is the scene's {scene.objects[j].class_name} "
+                           f"#{j} (IoU {iou[j]:.2f}; a false object of the map)")
+    mapped = box_iou_3d(snapshot.boxes, target)[:, 0] if len(snapshot) else np.zeros(0)
+    if not len(mapped) or mapped.max() <= 0.25:
+        why.append(f"the target is not in the map (best IoU {mapped.max() if len(mapped) else 0.0:.2f})")
+    else:
+        k = int(np.argmax(mapped))
+        obj = snapshot.objects[k]
+        ranked = {a.object.id: a.score for a in answer.alternatives}
+        if obj.class_name != scene.objects[target_id].class_name:
+            why.append(f"the target is mapped as {obj.class_name} #{obj.id} (IoU {mapped[k]:.2f})")
+        elif obj.id in ranked and answer.best is not None:
+            why.append(f"the target is mapped as {obj.class_name} #{obj.id} (IoU {mapped[k]:.2f}), which fits the "
+                       f"phrase too and scores {ranked[obj.id]:.2f} against the answer's {answer.best.score:.2f}")
+        else:
+            why.append(f"the target is mapped as {obj.class_name} #{obj.id} (IoU {mapped[k]:.2f}), which does not "
+                       "fit the phrase as the map holds it")
+    return False, line + "\n      why NO:   " + "; ".join(why)

@@ -31,7 +31,8 @@ class Outcome:
     ok: bool
     success: bool  # whether the engine answered at all
     line: str
-    set: str = ""  # the phrase set ("issue31": the phrases written for that issue), "" for the earlier ones
+    set: str = ""  # the phrase set ("issue31", "issue45": the phrases written for that issue), "" for the earlier ones
+    parser: str = ""  # which parser read the phrase ("rules", "spaCy ..."; "" when it was refused before parsing)
 
     @property
     def verdict(self) -> str:
@@ -80,6 +81,13 @@ def viewpoint_poses(kitchen: Path, frames: set[int]) -> dict[int, tuple[np.ndarr
     return out
 
 
+def _parser(result: Any) -> str:
+    """The parser that read the phrase, as the result names it ("" for a phrase refused before parsing)."""
+    parsed = getattr(result, "parsed", None)
+    return str(getattr(parsed, "parser", "")) if parsed is not None and getattr(parsed, "target", None) and \
+        not parsed.target.empty else ""
+
+
 def evaluate(ground: Callable[[str, Any], Any], kitchen: Path,
              make_viewpoint: Callable[[np.ndarray, np.ndarray, int, int], Any] | None) -> list[Outcome]:
     """Ground every phrase and score it.
@@ -109,5 +117,6 @@ def evaluate(ground: Callable[[str, Any], Any], kitchen: Path,
         kind = item["kind"]
         verdict = "ok   " if ok else "FALSE" if r.success else "NOTFD"
         out.append(Outcome(item["phrase"], kind, bool(item.get("first_set", False)), bool(ok), bool(r.success),
-                           f"{verdict} [{kind}] {item['phrase']!r} -> {r.message}", str(item.get("set", ""))))
+                           f"{verdict} [{kind}] {item['phrase']!r} -> {r.message}", str(item.get("set", "")),
+                           _parser(r)))
     return out

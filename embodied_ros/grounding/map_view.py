@@ -17,11 +17,13 @@ import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
 
-__all__ = ["published_snapshot", "subset"]
+__all__ = ["published_snapshot", "subset", "unpublished"]
 
 # The published view of each snapshot, kept while the snapshot lives: a service answering several calls
 # about one moment gets the same view object back, and the grounder its cached geometry.
 _views: weakref.WeakKeyDictionary[MemorySnapshot, tuple[tuple, MemorySnapshot]] = weakref.WeakKeyDictionary()
+# What each published view leaves out of its memory's snapshot (for "only over what is known": completeness.py).
+_left_out: weakref.WeakKeyDictionary[MemorySnapshot, MemorySnapshot] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
@@ -51,7 +53,18 @@ def published_snapshot(memory: Any, all_objects: bool = False,
         hit = _views.get(snapshot)
     if hit is not None and hit[0] == rule:
         return hit[1]
-    view = subset(snapshot, frozenset(int(o.id) for o in snapshot.published(*rule)))
+    shown = frozenset(int(o.id) for o in snapshot.published(*rule))
+    view = subset(snapshot, shown)
     with _lock:
         _views[snapshot] = (rule, view)
+        _left_out[view] = subset(snapshot, frozenset(int(i) for i in snapshot.ids) - shown)
     return view
+
+
+def unpublished(view: MemorySnapshot) -> MemorySnapshot | None:
+    """The objects the memory holds and ``view`` leaves out (not confident, seen too rarely, over a class's
+    limit), for a view made by ``published_snapshot``; None for any other snapshot (nothing known of what
+    else the memory holds). Read only: grounding never answers with them, it only asks whether they may be
+    instances it does not know of."""
+    with _lock:
+        return _left_out.get(view)

@@ -1,64 +1,22 @@
-"""What a referring phrase says (target noun phrase, attributes, relations), and the rule-based parser.
+"""What a referring phrase says: the target noun phrase, its attributes and relations, and the word tables
+both parsers read.
 
-The dependency parser (``dependency.py``, spaCy) fills the same structures and is used when spaCy is
-installed; the hand-written grammar below is the fallback where it is not (``ParsedPhrase.parser`` says
+The dependency parser (``dependency.py``, spaCy) fills these structures when spaCy is installed; the
+hand-written grammar of ``rule_parser.py`` is the fallback where it is not (``ParsedPhrase.parser`` says
 which one read a phrase).
-
-Grammar (case-insensitive; punctuation other than commas is ignored)::
-
-    phrase    := [lead-in] target [clause (("," | "and" | ", and") clause)*]
-    lead-in   := "find" | "show me" | "where is" | "locate" | "select" | "get" | "please" | ...
-                 | "how many" | "count" (a count: how many objects fit)
-    target    := [article] [ordinal] [attribute]* noun-words [viewer] [("that is" | "which is" | "that" | ...)]
-    clause    := ["not"] relation anchor | ["not"] "between" anchor "and" anchor
-    anchor    := [article] [attribute]* noun-words [viewer] | viewer-anchor
-    attribute := size/height superlatives ("largest", "smallest", "tallest", "highest", "lowest",
-                 "big", "small", ...), colours ("white", "red", "light blue", ...: the objects'
-                 observed colour), viewer superlatives ("leftmost", "rightmost", "nearest", "closest",
-                 "farthest", "far left")
-    viewer    := ("on" | "to" | "at") ("the" | "my" | "your") ("left" | "right") ["side" | "hand side"]
-                 | "from the left" | "from the right" (after an ordinal: "the second chair from the left")
-    viewer-anchor := "me" | "you" | "us" | "the robot" | "the camera" | "the viewer" (after a relation:
-                 "closest to me", "in front of the robot", "behind me", "on my left", "near me")
-    ordinal   := "first" | "second" | ... | "2nd" | ... (with a viewer superlative or "from the left/right")
-
-Relations (EmbodiedScan's five types; the longest keyword at a position wins, so "on the
-left of" is allocentric, not support):
-
-* horizontal proximity: near, close to, by (near: fails when far); next to, beside, adjacent to,
-  closest/nearest to (the closest one, however far); farthest/furthest from, far from
-* vertical proximity: above, over, higher than, below, beneath, lower than
-* support: on, on top of, sitting/resting/lying/placed (on top of | on), in, inside, under,
-  underneath, supporting, supports, holding
-* allocentric: in front of, facing (the front of), behind, in back of, at the back of,
-  (to the | on the) left/right (side) of
-* between: between A and B
-
-Every clause qualifies the target ("the cup on the table next to the monitor" = a cup that is
-on a table and next to a monitor), which is also the combined form "find the X that is A, and
-B and C"; "not" before a relation negates it ("the cup that is not on the table"). Viewer-centred
-words ("the monitor on the left", "the nearest chair", "the cup closest to me", "the second
-chair from the left") become attributes evaluated from a camera pose (``viewpoint.py``); without
-an anchor, "closest"/"nearest"/"farthest" and "in front"/"behind" are viewer-centred too. A
-colour word before a noun is an attribute; alone it is the noun ("the light", "the orange").
-Materials and other adjectives the parser does not know ("plastic", "wooden", "glass") stay
-words of the noun ("plastic box"), which the label matcher reads (its head word "box", or the
-whole phrase's embedding). Not understood: relations of an anchor to another anchor (they all
-qualify the target), ordinals of anything but a viewer order ("the second cup from the sink").
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 
 from ..classes import RelationType
-from ..memory.object_colour import colour_word
 
 __all__ = [
     "Attribute", "NounPhrase", "ParsedPhrase", "Relation", "RelationClause", "RelationType", "looks_english",
-    "parse_phrase", "split_foreign",
+    "refusal", "split_foreign",
 ]
 
 MAX_PHRASE_CHARS = 1000
@@ -82,6 +40,8 @@ class Relation(Enum):
     RIGHT = "right of"
     BETWEEN = "between"
     END = "at the end of"  # at one of the anchor's short sides ("the chair at the end of the table")
+    HANGING = "hanging from"  # held from above or from the side, not standing on anything ("the lamp hanging from")
+    INSIDE = "inside"  # within the anchor's box, or resting in it ("the spoon inside the cup")
 
     @property
     def type(self) -> RelationType:
@@ -96,7 +56,8 @@ _TYPES = {
     Relation.SUPPORTING: RelationType.SUPPORT, Relation.FRONT: RelationType.ALLOCENTRIC,
     Relation.BEHIND: RelationType.ALLOCENTRIC, Relation.LEFT: RelationType.ALLOCENTRIC,
     Relation.RIGHT: RelationType.ALLOCENTRIC, Relation.BETWEEN: RelationType.BETWEEN,
-    Relation.END: RelationType.HORIZONTAL,
+    Relation.END: RelationType.HORIZONTAL, Relation.HANGING: RelationType.SUPPORT,
+    Relation.INSIDE: RelationType.SUPPORT,
 }
 
 _KEYWORDS: dict[str, Relation] = {
@@ -113,7 +74,7 @@ _KEYWORDS: dict[str, Relation] = {
     "below": Relation.BELOW, "beneath": Relation.BELOW, "lower than": Relation.BELOW,
     "on": Relation.ON, "on top of": Relation.ON, "onto": Relation.ON, "upon": Relation.ON,
     "sitting on": Relation.ON, "resting on": Relation.ON, "lying on": Relation.ON, "placed on": Relation.ON,
-    "standing on": Relation.ON, "in": Relation.ON, "inside": Relation.ON, "inside of": Relation.ON,
+    "standing on": Relation.ON, "in": Relation.ON, "inside": Relation.INSIDE, "inside of": Relation.INSIDE,
     "under": Relation.UNDER, "underneath": Relation.UNDER, "supporting": Relation.SUPPORTING,
     "holding": Relation.SUPPORTING, "carrying": Relation.SUPPORTING, "supports": Relation.SUPPORTING,
     "holds": Relation.SUPPORTING, "holding up": Relation.SUPPORTING,
@@ -129,9 +90,11 @@ _KEYWORDS: dict[str, Relation] = {
     "between": Relation.BETWEEN, "in between": Relation.BETWEEN,
     "at the end of": Relation.END, "at one end of": Relation.END, "at either end of": Relation.END,
     "on the end of": Relation.END, "at the head of": Relation.END, "at the short side of": Relation.END,
+    # Held from above or from a wall (a verb and its preposition: the dependency parser joins them).
+    **dict.fromkeys(("hanging from", "hanging on", "hanging off", "hangs from", "hangs on", "hung from", "hung on",
+                     "suspended from", "mounted on", "mounted to", "attached to", "fixed to", "fixed on"),
+                    Relation.HANGING),
 }
-# Keyword token sequences, longest first, so that the longest match at a position wins.
-_KEY_TOKENS = sorted(((tuple(k.split()), r) for k, r in _KEYWORDS.items()), key=lambda kr: -len(kr[0]))
 
 _LEAD_INS = ("can you find", "could you find", "please find", "show me", "where is", "where's", "find me",
              "find", "locate", "select", "get", "give me", "pick", "point to", "please", "i want", "look for")
@@ -142,6 +105,17 @@ _LINKERS = {"that", "which", "who", "is", "are", "it", "its", "it's", "thats", "
 _NEGATIONS = {"not", "isn't", "isnt", "aren't", "arent"}
 _COUNT_LEAD_INS = ("how many", "count the", "count")
 _COUNT_TAILS = (("do", "you", "see"), ("can", "you", "see"), ("are", "there"), ("is", "there"), ("in", "total"))
+# Numbers of an anchor ("between the two plates", "with three cups on it"): how many anchors the relation needs.
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "both": 2, "pair": 2, "couple": 2}
+# "X with Y <relation> it": Y stands in the relation to X ("the table with the cups on it").
+_PRONOUNS = {"it", "them", "itself", "themselves"}
+# What "with" can name that is a part or a look of the object, not a thing the map holds ("the mug with the
+# handle", "the cup with the flower pattern"): such a "with" cannot be checked.
+_PART_WORDS = frozenset(
+    "handle handles lid lids pattern patterns print prints stripe stripes dot dots spot spots logo logos label labels "
+    "sticker stickers leg legs arm arms armrest armrests wheel wheels back backrest knob knobs button buttons door "
+    "doors drawer drawers writing text words letters picture pictures photo image drawing design shape colour "
+    "color edge edges corner corners spout cover top bottom side sides screen keys".split())
 
 # Attributes: name -> (kind, sign). Size/height are evaluated on the boxes; colours are parsed only.
 _SIZE_WORDS = {
@@ -153,7 +127,7 @@ _SIZE_WORDS = {
     "lowest": ("z", -2), "bottom": ("z", -1), "lower": ("z", -1),
 }
 # Colour words are those object_colour knows ("gray", "golden" included); a shade word before one is
-# part of it ("light blue" is blue). Materials are not colours: they stay words of the noun.
+# part of it ("light blue" is blue). Materials are not colours (materials.py checks them).
 _SHADES = {"light", "dark", "pale", "bright", "deep"}
 _MATERIALS = {"wooden", "wood", "metal", "metallic", "plastic", "glass", "transparent", "striped", "colorful",
               "colourful", "leather", "ceramic", "paper", "fabric", "steel", "stainless", "white-ish", "cardboard"}
@@ -176,22 +150,6 @@ _VIEWER_OF_RELATION = {  # "<relation> me": (kind, sign)
 }
 
 
-def _viewer_patterns() -> list[tuple[tuple[str, ...], str, int]]:
-    out = []
-    for side, sign in (("left", -1), ("right", 1)):
-        for prep in ("on", "to", "at"):
-            for det in ("the", "my", "your"):
-                for tail in ((), ("side",), ("hand", "side"), ("hand-side",)):
-                    out.append(((prep, det, side, *tail), "lateral", sign))
-                out.append(((prep, det, "far", side), "lateral", 2 * sign))
-        for lead in (("far",), ("furthest",), ("farthest",), ("most",), ("from", "the"), ("from", "my"),
-                     ("from", "your")):
-            out.append(((*lead, side), "lateral", 2 * sign))
-    out += [(("in", "front"), "ahead", 1), (("straight", "ahead"), "ahead", 1), (("ahead",), "ahead", 1)]
-    return sorted(out, key=lambda p: -len(p[0]))
-
-
-_VIEWER_PATTERNS = _viewer_patterns()
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "1st": 1, "2nd": 2,
              "3rd": 3, "4th": 4, "5th": 5, "6th": 6}
 _COLOURS = {"white", "black", "red", "green", "blue", "yellow", "orange", "purple", "pink", "brown", "grey", "gray",
@@ -207,7 +165,7 @@ class Attribute:
         word: the word(s) as written ("largest", "light blue", "on the left").
         kind: "volume", "height" or "z" (evaluated on the boxes), "colour" (the objects' observed
             colour; ``colour`` holds the colour word), "material" ("wooden", "metal": checked on the
-            observed colour where a colour can tell, ``colours.material_fits``), or viewer-centred:
+            observed colour, box and kind where those can tell, ``materials.material_holds``), or viewer-centred:
             "lateral" (left -/right +), "distance" (near -/far +) or "ahead" (in front +/behind -), seen
             from a viewpoint.
         sign: +2/-2 superlative (largest/smallest, leftmost/rightmost, nearest/farthest), +1/-1
@@ -237,6 +195,7 @@ class NounPhrase:
     text: str
     attributes: tuple[Attribute, ...] = ()
     clauses: tuple[RelationClause, ...] = ()
+    count: int = 0  # how many of them the phrase names ("the two plates": 2); 0: not said (one)
 
     @property
     def empty(self) -> bool:
@@ -245,12 +204,15 @@ class NounPhrase:
 
 @dataclass(frozen=True)
 class RelationClause:
-    """One relation of the target to one anchor (two for ``between``); ``negated``: "not <relation>"."""
+    """One relation of the target to one anchor (two for ``between``, or one counted anchor: "between the two
+    cups"); ``negated``: "not <relation>"; ``inverse``: the anchor stands in the relation to the target ("the
+    table with a bin under it": the bin is under the table)."""
 
     relation: Relation
     anchors: tuple[NounPhrase, ...]
     text: str
     negated: bool = False
+    inverse: bool = False
 
 
 @dataclass(frozen=True)
@@ -283,100 +245,6 @@ class ParsedPhrase:
         """Whether any noun phrase has a viewer-centred attribute (a viewpoint is needed)."""
         phrases = [self.target, *(a for c in self.clauses for a in c.anchors)]
         return any(a.viewer for p in phrases for a in p.attributes)
-
-
-def _noun_phrase(tokens: list[str]) -> tuple[NounPhrase, list[str]]:
-    """Tokens -> noun phrase (articles and linkers dropped, attributes split off) and notes."""
-    words: list[str] = []
-    attrs: list[Attribute] = []
-    notes: list[str] = []
-    rank = 0
-    tokens = [t for t in tokens if not (t in _ARTICLES or t in _LINKERS or t == ",")]
-    k = 0
-    while k < len(tokens):
-        tok = tokens[k]
-        nxt = tokens[k + 1] if k + 1 < len(tokens) else ""
-        if tok.startswith("@"):  # a viewer pattern ("on the left"), see _mark_viewer_patterns
-            kind, sign, written = tok[1:].split(":")
-            attrs.append(Attribute(written.replace("_", " "), kind, int(sign)))
-        elif tok in _ORDINALS:
-            rank = _ORDINALS[tok]
-        elif tok in _SIZE_WORDS:
-            kind, sign = _SIZE_WORDS[tok]
-            attrs.append(Attribute(tok, kind, sign))
-        elif tok in _VIEWER_ADJECTIVES:
-            kind, sign = _VIEWER_ADJECTIVES[tok]
-            attrs.append(Attribute(tok, kind, sign))
-        elif tok in _SHADES and colour_word(nxt) and not words and any(_noun_like(t) for t in tokens[k + 2:]):
-            attrs.append(Attribute(f"{tok} {nxt}", "colour", 0, colour=str(colour_word(nxt))))
-            k += 1
-        elif colour_word(tok) and not words and any(_noun_like(t) for t in tokens[k + 1:]):
-            # A colour before a noun is an adjective; alone it is the noun ("the orange").
-            attrs.append(Attribute(tok, "colour", 0, colour=str(colour_word(tok))))
-        else:
-            words.append(tok)
-        k += 1
-    if rank:
-        ordered = [i for i, a in enumerate(attrs) if a.viewer and abs(a.sign) == 2]
-        if ordered:
-            first = attrs[ordered[0]]
-            attrs[ordered[0]] = replace(first, rank=rank, word=f"{_ordinal_word(rank)} {first.word}")
-        else:
-            notes.append(f"'{_ordinal_word(rank)}' needs an order ('from the left', 'nearest'); ignored")
-    return NounPhrase(" ".join(words), tuple(attrs)), notes
-
-
-def _ordinal_word(rank: int) -> str:
-    return next(w for w, r in _ORDINALS.items() if r == rank)
-
-
-def _mark_viewer_patterns(tokens: list[str]) -> list[str]:
-    """Replace multi-word viewer phrases ("on the left", "from the right", "far left") by one
-    "@kind:sign:words" token, unless they start an allocentric relation ("on the left side of the sofa")."""
-    out: list[str] = []
-    i = 0
-    while i < len(tokens):
-        keyword = _match_keyword(tokens, i)
-        for pattern, kind, sign in _VIEWER_PATTERNS:
-            n = len(pattern)
-            allocentric = (keyword is not None and keyword[1] >= n) or tokens[i + n:i + n + 1] == ["of"]
-            if tuple(tokens[i:i + n]) == pattern and not allocentric:
-                out.append(f"@{kind}:{sign}:{'_'.join(pattern)}")
-                i += n
-                break
-        else:
-            out.append(tokens[i])
-            i += 1
-    return out
-
-
-_SUPERLATIVE_RELATIONS = {"closest", "nearest", "farthest", "furthest"}
-
-
-def _content(token: str) -> bool:
-    """Whether a token can be (part of) a noun: not an article, linker, comma, size word,
-    superlative, ordinal or viewer pattern; colour words can ("the light", "the glass")."""
-    return not (token in _ARTICLES or token in _LINKERS or token == "," or token in _SIZE_WORDS
-                or token in _SUPERLATIVE_RELATIONS or token in _ORDINALS or token in _VIEWER_ADJECTIVES
-                or token.startswith("@"))
-
-
-def _noun_like(token: str) -> bool:
-    """A content word that is not a colour or a shade."""
-    return _content(token) and not colour_word(token) and token not in _SHADES
-
-
-def _clause_text(tokens: list[str]) -> str:
-    while tokens and tokens[-1] in (",", "and"):
-        tokens = tokens[:-1]
-    return " ".join(tokens)
-
-
-def _match_keyword(tokens: list[str], i: int) -> tuple[Relation, int] | None:
-    for key, rel in _KEY_TOKENS:
-        if tuple(tokens[i:i + len(key)]) == key:
-            return rel, len(key)
-    return None
 
 
 def split_foreign(phrase: str) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
@@ -422,109 +290,24 @@ def looks_english(phrase: str, extra_words: frozenset[str] = frozenset()) -> boo
     if len(words) < 3:
         return True
     known = (_COMMON | english_words() | _COLOURS | _SHADES | _MATERIALS | set(_SIZE_WORDS) | set(_ORDINALS)
-             | set(_VIEWER_ADJECTIVES) | _VIEWER_ANCHORS | _NEGATIONS | {w for k in _KEYWORDS for w in k.split()}
-             | extra_words)
+             | set(_VIEWER_ADJECTIVES) | _VIEWER_ANCHORS | _NEGATIONS | set(_NUMBERS)
+             | {w for k in _KEYWORDS for w in k.split()} | extra_words)
     return sum(w in known or w.rstrip("s") in known for w in words) >= 0.4 * len(words)
 
 
-def parse_phrase(phrase: str) -> ParsedPhrase:
-    """Parse a referring phrase (see the module docstring for the grammar). Never raises.
-
-    Args:
-        phrase: any text; longer than ``MAX_PHRASE_CHARS`` is cut there (the caller refuses it first).
-
-    Returns:
-        The parse; ``target.empty`` when no target words were found.
-    """
-    clean, unknown, ignored = split_foreign(str(phrase)[:MAX_PHRASE_CHARS])
-    text = _normalise(clean)
-    count = False
-    for lead in _COUNT_LEAD_INS:
-        if text.startswith(lead + " "):
-            text, count = text[len(lead):].strip(), True
-            break
-    for lead in _LEAD_INS:
-        if text == lead or text.startswith(lead + " "):
-            text = text[len(lead):].strip()
-            break
-    words = text.split()
-    if count:
-        for tail in _COUNT_TAILS:
-            if tuple(words[-len(tail):]) == tail:
-                words = words[:-len(tail)]
-    tokens = _mark_viewer_patterns(words)
-    # "the nearest chair to the sink": a superlative before the target takes "to"/"from" as its relation.
-    lead_sup = next((i for i, t in enumerate(tokens) if t in _SUPERLATIVE_RELATIONS
-                     and not any(_content(x) for x in tokens[:i])), None)
-    # Cut the token list at relation keywords; the words before the first keyword are the target.
-    spans: list[tuple[Relation, int, int, bool]] = []  # (relation, keyword start, anchor start, negated)
-    i = 0
-    while i < len(tokens):
-        # A relation needs a target before it ("the closest chair" has none: "closest" is then an adjective).
-        has_target = any(_content(t) for t in tokens[:i])
-        hit = _match_keyword(tokens, i) if has_target else None
-        if hit is None and lead_sup is not None and has_target and tokens[i] in ("to", "from"):
-            hit = (Relation.FARTHEST if tokens[lead_sup] in ("farthest", "furthest") else Relation.CLOSEST, 1)
-            tokens[lead_sup] = ","  # the superlative is the relation now, no longer an adjective
-            lead_sup = None
-        if hit is None:
-            i += 1
-            continue
-        negated = any(t in _NEGATIONS for t in tokens[max(0, i - 2):i])
-        spans.append((hit[0], i, i + hit[1], negated))
-        i += hit[1]
-    end = spans[0][1] if spans else len(tokens)
-    target, notes = _noun_phrase(tokens[:end])
-    clauses = []
-    viewer_attrs: list[Attribute] = []
-    for k, (rel, start, anchor_start, negated) in enumerate(spans):
-        stop = spans[k + 1][1] if k + 1 < len(spans) else len(tokens)
-        anchor_tokens = tokens[anchor_start:stop]
-        while anchor_tokens and anchor_tokens[-1] in _LINKERS | {","}:
-            anchor_tokens = anchor_tokens[:-1]
-        text = _clause_text(tokens[start:stop])
-        if rel is Relation.BETWEEN:
-            joint = anchor_tokens.index("and") if "and" in anchor_tokens else len(anchor_tokens)
-            parts = [anchor_tokens[:joint], anchor_tokens[joint + 1:]]
-            anchors = []
-            for part in parts:
-                np_, n = _noun_phrase(part)
-                anchors.append(np_)
-                notes += n
-            if any(a.empty for a in anchors):
-                notes.append("'between' needs two objects (between A and B)")
-                continue
-            clauses.append(RelationClause(rel, tuple(anchors), text, negated))
-            continue
-        anchor, n = _noun_phrase(anchor_tokens)
-        notes += n
-        viewer = _viewer_attribute(rel, anchor, text)
-        if viewer is not None:
-            viewer_attrs += viewer[0]
-            notes += viewer[1]
-            continue
-        if anchor.empty:
-            notes.append(f"'{' '.join(tokens[start:anchor_start])}' has no object after it; ignored")
-            continue
-        clauses.append(RelationClause(rel, (anchor,), text, negated))
-    if viewer_attrs:
-        target = NounPhrase(target.text, target.attributes + tuple(viewer_attrs))
-    return ParsedPhrase(" ".join(words), target, tuple(clauses), tuple(dict.fromkeys(notes)), count, "rules",
-                        unknown, ignored)
-
-
-def _viewer_attribute(rel: Relation, anchor: NounPhrase, text: str) -> tuple[list[Attribute], list[str]] | None:
-    """A relation to the viewer ("closest to me", "behind the robot") or to nothing ("in front",
-    "the chair nearest") as the target's viewer attributes (and notes); None for an ordinary relation."""
-    words = anchor.text.split()
-    if words and not all(w in _VIEWER_ANCHORS for w in words):
-        return None
-    if rel in (Relation.CLOSEST, Relation.FARTHEST) and not words:  # "the chair nearest"
-        return [Attribute(text, "distance", -2 if rel is Relation.CLOSEST else 2)], []
-    if not words and rel not in (Relation.FRONT, Relation.BEHIND):
-        return None  # "on the" ... with nothing after it: noted by the caller
-    key = VIEWER_RELATIONS.get(rel)
-    if key is None:
-        return [], [f"'{text}' is not understood of the viewer; ignored"]
-    kind, sign = _VIEWER_OF_RELATION[key]
-    return [Attribute(text, kind, sign), *anchor.attributes], []
+def refusal(phrase: object, vocabulary: tuple[str, ...] = (), rules: bool = True) -> str | None:
+    """Why a phrase cannot be grounded at all (None when it can be tried)."""
+    if not isinstance(phrase, str):
+        return f"the phrase must be text, got {type(phrase).__name__}"
+    if not phrase.strip():
+        return "empty phrase: say which object, e.g. 'the cup on the table'"
+    if len(phrase) > MAX_PHRASE_CHARS:
+        return f"phrase too long ({len(phrase)} characters; at most {MAX_PHRASE_CHARS})"
+    letters = [c for c in phrase if c.isalpha()]
+    if not letters:
+        return "no words in the phrase: say which object, e.g. 'the cup on the table'"
+    words = frozenset(w for label in vocabulary for w in label.lower().split())
+    # The dependency parser names the words it cannot read; the rules need the phrase to look English.
+    if sum(c.isascii() for c in letters) < 0.5 * len(letters) or rules and not looks_english(phrase, words):
+        return "only English phrases are understood"
+    return None

@@ -37,6 +37,9 @@ Conventions:
   from the room instead (``room_frame.py``: on the room's axes, facing its interior).
 * end ("A at the end of B"): A lies beyond the outer third of B's long axis (in B's box frame),
   within B's width, and not far past its end.
+* inside ("A inside B", "B with A in it"): A's centre within B's box, or A on an inner surface of B.
+* hanging ("A hanging from B", "mounted on B"): A's top meets B's bottom under B's footprint, or A's
+  footprint touches B's at B's height; and A stands on nothing (off the floor, held up by no object).
 * between ("A between B and C"): A's centre projects onto the middle of the segment B-C
   (horizontally; 15% to 85% of the way) and lies within a band around it that widens with
   the segment's length (half score at min(0.6 m, 0.35 x length) off the line).
@@ -319,6 +322,31 @@ def _comparative(g: SceneGeometry, t: np.ndarray, a: np.ndarray, farthest: bool)
     return np.exp(-lead / COMPARATIVE_SCALE_M)
 
 
+def _within(g: SceneGeometry, t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """(T, A) 1 when t's centre lies inside a's box (its oriented footprint, between its bottom and top), decaying
+    outside it ("the spoon in the cup", "the cup inside the cabinet")."""
+    low = np.exp(-np.maximum(g.bottom[None, a] - g.centers[t, None, 2], 0.0) / 0.05)
+    high = np.exp(-np.maximum(g.centers[t, None, 2] - g.top[None, a], 0.0) / 0.05)
+    return _over_footprint(g, t, a) * low * high
+
+
+HANG_SIDE_M = 0.05  # "hanging from/on" the side of something: e^-1 at this gap between the footprints
+
+
+def _hanging(g: SceneGeometry, t: np.ndarray, a: np.ndarray, supporters: Supports | None) -> np.ndarray:
+    """(T, A) "t hanging from a": held from above (t's top meets a's bottom, under a's footprint) or from the
+    side (t's footprint touches a's, t hangs no higher than a's top), and standing on nothing: t's bottom
+    is off the floor (the lowest bottom in the map) and no object holds it up."""
+    meet = g.bottom[None, a] - g.top[t, None]  # > 0: t's top is below a's bottom
+    above = _over_footprint(g, t, a) * np.exp(-np.maximum(meet - CONTACT_M, 0.0) / 0.05) \
+        * np.exp(-np.maximum(-meet - MAX_OVERLAP_M, 0.0) / 0.05)
+    beside = np.exp(-_gap_xy(g, t, a) / HANG_SIDE_M) * np.clip(
+        (g.top[None, a] + CONTACT_M - g.top[t, None]) / 0.05, 0.0, 1.0) * (g.centers[t, None, 2] > g.bottom[None, a])
+    off_floor = np.clip((g.bottom[t] - g.bottom.min() - 0.05) / 0.1, 0.0, 1.0)
+    standing = supporters.best[t] if supporters is not None else np.zeros(len(t))
+    return np.maximum(above, beside) * (off_floor * np.clip(1.0 - standing, 0.0, 1.0))[:, None]
+
+
 # The seat of a SEAT_CLASSES box is at this fraction of the box's height (a dining chair 0.84 m tall:
 # seat at 0.46 m).
 SEAT_HEIGHT = 0.55
@@ -375,6 +403,10 @@ def pair_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarr
             on = on * (support_exclusivity(g, t, a, supporters) if relation is Relation.ON
                        else support_exclusivity(g, a, t, supporters).T)
         s = np.maximum(_under(g, t, a), on) if relation is Relation.UNDER else on  # under: beneath it, or holding it
+    elif relation is Relation.HANGING:
+        s = _hanging(g, t, a, supporters)
+    elif relation is Relation.INSIDE:  # within the box, or resting in it (on an inner surface): no best-support rule
+        s = np.maximum(_within(g, t, a), _on(g, t, a))
     elif relation in _DIRECTIONS:
         s = _allocentric(g, t, a, _DIRECTIONS[relation])
     else:

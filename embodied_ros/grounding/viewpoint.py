@@ -7,9 +7,10 @@ An object's bearing is the horizontal angle from forward to its centre, negative
 
 Left and right rank the objects the camera can see (bearing within the image's half field of view
 plus ``FOV_MARGIN_RAD``, in front of the camera) when any can be seen: "the cup on the left" is the
-left one of those in the picture, not one behind the robot's shoulder. Distances are measured
-horizontally from the camera to the object's footprint (plus a quarter of the centre distance, as
-"near" in ``relations.py``), so the nearest table is the one whose edge is nearest.
+left one of those in the picture, not one behind the robot's shoulder; when none can be seen, only those
+on the asked side count (an object out of the picture on the left is never "the one on the right").
+Distances are measured horizontally from the camera to the object's footprint (plus a quarter of the
+centre distance, as "near" in ``relations.py``), so the nearest table is the one whose edge is nearest.
 """
 
 from __future__ import annotations
@@ -126,7 +127,9 @@ def viewer_scores(kind: str, sign: int, viewpoint: Viewpoint, centers: np.ndarra
     if kind == "lateral":
         key = np.sign(sign) * viewpoint.bearings(centers)  # larger: farther on the asked side
         seen = viewpoint.in_view(centers)
-        pool = seen if seen.any() else np.ones(len(key), dtype=bool)
+        pool = seen if seen.any() else key > 0  # none in the picture: only those on the asked side
+        if not pool.any():
+            return np.zeros(len(key))
         scale = LEFTMOST_SCALE_RAD if abs(sign) >= 2 else SIDE_SCALE_RAD
         s = np.exp(-np.maximum(key[pool].max() - key, 0.0) / scale)
         return np.where(pool, s, OUT_OF_VIEW * s)
@@ -153,8 +156,8 @@ def viewer_order(kind: str, sign: int, viewpoint: Viewpoint, centers: np.ndarray
     """The order an ordinal counts in ("the second chair from the left"): (T,) keys, smallest first,
     and (T,) which candidates take part (left/right: those in view, when any are)."""
     if kind == "lateral":
-        seen = viewpoint.in_view(centers)
-        return -np.sign(sign) * viewpoint.bearings(centers), seen if seen.any() else np.ones(len(seen), dtype=bool)
+        seen, key = viewpoint.in_view(centers), -np.sign(sign) * viewpoint.bearings(centers)
+        return key, seen if seen.any() else key < 0  # none in the picture: those on the asked side
     if kind == "distance":
         return (-distances if sign > 0 else distances), np.ones(len(distances), dtype=bool)
     raise ValueError(f"no order for viewer-centred attribute kind {kind!r}")
