@@ -168,3 +168,13 @@ def canonical_yaw_box(box: np.ndarray) -> np.ndarray:
         b[6] += np.pi / 2
     b[6] = (b[6] + np.pi / 2) % np.pi - np.pi / 2
     return b
+
+
+def canonical_yaw_boxes(boxes: np.ndarray) -> np.ndarray:
+    """``canonical_yaw_box`` of (N, 9) gravity-aligned boxes at once (the same numbers)."""
+    b = np.array(boxes, dtype=np.float64).reshape(-1, BOX_DIM)
+    swap = b[:, 3] < b[:, 4]
+    b[swap, 3], b[swap, 4] = b[swap, 4], b[swap, 3].copy()
+    b[swap, 6] += np.pi / 2
+    b[:, 6] = (b[:, 6] + np.pi / 2) % np.pi - np.pi / 2
+    return b
