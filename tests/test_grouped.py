@@ -7,7 +7,7 @@ import pytest
 from lifting_reference import fit_upright_box as fit_one_reference
 
 from embodied_ros.geometry.fitting import fit_upright_box, fit_upright_boxes
-from embodied_ros.geometry.grouped import first_max_per_group, group_medians, group_percentiles
+from embodied_ros.geometry.grouped import first_max_per_group, group_medians, group_percentiles, medians, percentiles
 
 
 def _groups(rng: np.random.Generator, columns: int, ties: bool) -> tuple[np.ndarray, np.ndarray, int]:
@@ -36,6 +36,8 @@ def test_grouped_statistics_are_numpys_per_group(seed: int) -> None:
         own = values[group == g]
         np.testing.assert_array_equal(pct[g], np.percentile(own, [2.0, 50.0, 98.0], axis=0))
         np.testing.assert_array_equal(med[g], np.median(own, axis=0))
+        np.testing.assert_array_equal(percentiles(own, [2.0, 98.0]), np.percentile(own, [2.0, 98.0], axis=0))
+        np.testing.assert_array_equal(medians(own), np.median(own, axis=0))
         assert med_1d[g] == np.median(own[:, 1])
         assert pct_1d[g, 0, 0] == np.percentile(own[:, 2], 98.0)
 

@@ -7,8 +7,8 @@ import math
 import cv2
 import numpy as np
 
-from .boxes import canonical_yaw_boxes
-from .grouped import group_medians, group_percentiles, group_starts
+from .boxes import canonical_yaw_box, canonical_yaw_boxes
+from .grouped import group_medians, group_percentiles, group_starts, medians, percentiles
 
 
 def fit_upright_box(points: np.ndarray, trim_percentiles: tuple[float, float] = (2.0, 98.0),
@@ -26,7 +26,21 @@ def fit_upright_box(points: np.ndarray, trim_percentiles: tuple[float, float] = 
         (x, y, z, dx, dy, dz, yaw, 0, 0), canonical (dx >= dy, yaw in [-pi/2, pi/2)).
     """
     points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-    return fit_upright_boxes(points, np.zeros(len(points), np.int64), 1, trim_percentiles, pad)[0]
+    lo, hi = trim_percentiles
+    xy = points[:, :2]
+    # Trim the radial outliers before the rectangle: one stray point would turn it.
+    r = np.linalg.norm(xy - medians(xy), axis=1)
+    core_xy = xy[r <= percentiles(r[:, None], [hi])[0, 0]] if len(xy) > 10 else xy
+    (_, _), (_, _), angle_deg = cv2.minAreaRect(core_xy.astype(np.float32))
+    yaw = math.radians(angle_deg)
+    c, s = math.cos(yaw), math.sin(yaw)
+    local = xy @ np.array([[c, -s], [s, c]])  # (P, 2) coordinates along the box axes
+    q = percentiles(np.column_stack([local, points[:, 2]]), [lo, hi])  # (2, 3)
+    ext = q[1] - q[0] + pad
+    mid = 0.5 * (q[0] + q[1])
+    centre_xy = np.array([c * mid[0] - s * mid[1], s * mid[0] + c * mid[1]])
+    box = np.array([centre_xy[0], centre_xy[1], mid[2], ext[0], ext[1], ext[2], yaw, 0.0, 0.0])
+    return canonical_yaw_box(box)
 
 
 def fit_upright_boxes(points: np.ndarray, group: np.ndarray, n_groups: int,

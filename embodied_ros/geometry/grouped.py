@@ -35,6 +35,19 @@ def _kth_values(values: np.ndarray, group: np.ndarray, n_groups: int, positions:
     return columns[:, starts[:, None] + positions].transpose(1, 2, 0)
 
 
+def _positions(counts: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy's "linear" percentile of samples of ``counts`` (G,) values at ``q`` (Q,): the (G, Q) positions
+    of the two order statistics it interpolates between and the weight of the second, as numpy computes them."""
+    quantiles = np.true_divide(np.asarray(q, dtype=np.float64), 100)
+    virtual = (counts[:, None] - 1) * quantiles[None, :]  # (n - 1) q
+    previous = np.floor(virtual)
+    above = virtual >= (counts[:, None] - 1)
+    prev_i = np.where(above, counts[:, None] - 1, previous).astype(np.int64)
+    next_i = np.where(above, counts[:, None] - 1, previous + 1).astype(np.int64)
+    gamma = virtual - np.where(above, -1, prev_i)  # numpy's gamma (its index -1 stands for the last)
+    return prev_i, next_i, gamma
+
+
 def group_percentiles(values: np.ndarray, group: np.ndarray, n_groups: int, q: np.ndarray) -> np.ndarray:
     """``np.percentile(values[group == g], q, axis=0)`` of every group g: (n_groups, len(q), C).
 
@@ -46,17 +59,29 @@ def group_percentiles(values: np.ndarray, group: np.ndarray, n_groups: int, q: n
     """
     values = np.asarray(values, dtype=np.float64)
     v = values.reshape(len(values), -1)
-    counts = np.bincount(group, minlength=n_groups)
-    quantiles = np.true_divide(np.asarray(q, dtype=np.float64), 100)
-    virtual = (counts[:, None] - 1) * quantiles[None, :]  # numpy's "linear" method: (n - 1) q
-    previous = np.floor(virtual)
-    above = virtual >= (counts[:, None] - 1)
-    prev_i = np.where(above, counts[:, None] - 1, previous).astype(np.int64)
-    next_i = np.where(above, counts[:, None] - 1, previous + 1).astype(np.int64)
-    gamma = virtual - np.where(above, -1, prev_i)  # numpy's gamma (its index -1 stands for the last)
-    nq = len(quantiles)
+    prev_i, next_i, gamma = _positions(np.bincount(group, minlength=n_groups), q)
+    nq = prev_i.shape[1]
     at = _kth_values(v, group, n_groups, np.concatenate([prev_i, next_i], axis=1))  # (G, 2Q, C)
     return _lerp(at[:, :nq], at[:, nq:], gamma[:, :, None])
+
+
+def percentiles(values: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``np.percentile(values, q, axis=0)`` of (N, C) float64 values (N >= 1, no NaN): (len(q), C), the same
+    numbers without numpy's per-call cost (one partition)."""
+    prev_i, next_i, gamma = _positions(np.array([len(values)]), q)
+    kth = np.unique(np.concatenate([prev_i[0], next_i[0]]))
+    part = np.partition(values, kth, axis=0)
+    return _lerp(part[prev_i[0]], part[next_i[0]], gamma[0][:, None])
+
+
+def medians(values: np.ndarray) -> np.ndarray:
+    """``np.median(values, axis=0)`` of (N, C) float64 values (N >= 1, no NaN): (C,), the same numbers."""
+    n = len(values)
+    half = n // 2
+    if n % 2:
+        return np.partition(values, half, axis=0)[half] / 1
+    part = np.partition(values, [half - 1, half], axis=0)
+    return (part[half - 1] + part[half]) / 2
 
 
 def group_medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
