@@ -9,8 +9,8 @@ _RAY_GROUPS = 6  # rays are sampled in this many groups of similar length (less 
 _MASK_LIMIT = 1 << 25  # cells of the per-frame dense scratch mask; larger frames fall back to np.unique
 
 
-def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
-               carve: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray, carve: np.ndarray | None = None,
+               hit_rows: bool = False) -> tuple[np.ndarray, ...]:
     """Voxels of a bundle of rays, in voxel units.
 
     Args:
@@ -19,14 +19,17 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
         hit: (R,) bool, True where the endpoint is a surface (a hit).
         carve: (R,) bool, the rays whose free space is sampled (None: every ray); the others give
             only their hit.
+        hit_rows: also return, per hit ray (in ray order), the row of its endpoint voxel among
+            the hit voxels (to mark where in the voxel it ended without looking the voxel up again).
 
     Returns:
         (H, 3) int64 unique endpoint voxels of the hit rays and (F, 3) int64 unique voxels
         crossed by the rays (samples every half voxel up to one voxel short of the endpoint),
-        without the endpoint voxels.
+        without the endpoint voxels; with ``hit_rows``, then the (count of hit rays,) int64 rows.
     """
     if len(seg) == 0:
-        return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
+        empty = np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
+        return (*empty, np.zeros(0, np.int64)) if hit_rows else empty
     length = np.linalg.norm(seg, axis=1)
     n = np.where(length > 1.0, np.floor((length - 1.0) / _RAY_STEP).astype(np.int64) + 1, 0)
     end = origin + seg
@@ -66,7 +69,8 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
     else:
         hit_cells = np.unique(hit_lin)
         free_cells = np.setdiff1d(np.unique(np.concatenate(chunks)), hit_cells, assume_unique=True)
-    return unlinearise(hit_cells, lo, dims), unlinearise(free_cells, lo, dims)
+    voxels = unlinearise(hit_cells, lo, dims), unlinearise(free_cells, lo, dims)
+    return (*voxels, np.searchsorted(hit_cells, hit_lin)) if hit_rows else voxels
 
 
 def _linear(cells: np.ndarray, dims: np.ndarray) -> np.ndarray:
