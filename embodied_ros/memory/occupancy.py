@@ -198,7 +198,7 @@ class OccupancyMap:
         inv_vs = 1.0 / self.voxel_size
         origin = (t - self._origin) * inv_vs  # voxel units
         seg = np.stack([(R_wc[i, 0] * cam[0] + R_wc[i, 1] * cam[1] + R_wc[i, 2] * cam[2]) * inv_vs
-                        for i in range(3)], axis=1)  # (R, 3) camera -> endpoint, voxel units
+                        for i in range(3)])  # (3, R) camera -> endpoint, voxel units, one row per axis
         k = max(1, int(self.config.carve_spacing * self.voxel_size * frame.K[0, 0] / (max_range * stride)))
         carve = None if k == 1 else (u % k == 0) & (v % k == 0)
         with self._lock:
@@ -206,7 +206,7 @@ class OccupancyMap:
             fh, ff = self._apply(hit_vox, free_vox, near=origin)
             # The hits' voxels are those just updated (bounds leave voxels of stored blocks out of
             # the update, whose surface bits a look-up would still set: then look them up).
-            self._mark_surface(origin + seg[hit], fh[rows] if self.config.bounds is None else None)
+            self._mark_surface((origin[:, None] + seg[:, hit]).T, fh[rows] if self.config.bounds is None else None)
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
