@@ -36,6 +36,10 @@ _NEIGHBOURS = np.array([(i, j, k) for i in (-1, 0, 1) for j in (-1, 0, 1) for k 
 _NEIGHBOUR_STEPS = (_NEIGHBOURS[:, 0] << (2 * _BITS)) + (_NEIGHBOURS[:, 1] << _BITS) + _NEIGHBOURS[:, 2]
 
 
+# Cells of an object's cached near-grid (ObjectGeometry.near_count) at most: 128 KB, a 1.5 m cube at 3 cm.
+_NEAR_GRID_CELLS = 1 << 17
+
+
 def pack_voxels(ijk: np.ndarray) -> np.ndarray:
     """(N, 3) int lattice indices -> (N,) int64 keys."""
     ijk = np.asarray(ijk, dtype=np.int64) + _OFFSET
@@ -69,8 +73,21 @@ def near_fraction(blocks: np.ndarray, sorted_keys: np.ndarray) -> float:
     sensor noise apart)."""
     if len(blocks) == 0 or len(sorted_keys) == 0:
         return 0.0
+    return float(_near_hits(blocks, sorted_keys)) / len(blocks)
+
+
+def _near_hits(blocks: np.ndarray, sorted_keys: np.ndarray) -> int:
+    """How many rows of ``blocks`` have a key in the non-empty sorted ``sorted_keys``."""
     at = np.clip(np.searchsorted(sorted_keys, blocks), 0, len(sorted_keys) - 1)
-    return float(np.count_nonzero((sorted_keys[at] == blocks).any(axis=1))) / len(blocks)
+    return int(np.count_nonzero((sorted_keys[at] == blocks).any(axis=1)))
+
+
+def _members(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
+    """(N,) bool: which ``keys`` are in the sorted array ``sorted_keys`` (``np.isin`` for a sorted right side)."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), dtype=bool)
+    at = np.clip(np.searchsorted(sorted_keys, keys), 0, len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
 
 
 def fraction_in(keys: np.ndarray, sorted_keys: np.ndarray) -> float:
@@ -127,21 +144,34 @@ class ObjectGeometry:
     def mark_seen(self, seen: np.ndarray, covered_keys: np.ndarray) -> None:
         """Count a frame that detected the object: ``seen`` (K,) bool marks the voxels its depth
         confirmed, besides the ``covered_keys`` that this frame's detection added (already counted)."""
-        self.seen[seen & ~np.isin(self.keys, covered_keys)] += 1
+        self.seen[seen & ~_members(self.keys, covered_keys)] += 1
 
     def _combine(self, keys: np.ndarray, counts: np.ndarray, seen: np.ndarray, sums: np.ndarray,
                  hits: np.ndarray) -> None:
-        all_keys = np.concatenate([self.keys, keys])
-        uniq, inverse = np.unique(all_keys, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        """Add voxels given by sorted unique ``keys`` and their counts and sums to this geometry's.
+
+        Both key arrays are sorted: the new keys go in at their places (no sort of the union). Sums add
+        as ``np.bincount`` over both would: each voxel's own value first, then the added one.
+        """
+        at = np.clip(np.searchsorted(self.keys, keys), 0, max(len(self.keys) - 1, 0))
+        fresh = keys[self.keys[at] != keys] if len(self.keys) else keys
+        uniq = np.insert(self.keys, np.searchsorted(self.keys, fresh), fresh)
         n = len(uniq)
+        old = np.arange(len(self.keys)) + np.searchsorted(fresh, self.keys)  # the old voxels' new places
+        new = np.searchsorted(uniq, keys)
 
         def total(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            return np.bincount(inverse, weights=np.concatenate([a, b]), minlength=n).astype(np.int32)
+            out = np.zeros(n, np.int64)
+            out[old] = a
+            out[new] += b
+            return out.astype(np.int32)
 
         self._cache.clear()
         self.counts, self.seen, self.hits = total(self.counts, counts), total(self.seen, seen), total(self.hits, hits)
-        self.keys, self.sums = uniq, _sum_by(inverse, np.concatenate([self.sums, sums]), n)
+        summed = np.zeros((n, 3))
+        summed[old] = self.sums + 0.0  # + 0.0: a -0.0 reads 0.0, as bincount's sum from 0.0 makes it
+        summed[new] += sums
+        self.keys, self.sums = uniq, summed
         if n > self.max_voxels:
             keep = np.sort(np.argsort(-self.counts, kind="stable")[: self.max_voxels])
             self.keys, self.counts, self.seen, self.sums, self.hits = (
@@ -176,6 +206,44 @@ class ObjectGeometry:
             self._cache["index_bounds"] = ((tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
                                            if len(ijk) else None)
         return self._cache["index_bounds"]
+
+    def near_count(self, ijk: np.ndarray) -> int:
+        """How many of the (M, 3) lattice indices ``ijk`` lie within one voxel of this geometry's voxels
+        (on one of them or one of its 26 neighbours): ``near_fraction``'s count, without its 27 binary
+        searches per voxel when the geometry's dilated occupancy grid is small enough to keep."""
+        grid = self._near_grid()
+        if grid is None:
+            return _near_hits(neighbourhoods(pack_voxels(ijk)), self.keys) if len(self.keys) and len(ijk) else 0
+        lo, near = grid
+        at = np.asarray(ijk, dtype=np.int64) - lo
+        inside = np.all((at >= 0) & (at < near.shape), axis=1)
+        at = at[inside]
+        return int(np.count_nonzero(near[at[:, 0], at[:, 1], at[:, 2]]))
+
+    def _near_grid(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(lowest index, bool grid): the voxels within one voxel of this geometry's, over its index bounds
+        grown by one; None when empty or when the grid would hold more than ``_NEAR_GRID_CELLS`` cells."""
+        if "near_grid" not in self._cache:
+            bounds = self.index_bounds()
+            grid = None
+            if bounds is not None:
+                lo, hi = np.array(bounds[0]) - 1, np.array(bounds[1]) + 1
+                shape = tuple((hi - lo + 1).tolist())
+                if np.prod(np.array(shape, dtype=np.float64)) <= _NEAR_GRID_CELLS:
+                    near = np.zeros(shape, dtype=bool)
+                    at = unpack_voxels(self.keys) - lo
+                    near[at[:, 0], at[:, 1], at[:, 2]] = True
+                    for axis in range(3):  # the 3 x 3 x 3 neighbourhood is one step along each axis in turn
+                        grown = near.copy()
+                        lower = [slice(None)] * 3
+                        upper = [slice(None)] * 3
+                        lower[axis], upper[axis] = slice(None, -1), slice(1, None)
+                        grown[tuple(upper)] |= near[tuple(lower)]
+                        grown[tuple(lower)] |= near[tuple(upper)]
+                        near = grown
+                    grid = (lo, near)
+            self._cache["near_grid"] = grid
+        return self._cache["near_grid"]
 
     def fit_box(self, min_count: int = 1, min_ratio: float = 0.0,
                 trim_percentiles: tuple[float, float] = (2.0, 98.0)) -> np.ndarray | None:
