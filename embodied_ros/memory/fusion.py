@@ -15,6 +15,7 @@ import numpy as np
 from ..classes import LONG_FRONT, SHORT_FRONT
 from ..detections import FramePerception, class_key
 from ..frame import Frame
+from ..geometry.grouped import medians
 from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, is_yaw_only
 from .class_shapes import shape_prior
@@ -45,7 +46,7 @@ class Observation:
         """How far (m) the middle of its points lies below the surface around it (NaN: unknown)."""
         if self.points is None or not len(self.points) or not np.isfinite(self.surround_z):
             return float("nan")
-        return self.surround_z - float(np.median(self.points[:, 2]))
+        return self.surround_z - float(medians(self.points[:, 2:3])[0])  # np.median's number, cheaper
 
 
 def cut_by_edge(box_2d: np.ndarray, frame: Frame | None, margin_px: float = 3.0) -> bool:

@@ -249,8 +249,10 @@ class ColourAccumulator:
         if sample is None or not weight > 0.0:
             return
         w = weight * min(1.0, sample.n_pixels / 200.0) * sample.weights
-        for key, wk, mean in zip(map(tuple, sample.bins.tolist()), w, sample.means, strict=True):
-            self._add(key, np.array([wk, *(wk * mean)]))
+        rows = np.column_stack([w, w[:, None] * sample.means])  # per bin [w, L*w, a*w, b*w]
+        for key, row in zip(map(tuple, sample.bins.tolist()), rows, strict=True):
+            known = self._bins.get(key)
+            self._bins[key] = row if known is None else known + row
         self._prune()
 
     def merge(self, other: ColourAccumulator) -> None:

@@ -199,6 +199,13 @@ class ObjectGeometry:
             self._cache["sample", n] = self.sums[idx] / np.maximum(self.hits[idx], 1)[:, None]
         return self._cache["sample", n]
 
+    def sample_bounds(self, n: int) -> np.ndarray:
+        """(2, 3) lowest and highest coordinates of ``sample(n)`` (kept until the geometry changes)."""
+        if ("sample_bounds", n) not in self._cache:
+            points = self.sample(n)
+            self._cache["sample_bounds", n] = np.stack([points.min(axis=0), points.max(axis=0)])
+        return self._cache["sample_bounds", n]
+
     def index_bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """The lowest and highest lattice index (i, j, k) of the voxels; None without voxels."""
         if "index_bounds" not in self._cache:
