@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 
 from .boxes import canonical_yaw_box, canonical_yaw_boxes
+from .columns import row_norms
 from .grouped import group_medians, group_percentiles, group_starts, medians, percentiles
 
 
@@ -29,7 +30,7 @@ def fit_upright_box(points: np.ndarray, trim_percentiles: tuple[float, float] = 
     lo, hi = trim_percentiles
     xy = points[:, :2]
     # Trim the radial outliers before the rectangle: one stray point would turn it.
-    r = np.linalg.norm(xy - medians(xy), axis=1)
+    r = row_norms(xy - medians(xy))
     core_xy = xy[r <= percentiles(r[:, None], [hi])[0, 0]] if len(xy) > 10 else xy
     (_, _), (_, _), angle_deg = cv2.minAreaRect(core_xy.astype(np.float32))
     yaw = math.radians(angle_deg)
@@ -57,7 +58,7 @@ def fit_upright_boxes(points: np.ndarray, group: np.ndarray, n_groups: int,
     lo, hi = trim_percentiles
     xy = points[:, :2]
     # Trim the radial outliers before the rectangle: one stray point would turn it.
-    r = np.linalg.norm(xy - group_medians(xy, group, n_groups)[group], axis=1)
+    r = row_norms(xy - group_medians(xy, group, n_groups)[group])
     limit = group_percentiles(r, group, n_groups, [hi])[:, 0, 0]
     starts, counts = group_starts(group, n_groups)
     trimmed = (r <= limit[group]) | (counts <= 10)[group]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..geometry.boxes import BOX_DIM, box_volumes
+from ..geometry.columns import column_max, column_min, sorted_unique
 from ..geometry.iou import box_intersection_volume, box_iou_2d
 from .class_shapes import parts_may_touch, union_plausible, unions_plausible
 from .config import MemoryConfig
@@ -59,7 +60,7 @@ def point_keys(points: np.ndarray | None, voxel_size: float) -> np.ndarray | Non
     """The sorted unique voxel keys of a detection's points (None without points or voxels)."""
     if points is None or not voxel_size or len(points) == 0:
         return None
-    return np.unique(voxel_keys(points, voxel_size))
+    return sorted_unique(voxel_keys(points, voxel_size))
 
 
 class Queries:
@@ -103,7 +104,7 @@ class Queries:
             return True
         if i not in self._bounds:
             ijk = unpack_voxels(self.keys[i])
-            self._bounds[i] = (tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
+            self._bounds[i] = (tuple(column_min(ijk).tolist()), tuple(column_max(ijk).tolist()))
         lo, hi = self._bounds[i]
         return all(a - 1 <= b for a, b in zip(lo, theirs[1], strict=True)) and all(
             a <= b + 1 for a, b in zip(theirs[0], hi, strict=True))

@@ -15,6 +15,7 @@ import numpy as np
 from ..classes import LONG_FRONT, SHORT_FRONT
 from ..detections import FramePerception, class_key
 from ..frame import Frame
+from ..geometry.columns import sorted_unique
 from ..geometry.grouped import medians
 from .amodal import FloorEstimate, complete_box
 from .box_fusion import canonical_box, face_box, is_yaw_only
@@ -139,7 +140,7 @@ class Fusion:
         geometry.add(points)
         if frame is not None:
             seen = classify_points(geometry.centroids(), 0.0, frame).seen
-            geometry.mark_seen(seen, np.unique(voxel_keys(points, geometry.voxel_size)))
+            geometry.mark_seen(seen, sorted_unique(voxel_keys(points, geometry.voxel_size)))
         self.fit(track)
 
     def _seen_from(self, track: Track, score: float, perception: FramePerception) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry.columns import column_max, column_min, rows_all, rows_any
 from ..geometry.fitting import fit_upright_box
 
 _BITS = 21
@@ -79,7 +80,7 @@ def near_fraction(blocks: np.ndarray, sorted_keys: np.ndarray) -> float:
 def _near_hits(blocks: np.ndarray, sorted_keys: np.ndarray) -> int:
     """How many rows of ``blocks`` have a key in the non-empty sorted ``sorted_keys``."""
     at = np.clip(np.searchsorted(sorted_keys, blocks), 0, len(sorted_keys) - 1)
-    return int(np.count_nonzero((sorted_keys[at] == blocks).any(axis=1)))
+    return int(np.count_nonzero(rows_any(sorted_keys[at] == blocks)))
 
 
 def _members(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -129,7 +130,7 @@ class ObjectGeometry:
     def add(self, points: np.ndarray) -> None:
         """Add one view's points (N, 3) of the object: each voxel they fall in counts this frame once."""
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
-        points = points[np.all(np.isfinite(points), axis=1)]
+        points = points[rows_all(np.isfinite(points))]
         if len(points) == 0:
             return
         keys, inverse, hits = np.unique(voxel_keys(points, self.voxel_size), return_inverse=True, return_counts=True)
@@ -203,14 +204,14 @@ class ObjectGeometry:
         """(2, 3) lowest and highest coordinates of ``sample(n)`` (kept until the geometry changes)."""
         if ("sample_bounds", n) not in self._cache:
             points = self.sample(n)
-            self._cache["sample_bounds", n] = np.stack([points.min(axis=0), points.max(axis=0)])
+            self._cache["sample_bounds", n] = np.stack([column_min(points), column_max(points)])
         return self._cache["sample_bounds", n]
 
     def index_bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """The lowest and highest lattice index (i, j, k) of the voxels; None without voxels."""
         if "index_bounds" not in self._cache:
             ijk = unpack_voxels(self.keys)
-            self._cache["index_bounds"] = ((tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
+            self._cache["index_bounds"] = ((tuple(column_min(ijk).tolist()), tuple(column_max(ijk).tolist()))
                                            if len(ijk) else None)
         return self._cache["index_bounds"]
 
@@ -223,7 +224,7 @@ class ObjectGeometry:
             return _near_hits(neighbourhoods(pack_voxels(ijk)), self.keys) if len(self.keys) and len(ijk) else 0
         lo, near = grid
         at = np.asarray(ijk, dtype=np.int64) - lo
-        inside = np.all((at >= 0) & (at < near.shape), axis=1)
+        inside = rows_all((at >= 0) & (at < near.shape))
         at = at[inside]
         return int(np.count_nonzero(near[at[:, 0], at[:, 1], at[:, 2]]))
 

@@ -38,6 +38,7 @@ from ..detections import Detections3D, FramePerception, LocalOccupancy
 from ..errors import ConfigError, FrameError, InputError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, points_in_boxes
+from ..geometry.columns import rows_all, sorted_unique
 from ..geometry.grid import GridSpec, voxels_in_view
 from .config import OccupancyConfig
 from .raycast import linearise, trace_rays, unlinearise
@@ -510,14 +511,14 @@ class OccupancyMap:
             return
         vox = np.floor(points)
         if flat is None:
-            ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+            ok = rows_all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD))
             vox, points = vox[ok], points[ok]
             flat = self._blocks.lookup(vox.astype(np.int64), allocate=False)
         have = flat >= 0
         sub = np.clip(np.floor((points[have] - vox[have]) * n).astype(np.int64), 0, n - 1)
         bit = (sub[:, 0] * n + sub[:, 1]) * n + sub[:, 2]
         # One OR per voxel of all its hits' bits: the (voxel, bit) pairs, unique, ORed voxel by voxel.
-        cell, bit = np.divmod(np.unique(flat[have] * 64 + bit), 64)
+        cell, bit = np.divmod(sorted_unique(flat[have] * 64 + bit), 64)
         if len(cell) == 0:
             return
         first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
@@ -573,11 +574,11 @@ class OccupancyMap:
             is outside the bounds or did not fit in memory.
         """
         vox = np.concatenate([hit_vox, free_vox])
-        ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+        ok = rows_all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD))
         if self.config.bounds is not None:
             c = self._centres(vox)
             b = np.asarray(self.config.bounds)
-            ok &= np.all((c >= b[:3]) & (c <= b[3:]), axis=1)
+            ok &= rows_all((c >= b[:3]) & (c <= b[3:]))
         flat = np.full(len(vox), -1, dtype=np.int64)
         flat[ok] = self._blocks.lookup(vox[ok], allocate=True, near=near)
         fh, ff = flat[: len(hit_vox)], flat[len(hit_vox):]

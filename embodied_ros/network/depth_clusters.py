@@ -18,6 +18,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from ..frame import Frame
+from ..geometry.columns import column_max, column_min
 from ..geometry.grouped import first_max_per_group, group_medians, group_starts
 from ..geometry.transforms import transform_points
 
@@ -151,8 +152,8 @@ def voxelize(points: DepthPoints, size: float) -> Voxels:
     if len(idx) == 0:
         z = np.zeros(0, np.int64)
         return Voxels(z, np.zeros((0, 3)), np.zeros(0), z, z)
-    idx -= idx.min(axis=0)
-    dims = idx.max(axis=0) + 1
+    idx -= column_min(idx)
+    dims = column_max(idx) + 1
     # Detection first, then the lattice index: each detection's voxels in the order its own unique gives.
     key = ((points.owner * dims[0] + idx[:, 0]) * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2]
     keys, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
