@@ -11,6 +11,8 @@ path returns exactly the per-group path's numbers (tests/test_grouped.py checks 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -68,10 +70,17 @@ def group_percentiles(values: np.ndarray, group: np.ndarray, n_groups: int, q: n
 def percentiles(values: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``np.percentile(values, q, axis=0)`` of (N, C) float64 values (N >= 1, no NaN): (len(q), C), the same
     numbers without numpy's per-call cost (one partition)."""
-    prev_i, next_i, gamma = _positions(np.array([len(values)]), q)
-    kth = np.unique(np.concatenate([prev_i[0], next_i[0]]))
-    part = np.partition(values, kth, axis=0)
-    return _lerp(part[prev_i[0]], part[next_i[0]], gamma[0][:, None])
+    n = len(values)
+    rows = []
+    for quantile in (float(v) / 100 for v in q):  # _positions' numbers for one group, in Python floats
+        virtual = (n - 1) * quantile
+        if virtual >= n - 1:
+            rows.append((n - 1, n - 1, virtual + 1))
+        else:
+            prev = math.floor(virtual)
+            rows.append((prev, prev + 1, virtual - prev))
+    part = np.partition(values, sorted({k for r in rows for k in r[:2]}), axis=0)
+    return np.stack([_lerp(part[a], part[b], t) for a, b, t in rows])
 
 
 def medians(values: np.ndarray) -> np.ndarray:

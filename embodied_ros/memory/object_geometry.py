@@ -79,7 +79,7 @@ def near_fraction(blocks: np.ndarray, sorted_keys: np.ndarray) -> float:
 
 def _near_hits(blocks: np.ndarray, sorted_keys: np.ndarray) -> int:
     """How many rows of ``blocks`` have a key in the non-empty sorted ``sorted_keys``."""
-    at = np.clip(np.searchsorted(sorted_keys, blocks), 0, len(sorted_keys) - 1)
+    at = np.minimum(np.searchsorted(sorted_keys, blocks), len(sorted_keys) - 1)
     return int(np.count_nonzero(rows_any(sorted_keys[at] == blocks)))
 
 
@@ -87,7 +87,7 @@ def _members(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
     """(N,) bool: which ``keys`` are in the sorted array ``sorted_keys`` (``np.isin`` for a sorted right side)."""
     if len(sorted_keys) == 0:
         return np.zeros(len(keys), dtype=bool)
-    at = np.clip(np.searchsorted(sorted_keys, keys), 0, len(sorted_keys) - 1)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
     return sorted_keys[at] == keys
 
 
@@ -95,7 +95,7 @@ def fraction_in(keys: np.ndarray, sorted_keys: np.ndarray) -> float:
     """Fraction of ``keys`` found in the sorted array ``sorted_keys`` (0 for no keys)."""
     if len(keys) == 0 or len(sorted_keys) == 0:
         return 0.0
-    at = np.clip(np.searchsorted(sorted_keys, keys), 0, len(sorted_keys) - 1)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
     return float(np.count_nonzero(sorted_keys[at] == keys)) / len(keys)
 
 
@@ -154,7 +154,7 @@ class ObjectGeometry:
         Both key arrays are sorted: the new keys go in at their places (no sort of the union). Sums add
         as ``np.bincount`` over both would: each voxel's own value first, then the added one.
         """
-        at = np.clip(np.searchsorted(self.keys, keys), 0, max(len(self.keys) - 1, 0))
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
         fresh = keys[self.keys[at] != keys] if len(self.keys) else keys
         uniq = np.insert(self.keys, np.searchsorted(self.keys, fresh), fresh)
         n = len(uniq)
