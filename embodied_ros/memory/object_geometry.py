@@ -210,9 +210,13 @@ class ObjectGeometry:
     def index_bounds(self) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """The lowest and highest lattice index (i, j, k) of the voxels; None without voxels."""
         if "index_bounds" not in self._cache:
-            ijk = unpack_voxels(self.keys)
-            self._cache["index_bounds"] = ((tuple(column_min(ijk).tolist()), tuple(column_max(ijk).tolist()))
-                                           if len(ijk) else None)
+            bounds = None
+            if len(self.keys):  # i is the keys' most significant field: the first and last key hold its bounds
+                j, k = (self.keys >> _BITS) & _MASK, self.keys & _MASK
+                i_lo, i_hi = (int(self.keys[0] >> (2 * _BITS)) - _OFFSET, int(self.keys[-1] >> (2 * _BITS)) - _OFFSET)
+                bounds = ((i_lo, int(j.min()) - _OFFSET, int(k.min()) - _OFFSET),
+                          (i_hi, int(j.max()) - _OFFSET, int(k.max()) - _OFFSET))
+            self._cache["index_bounds"] = bounds
         return self._cache["index_bounds"]
 
     def near_count(self, ijk: np.ndarray) -> int:

@@ -211,14 +211,23 @@ def core_clusters(vox: Voxels, pairs: np.ndarray, n_det: int, among: np.ndarray 
         n_det: number of detections.
         among: (V,) bool: cluster only these voxels (pairs with both ends among them); None: all.
     """
-    if among is not None:
-        pairs = pairs[among[pairs[:, 0]] & among[pairs[:, 1]]]
-    comp = component_labels(len(vox.owner), pairs)
-    core = vox.core if among is None else np.where(among, vox.core, 0.0)
-    weight = np.bincount(comp, weights=core, minlength=len(comp))
-    best, first = first_max_per_group(weight, vox.owner, n_det)
-    chosen = np.where(best > 0, first, -1)
-    return comp == chosen[vox.owner]
+    if among is None:
+        comp = component_labels(len(vox.owner), pairs)
+        weight = np.bincount(comp, weights=vox.core, minlength=len(comp))
+        best, first = first_max_per_group(weight, vox.owner, n_det)
+        return comp == np.where(best > 0, first, -1)[vox.owner]
+    # Only the voxels asked for, numbered in order (so a component's lowest voxel stays its lowest).
+    at = np.flatnonzero(among)
+    number = np.full(len(among), -1)
+    number[at] = np.arange(len(at))
+    kept = pairs[among[pairs[:, 0]] & among[pairs[:, 1]]]
+    comp = component_labels(len(at), number[kept])
+    weight = np.bincount(comp, weights=vox.core[at], minlength=len(at))
+    owner = vox.owner[at]
+    best, first = first_max_per_group(weight, owner, n_det)
+    out = np.zeros(len(among), dtype=bool)
+    out[at] = comp == np.where(best > 0, first, -1)[owner]
+    return out
 
 
 def support_layers(z: np.ndarray, owner: np.ndarray, n_det: int, voxel_size: float, fraction: float,
