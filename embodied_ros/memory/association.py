@@ -28,7 +28,11 @@ UNKNOWN_SAME = 0.3  # two unknown objects whose boxes overlap by more than this 
 
 def overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, M) exact IoU and intersection over the smaller volume of (N, 9) and (M, 9) boxes."""
-    inter = box_intersection_volume(a, b)
+    return overlaps_of(a, b, box_intersection_volume(a, b))
+
+
+def overlaps_of(a: np.ndarray, b: np.ndarray, inter: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``overlaps`` of boxes whose (N, M) intersection volumes ``inter`` are known."""
     va, vb = box_volumes(a)[:, None], box_volumes(b)[None, :]
     tiny = 1e-12
     iou = np.where(inter > 0, inter / np.maximum(va + vb - inter, tiny), 0.0)
