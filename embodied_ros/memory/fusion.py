@@ -137,10 +137,12 @@ class Fusion:
         if points is None or not self.config.geometry_voxel or len(points) == 0:
             return
         geometry = track.grown_geometry(self.config.geometry_voxel, self.config.geometry_max_voxels)
-        geometry.add(points)
+        covered = geometry.add(points)
         if frame is not None:
             seen = classify_points(geometry.centroids(), 0.0, frame).seen
-            geometry.mark_seen(seen, sorted_unique(voxel_keys(points, geometry.voxel_size)))
+            if not np.isfinite(points).all():  # the keys of every point, as before (add leaves those out)
+                covered = sorted_unique(voxel_keys(points, geometry.voxel_size))
+            geometry.mark_seen(seen, covered)
         self.fit(track)
 
     def _seen_from(self, track: Track, score: float, perception: FramePerception) -> None:

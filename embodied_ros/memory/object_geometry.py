@@ -127,16 +127,21 @@ class ObjectGeometry:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def add(self, points: np.ndarray) -> None:
-        """Add one view's points (N, 3) of the object: each voxel they fall in counts this frame once."""
+    def add(self, points: np.ndarray) -> np.ndarray:
+        """Add one view's points (N, 3) of the object: each voxel they fall in counts this frame once.
+
+        Returns:
+            The sorted keys of the voxels the (finite) points fell in.
+        """
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         points = points[rows_all(np.isfinite(points))]
         if len(points) == 0:
-            return
+            return np.zeros(0, np.int64)
         keys, inverse, hits = np.unique(voxel_keys(points, self.voxel_size), return_inverse=True, return_counts=True)
         sums = _sum_by(inverse.reshape(-1), points, len(keys))
         ones = np.ones(len(keys), np.int32)
         self._combine(keys, ones, ones, sums, hits.astype(np.int32))
+        return keys
 
     def merge(self, other: ObjectGeometry) -> None:
         """Take in another object's voxels (a fragment of the same object)."""
