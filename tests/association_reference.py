@@ -3,7 +3,8 @@ reference that tests compare the memory with, frame for frame.
 
 ``ReferenceAssociation.matches`` judges each (query, object) pair on its own (``_fit_of``) with the
 geometry fit by 27 binary searches per voxel (``near_fraction``), the class-size check per pair and
-numpy's ``isin``; everything else is the memory's own.
+numpy's ``isin``; its merge pass asks each object alone once a merge has changed the objects; everything
+else is the memory's own.
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ class ReferenceAssociation(Association):
                     ranked.append((-fit, -ios[i, j], track.id))
             out.append([t for _, _, t in sorted(ranked)])
         return out, iou_qq
+
+    def merge_pass(self, ids: list[int]) -> list[tuple[int, int]]:
+        ids = [i for i in ids if i in self._tracks]
+        merges: list[tuple[int, int]] = []
+        for obj_id, hits in zip(ids, self._duplicates_of(ids), strict=True):
+            if obj_id in self._tracks and (hits or merges):
+                merges += self._merge_duplicates(obj_id)
+        return merges
 
     def _fit_of(self, q: Queries, i: int, track: Track, iou: float, ios: float, i2d: float | None,
                 near: bool) -> float | None:

@@ -251,10 +251,16 @@ class Association:
         """Merge duplicates of the objects touched by a frame; (removed, survivor) pairs."""
         ids = [i for i in ids if i in self._tracks]
         merges: list[tuple[int, int]] = []
-        for obj_id, hits in zip(ids, self._duplicates_of(ids), strict=True):
-            # The batched matches hold until the first merge changes a box; from then on, recompute.
-            if obj_id in self._tracks and (hits or merges):
-                merges += self._merge_duplicates(obj_id)
+        pending = list(zip(ids, self._duplicates_of(ids), strict=True))
+        while pending:
+            obj_id, hits = pending.pop(0)
+            if obj_id not in self._tracks or not hits:
+                continue
+            merges += self._merge_duplicates(obj_id)
+            # The batched matches hold until a merge changes the objects: then the rest's again, in one batch
+            # (each object's duplicates are the same asked alone or with others).
+            rest = [i for i, _ in pending if i in self._tracks]
+            pending = list(zip(rest, self._duplicates_of(rest), strict=True))
         return merges
 
     def _duplicates_of(self, ids: list[int]) -> list[list[int]]:
