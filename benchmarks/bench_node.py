@@ -1,9 +1,11 @@
 """The embodied_perception node end to end with real rclpy, this code against a baseline in the same run.
 
     .venv/bin/python benchmarks/bench_node.py [--baseline main] [--rate 3] [--frames 100] [--qos default]
+        [--scene redkitchen_walk --stride 2 --keyframes policy]
 
-Replays redkitchen frames (../shared/data or $EMBODIED_ROS_DATA) as Image + CameraInfo + PoseStamped
-at ``--rate`` Hz (stamped when published, every frame a keyframe: keyframe_max_interval 0) from a
+Replays the frames of ``--scene`` (redkitchen by default; ../shared/data or $EMBODIED_ROS_DATA) as Image +
+CameraInfo + PoseStamped at ``--rate`` Hz (stamped when published; every frame a keyframe,
+keyframe_max_interval 0, or with ``--keyframes policy`` the node's own keyframe policy) from a
 player process (this checkout's, for both versions: across the middleware, as a driver publishes;
 ``--publisher inline``: from the node's own process) into a node with the default detector, run
 in-process with a subscriber of its markers, on this Python's ROS 2 (the venv's wheels: Fast DDS; a
@@ -85,7 +87,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
 
     count = 1 if args.publisher == "process" else args.frames + 1  # the player process reads its own frames
     detector_process = _start_detector() if args.split else None
-    frames = [f for f in open_source(DATA / "redkitchen").frames(stride=args.stride, max_frames=count)
+    frames = [f for f in open_source(DATA / args.scene).frames(stride=args.stride, max_frames=count)
               if not isinstance(f, Exception)]
     ros = InProcessRos()
     from embodied_ros.network.weights import DEFAULT_MODEL
@@ -93,8 +95,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     folder = {"yolo-fastest-1.1-xl": "yolo_fastest", "yolox-nano": "yolox_nano"}[DEFAULT_MODEL]
     split = {"detections_topic": "/embodied_detector/detections"} if args.split else {}
     perceptor = None if args.split else build_perceptor(DEFAULT_MODEL, weights=DATA / folder, backend="onnxruntime")
-    node = ros.node(perceptor,
-                    pose_topic="camera_pose", world_frame="world", keyframe_max_interval=0.0,
+    node = ros.node(perceptor, pose_topic="camera_pose", world_frame="world",
+                    **({"keyframe_max_interval": 0.0} if args.keyframes == "all" else {}),
                     **_qos_params(args.qos), **split, **dict(json.loads(args.params)))
     if detector_process is not None:
         _wait_for_detector(node, detector_process)
@@ -111,6 +113,17 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         return result
 
     node.worker._process = recorded
+    discovery_ms: list[float] = []  # each keyframe's discovery, part of its "memory" stage
+    mapper = getattr(node, "mapper", None)
+    if mapper is not None:
+        step = mapper.step
+
+        def stepped(frame: object, *a: object, **k: object) -> object:
+            result = step(frame, *a, **k)
+            discovery_ms.append(1000.0 * getattr(result.update, "discovery_s", 0.0))
+            return result
+
+        mapper.step = stepped
     submitted: list[tuple[int, bool]] = []  # (stamp, taken as a keyframe) of every frame submitted
     submit = node.worker.submit
 
@@ -148,10 +161,11 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     time.sleep(0.5)
     latencies.clear()
     stages.clear()
+    discovery_ms.clear()
     submitted.clear()
     processed_stamps.clear()
     ages.clear()
-    counters = ("received", "processed", "dropped", "failed", "stale", "not_keyframes", "depth_fused")
+    counters = ("received", "keyframes", "processed", "dropped", "failed", "stale", "not_keyframes", "depth_fused")
     before = {k: getattr(node.worker.stats, k, 0) for k in counters}  # the baseline lacks some
     problems0 = sum(node.problems.values())
     pairs0 = _pairs(node)
@@ -159,7 +173,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     if args.publisher == "process":  # as a driver: another process (this checkout's player), across the middleware
         player = subprocess.run(
             [sys.executable, "-c", "import sys; from embodied_ros.ros.player import main; sys.exit(main(sys.argv[1:]))",
-             str(DATA / "redkitchen"), "--stride", str(args.stride), "--max-frames", str(args.frames + 1),
+             str(DATA / args.scene), "--stride", str(args.stride), "--max-frames", str(args.frames + 1),
              "--rate", str(args.rate), "--pose-topic", "camera_pose", "--no-tf", "--wait-subscribers", "30",
              "--world-frame", "world"],
             env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])),
@@ -188,11 +202,19 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         run = 0 if key else run + 1
         gaps.append(run)
     publish_ms = [1000 * s["publish"] for s in stages if "publish" in s]
+    per_keyframe = [{k: 1000.0 * v for k, v in s.items()} for s in stages]
+    for ms, disc in zip(per_keyframe, discovery_ms, strict=False):  # discovery apart from the memory's own work
+        ms["memory"] -= disc
+        ms["discovery"] = disc
+    names = list(per_keyframe[-1]) if per_keyframe else []
+    stage_sum = {k: float(sum(ms.get(k, 0.0) for ms in per_keyframe)) for k in names}
+    map_ms = sum(v for k, v in stage_sum.items() if k not in ("network", "publish"))
     latency_ms = [1000 * sum(s.values()) for s in stages]  # processing time of each keyframe
     result = {
         "code": str(Path(embodied_ros.__file__).parents[1]), "published": published,
         "paired": _pairs(node) - pairs0, "frames_submitted": counts["received"],
-        "processed": counts["processed"], "dropped": counts["dropped"], "stale": counts["stale"],
+        "keyframes": counts["keyframes"], "processed": counts["processed"], "dropped": counts["dropped"],
+        "stale": counts["stale"],
         "not_keyframes": counts["not_keyframes"], "depth_fused": counts["depth_fused"],
         "lost": published - accounted, "most_skipped_in_a_row": max(gaps, default=0),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
@@ -204,8 +226,10 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "markers_latency_ms_p90": float(np.percentile(latencies, 90) * 1000) if latencies else None,
         "markers_received": len(latencies), "problems": dict(node.problems),
         "input_age_ms_median": float(np.median(ages) * 1000) if ages else None,
-        "stages_ms_median": {k: float(np.median([1000 * s[k] for s in stages if k in s])) for k in (stages[-1] if stages
-                                                                                                  else {})},
+        "stages_ms_median": {k: float(np.median([ms[k] for ms in per_keyframe if k in ms])) for k in names},
+        "stages_ms_per_keyframe": {k: v / max(len(per_keyframe), 1) for k, v in stage_sum.items()},
+        "stages_ms_per_frame": {k: v / max(published, 1) for k, v in stage_sum.items()},
+        "map_over_detector": map_ms / stage_sum["network"] if stage_sum.get("network") else None,
         "frames_without_detections": without,
         "objects": [[int(o.id), o.class_name, [float(v) for v in o.box]]
                     for o in node.mapper.memory.published_objects()],
@@ -275,8 +299,8 @@ def _run_child(code: Path, args: argparse.Namespace, install: Path, params: str 
                split: bool = False) -> dict[str, object]:
     return run_child(code, __file__, ["--child", "--install", str(install), "--rate", str(args.rate), "--frames",
                                       str(args.frames), "--stride", str(args.stride), "--qos", args.qos,
-                                      "--publisher", args.publisher, "--params", params]
-                     + (["--split"] if split else []))
+                                      "--publisher", args.publisher, "--params", params, "--scene", args.scene,
+                                      "--keyframes", args.keyframes] + (["--split"] if split else []))
 
 
 def _fmt(value: object, digits: int = 1) -> str:
@@ -288,7 +312,10 @@ def main() -> int:
     parser.add_argument("--baseline", default="main", help="git ref to compare with ('' = this code only)")
     parser.add_argument("--frames", type=int, default=100, help="frames published after the warm-up one")
     parser.add_argument("--rate", type=float, default=3.0, help="frames per second published")
-    parser.add_argument("--stride", type=int, default=1, help="use every k-th redkitchen frame")
+    parser.add_argument("--stride", type=int, default=1, help="use every k-th frame of the scene")
+    parser.add_argument("--scene", default="redkitchen", help="recording under the data folder (e.g. redkitchen_walk)")
+    parser.add_argument("--keyframes", default="all", choices=["all", "policy"],
+                        help="every frame a keyframe (default), or the node's keyframe policy")
     parser.add_argument("--qos", default="default", choices=["default", "reliable", "best_effort"])
     parser.add_argument("--publisher", default="process", choices=["process", "inline"],
                         help="frames from a player process (default; as a driver) or from the node's process")
@@ -312,7 +339,7 @@ def main() -> int:
     if reason:
         print(f"bench_node: skipped: {reason}")
         return 0
-    if not all((DATA / d).is_dir() for d in ("redkitchen", "yolo_fastest", "yolox_nano")):
+    if not all((DATA / d).is_dir() for d in (args.scene, "yolo_fastest", "yolox_nano")):
         print(f"bench_node: skipped: real data not found in {DATA}")
         return 0
     import rclpy
@@ -320,9 +347,10 @@ def main() -> int:
     install = BUILD_DIR / flavour() / "install"
     rmw = os.environ.get("RMW_IMPLEMENTATION") or ("rmw_fastrtps_cpp (wheels)" if flavour() == "wheels"
                                                    else "rmw_cyclonedds_cpp (sourced)")
-    print(f"bench_node: {args.frames} redkitchen frames at {args.rate:g} Hz from {args.publisher} publisher, every "
-          f"frame a keyframe, default detector, input QoS {args.qos}; rclpy {Path(rclpy.__file__).parent}, "
-          f"{rmw}; {os.cpu_count()} cores")
+    keyframes = "every frame a keyframe" if args.keyframes == "all" else "the node's keyframe policy"
+    print(f"bench_node: {args.frames} {args.scene} frames (every {args.stride}.) at {args.rate:g} Hz from "
+          f"{args.publisher} publisher, {keyframes}, default detector, input QoS {args.qos}; rclpy "
+          f"{Path(rclpy.__file__).parent}, {rmw}; {os.cpu_count()} cores")
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
@@ -334,8 +362,8 @@ def main() -> int:
         runs.append(("this code", _run_child(REPO, args, install, args.params)))
         if args.split:
             runs.append(("split (detector node)", _run_child(REPO, args, install, args.params, split=True)))
-    keys = [("published", "frames published", 0), ("paired", "frames paired", 0), ("processed", "keyframes processed",
-                                                                                   0),
+    keys = [("published", "frames published", 0), ("paired", "frames paired", 0),
+            ("keyframes", "keyframes the policy selected", 0), ("processed", "keyframes processed", 0),
             ("dropped", "keyframes skipped (replaced, stale)", 0), ("stale", "  of which stale", 0),
             ("not_keyframes", "frames not keyframes (policy)", 0), ("depth_fused", "skipped frames' depth fused", 0),
             ("lost", "frames lost unaccounted", 0),
@@ -346,12 +374,18 @@ def main() -> int:
             ("input_age_ms_median", "image stamp -> worker, ms median", 0),
             ("markers_latency_ms_median", "image stamp -> markers, ms median", 0),
             ("markers_latency_ms_p90", "image stamp -> markers, ms p90", 0),
+            ("map_over_detector", "map / detector (per keyframe)", 2),
             ("rss_ready_mb", "RSS of the node's process when ready, MB", 0),
             ("rss_end_mb", "RSS of the node's process at the end, MB", 0),
             ("peak_rss_mb", "peak RSS of the node's process, MB", 0)]
     print(f"{'':38s}" + "".join(f"{name:>24s}" for name, _ in runs))
     for key, label, digits in keys:
         print(f"{label:38s}" + "".join(f"{_fmt(r[key], digits):>24s}" for _, r in runs))
+    names = [k for _, r in runs for k in r["stages_ms_per_keyframe"]]
+    for k in dict.fromkeys(names):
+        for what, label in (("stages_ms_per_keyframe", "per keyframe"), ("stages_ms_per_frame", "per frame")):
+            print(f"{k + ', ms ' + label + ' (mean)':38s}"
+                  + "".join(f"{_fmt(r[what].get(k), 1):>24s}" for _, r in runs))
     for name, r in runs:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in r["stages_ms_median"].items())
         print(f"{name} ({r['code']}): stages ms (median) {stages}; frames submitted {r['frames_submitted']}; "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -467,3 +468,57 @@ def test_component_labels_are_scipys_components(seed: int) -> None:
     assert len(same) == len(set(reference.tolist())) == len(set(labels.tolist()))
     assert all(labels[reference == c].min() == np.flatnonzero(reference == c).min() == labels[reference == c].max()
                for c in np.unique(reference))
+
+
+WALK = DATA / "redkitchen_walk"
+YOLOX = DATA / "yolox_nano"
+
+
+@functools.lru_cache(maxsize=1)
+def _walk_detections() -> tuple[LiftingParams, list[tuple[Frame, Detections2D]]]:
+    """Frames spread over the 1000-frame walk with YOLOX-Nano's detections (as `run` lifts them)."""
+    from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.sources import open_source
+
+    perceptor = build_perceptor("yolox-nano", weights=DATA, backend="onnxruntime")
+    source = open_source(WALK)
+    frames = [source.read(i) for i in range(0, 1000, 53)]
+    return perceptor.params, [(f, perceptor.detector.detect(f.color)) for f in frames]
+
+
+def _assert_same_lifting(frame_at_once: object, one_at_a_time: object) -> None:
+    a, b = frame_at_once, one_at_a_time
+    assert a.labels.tolist() == b.labels.tolist()
+    # Bit for bit here; a tolerance far below any metre that matters, for other BLAS builds.
+    for x, y in ((a.boxes, b.boxes), (a.scores, b.scores), (a.boxes_2d, b.boxes_2d), (a.surround_z, b.surround_z)):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-9)
+    assert len(a.points) == len(b.points) and len(a.pixels) == len(b.pixels)
+    for x, y in zip(a.points, b.points, strict=True):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-9)
+    for x, y in zip(a.pixels, b.pixels, strict=True):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.skipif(not (WALK / "frame-000999.depth.png").is_file() or not (YOLOX / "yolox_nano.onnx").is_file(),
+                    reason=f"redkitchen_walk or yolox_nano not found in {DATA}")
+def test_lifting_a_frame_at_once_gives_the_boxes_of_one_detection_at_a_time():
+    from lifting_reference import lift_one_at_a_time
+
+    params, walk = _walk_detections()
+    n_lifted = 0
+    for frame, dets in walk:
+        out = lift_detections(frame, dets, params)
+        _assert_same_lifting(out, lift_one_at_a_time(frame, dets, params))
+        n_lifted += len(out)
+    assert n_lifted > 5 * len(walk)  # the walk's frames hold real detections: tables, chairs, cups
+    # Region images, floor classes and surface classes take their own branches.
+    names = walk[0][1].class_names
+    special = replace(params, region_classes=names, floor_classes=("chair", "diningtable", "person"),
+                      surface_classes=("diningtable", "chair"))
+    for frame, dets in walk[::3]:
+        regions = np.full((frame.height // 2, frame.width // 2), -1, np.int32)
+        for i, (x0, y0, x1, y1) in enumerate(dets.boxes_xyxy / 2):  # later boxes cover earlier ones
+            w, h = x1 - x0, y1 - y0
+            regions[int(y0 + 0.1 * h):int(y1 - 0.1 * h), int(x0 + 0.2 * w):int(x1 - 0.2 * w)] = i
+        out = lift_detections(frame, dets, special, regions=regions, floor_z=-1.5)
+        _assert_same_lifting(out, lift_one_at_a_time(frame, dets, special, regions=regions, floor_z=-1.5))

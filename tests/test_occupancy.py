@@ -404,3 +404,76 @@ def test_real_redkitchen_frames():
     for i in (10, 20, 30, 40):
         occ.integrate_depth(_redkitchen_frame(i))
     assert occ.stats().n_occupied > stats.n_occupied
+
+
+def _evidence_one_box_at_a_time(occ: OccupancyMap, detections: Detections3D) -> int:
+    """``add_detection_evidence`` as it was before it took the boxes together: box by box."""
+    from embodied_ros.geometry.boxes import box_corners, points_in_boxes
+
+    d = occ._blocks.data
+    flats, classes, weights = [], [], []
+    for box, name, score in zip(detections.boxes, detections.names, detections.scores, strict=True):
+        if not (np.all(np.isfinite(box)) and score > 0):
+            continue
+        corners = box_corners(box)[0]
+        lo = np.floor(occ._voxel_units(corners.min(axis=0))).astype(np.int64)
+        hi = np.floor(occ._voxel_units(corners.max(axis=0))).astype(np.int64)
+        flat = occ._blocks.voxels_in_range(lo, hi)
+        flat = flat[d["observed"][flat] & (d["log_odds"][flat] > occ.config.occupied_threshold)]
+        flat = flat[points_in_boxes(occ._centres(occ._blocks.voxel_coords(flat)), box[None])[0]]
+        flats.append(flat)
+        classes.append(np.full(flat.size, occ._class_index(name)))
+        weights.append(np.full(flat.size, float(score)))
+    occ._vote(np.concatenate(flats), np.concatenate(classes), np.concatenate(weights))
+    return sum(len(f) for f in flats)
+
+
+def test_detection_evidence_of_many_boxes_at_once_is_box_by_box():
+    rng = np.random.default_rng(3)
+    maps = [OccupancyMap(voxel_size=0.08) for _ in range(2)]
+    for occ in maps:
+        for k in range(4):  # walls at several depths from several places: many blocks
+            occ.integrate_depth(_wall_frame(1.5 + 0.7 * k, _pose((0.4 * k, -0.3 * k, 0.0))))
+    for _ in range(3):  # overlapping boxes of several classes, voted on again and again
+        boxes = np.column_stack([rng.uniform(-1, 1, (12, 2)), rng.uniform(1.4, 3.8, 12),
+                                 rng.uniform(0.1, 1.5, (12, 3)), rng.uniform(-np.pi, np.pi, 12), np.zeros((12, 2))])
+        boxes[3, 3:6] = 40.0  # wider than the whole map: its stored blocks are tested instead
+        boxes[5, 0] = np.nan  # invalid: no votes
+        dets = Detections3D(boxes, rng.integers(0, 3, 12), rng.uniform(0.1, 0.9, 12), ("a", "b", "c"), "world")
+        n = maps[0].add_detection_evidence(dets)
+        assert n == _evidence_one_box_at_a_time(maps[1], dets) and n > 100
+    a, b = maps[0]._blocks.data, maps[1]._blocks.data
+    assert len(np.unique(a["label"])) == 4  # none and three classes
+    for key in ("label", "label_weight"):
+        np.testing.assert_array_equal(a[key], b[key])
+
+
+def _mark_surface_reference(occ: OccupancyMap, points: np.ndarray, flat: object = None) -> None:
+    """``OccupancyMap._mark_surface`` as it was: every hit looked up, its bit ORed in one at a time."""
+    from embodied_ros.memory.voxel_blocks import MAX_VOXEL_COORD
+
+    n = occ.config.surface_subdivision
+    vox = np.floor(points)
+    ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+    vox, points = vox[ok].astype(np.int64), points[ok]
+    sub = np.clip(np.floor((points - vox) * n).astype(np.int64), 0, n - 1)
+    bit = (sub[:, 0] * n + sub[:, 1]) * n + sub[:, 2]
+    flat = occ._blocks.lookup(vox, allocate=False)
+    have = flat >= 0
+    np.bitwise_or.at(occ._blocks.data["surface"], flat[have], np.left_shift(np.uint64(1), bit[have].astype(np.uint64)))
+
+
+def test_surface_bits_from_the_hits_own_voxels_are_those_a_look_up_sets():
+    tilt = np.eye(4)
+    tilt[:3, :3] = [[np.cos(0.5), 0, np.sin(0.5)], [0, 1, 0], [-np.sin(0.5), 0, np.cos(0.5)]]  # a slanted wall
+    frames = [_wall_frame(1.2 + 0.3 * k, tilt @ _pose((0.1 * k, 0.05 * k, 0.0)), k) for k in range(3)]
+    fast, reference = OccupancyMap(voxel_size=0.08), OccupancyMap(voxel_size=0.08)
+    reference._mark_surface = lambda points, flat=None: _mark_surface_reference(reference, points)
+    for f in frames:
+        fast.integrate_depth(f)
+        reference.integrate_depth(f)
+    a, b = fast._blocks.export(), reference._blocks.export()
+    bits = np.unpackbits(a["surface"].view(np.uint8)).reshape(-1, 64).sum(axis=1)
+    assert bits.max() > 4  # voxels with several sub-cells hit
+    for key in ("block_coords", "surface", "log_odds"):
+        np.testing.assert_array_equal(a[key], b[key])

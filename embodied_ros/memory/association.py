@@ -12,8 +12,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ..geometry.boxes import BOX_DIM, box_volumes
+from ..geometry.columns import column_max, column_min, sorted_unique
 from ..geometry.iou import box_intersection_volume, box_iou_2d
-from .class_shapes import parts_may_touch, union_plausible
+from .class_shapes import parts_may_touch, union_plausible, unions_plausible
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, unpack_voxels, voxel_keys
@@ -27,7 +28,11 @@ UNKNOWN_SAME = 0.3  # two unknown objects whose boxes overlap by more than this 
 
 def overlaps(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, M) exact IoU and intersection over the smaller volume of (N, 9) and (M, 9) boxes."""
-    inter = box_intersection_volume(a, b)
+    return overlaps_of(a, b, box_intersection_volume(a, b))
+
+
+def overlaps_of(a: np.ndarray, b: np.ndarray, inter: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``overlaps`` of boxes whose (N, M) intersection volumes ``inter`` are known."""
     va, vb = box_volumes(a)[:, None], box_volumes(b)[None, :]
     tiny = 1e-12
     iou = np.where(inter > 0, inter / np.maximum(va + vb - inter, tiny), 0.0)
@@ -59,7 +64,7 @@ def point_keys(points: np.ndarray | None, voxel_size: float) -> np.ndarray | Non
     """The sorted unique voxel keys of a detection's points (None without points or voxels)."""
     if points is None or not voxel_size or len(points) == 0:
         return None
-    return np.unique(voxel_keys(points, voxel_size))
+    return sorted_unique(voxel_keys(points, voxel_size))
 
 
 class Queries:
@@ -73,19 +78,25 @@ class Queries:
         self.boxes_2d = boxes_2d
         self.exclude = exclude if exclude is not None else [-1] * len(boxes)
         self.tracks = tracks  # the queries are objects (merging), not detections
-        self._blocks: dict[int, np.ndarray] = {}
+        self._samples: dict[int, np.ndarray] = {}
         self._bounds: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
 
-    def blocks(self, i: int) -> np.ndarray | None:
-        """The 3 x 3 x 3 neighbourhoods of query ``i``'s voxels, of at most ``FRACTION_SAMPLES`` of them
-        evenly spread (a fraction needs no more), computed once for all the objects it is compared with."""
-        keys = self.keys[i]
-        if keys is None:
-            return None
-        if i not in self._blocks:
-            step = max(1, len(keys) // FRACTION_SAMPLES)
-            self._blocks[i] = neighbourhoods(keys[::step])
-        return self._blocks[i]
+    def sample(self, i: int) -> np.ndarray:
+        """The lattice indices (M, 3) of at most ``FRACTION_SAMPLES`` of query ``i``'s voxels, evenly spread
+        (a fraction needs no more), computed once for all the objects it is compared with."""
+        if i not in self._samples:
+            keys = self.keys[i]
+            self._samples[i] = unpack_voxels(keys[::max(1, len(keys) // FRACTION_SAMPLES)])
+        return self._samples[i]
+
+    def geometry_fit(self, i: int, track: Track) -> float:
+        """``geometry_fit`` of query ``i``'s voxels on ``track``: the fraction of its sample within one voxel
+        of the object's voxels (0 without either, or when their index bounds are apart)."""
+        geometry = track.geometry
+        if self.keys[i] is None or geometry is None or len(geometry) == 0 or not self.may_touch(i, geometry):
+            return 0.0
+        sample = self.sample(i)
+        return float(geometry.near_count(sample)) / len(sample)
 
     def may_touch(self, i: int, geometry: ObjectGeometry | None) -> bool:
         """False when no voxel of query ``i`` lies within one voxel of ``geometry``'s voxels (their
@@ -97,7 +108,7 @@ class Queries:
             return True
         if i not in self._bounds:
             ijk = unpack_voxels(self.keys[i])
-            self._bounds[i] = (tuple(ijk.min(axis=0).tolist()), tuple(ijk.max(axis=0).tolist()))
+            self._bounds[i] = (tuple(column_min(ijk).tolist()), tuple(column_max(ijk).tolist()))
         lo, hi = self._bounds[i]
         return all(a - 1 <= b for a, b in zip(lo, theirs[1], strict=True)) and all(
             a <= b + 1 for a, b in zip(theirs[0], hi, strict=True))
@@ -165,52 +176,74 @@ class Association:
             iou_qq = np.zeros((n, n))
         else:
             return [[] for _ in range(n)], np.zeros((n, n))
-        out: list[list[int]] = []
-        for i in range(n):
-            ranked = []
-            for j in np.flatnonzero(np.isin(union, list(found[i]))):
-                track = self._tracks[int(union[j])]
-                fit = self._fit_of(q, i, track, float(iou[i, j]), float(ios[i, j]), image_fits[i].get(track.id),
-                                   track.id in near[i])
-                if fit is not None:
-                    ranked.append((-fit, -ios[i, j], track.id))
-            out.append([t for _, _, t in sorted(ranked)])
+        # Every (query, object) candidate pair at once.
+        qi = np.repeat(np.arange(n), [len(f) for f in found])
+        uj = np.searchsorted(union, np.array([c for f in found for c in sorted(f)], dtype=np.int64))
+        tracks = [self._tracks[int(c)] for c in union[uj]]
+        i2d = [image_fits[i].get(t.id) for i, t in zip(qi.tolist(), tracks, strict=True)]
+        near_pair = np.array([t.id in near[i] for i, t in zip(qi.tolist(), tracks, strict=True)], dtype=bool)
+        fit, ok = self._pair_fits(q, qi, tracks, iou[qi, uj], ios[qi, uj], i2d, near_pair)
+        out: list[list[int]] = [[] for _ in range(n)]
+        ids = union[uj]
+        order = np.lexsort((ids, -ios[qi, uj], -fit, qi))  # per query: best fit, then most contained, then id
+        for k in order[ok[order]].tolist():
+            out[int(qi[k])].append(int(ids[k]))
         return out, iou_qq
 
-    def _fit_of(self, q: Queries, i: int, track: Track, iou: float, ios: float, i2d: float | None,
-                near: bool) -> float | None:
-        """How well query ``i`` fits ``track`` (the best of its IoU, geometry and image fits), or
-        None when it is not that object (memory/scene_memory.py's docstring); ``i2d``: the IoU of
-        the query's 2D box with the object's seen region in this image (None: not seen, or no image
-        match); ``near``: their bounding spheres meet (else they can share no geometry).
+    def _pair_fits(self, q: Queries, qi: np.ndarray, tracks: list[Track], iou: np.ndarray, ios: np.ndarray,
+                   i2d: list[float | None], near: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """How well each query ``qi`` (P,) fits each object ``tracks`` (P): the best of its IoU, geometry and
+        image fits, and whether it is that object at all (memory/scene_memory.py's docstring), for all
+        pairs at once; ``i2d``: the IoU of the query's 2D box with the object's seen region in this image
+        (None: not seen, or no image match); ``near``: their bounding spheres meet (else they can share no
+        geometry).
 
         Objects built from points (lifted detections) see only parts of things, and their parts
         of neighbours overlap; for them, objects of different classes merge only when each was
         also seen as the other's class, and nothing joins an object past its class's size. A
-        network's amodal boxes (no points) keep the demo's plain class-agnostic rule.
+        network's amodal boxes (no points) keep the demo's plain class-agnostic rule. Unknown objects
+        become named ones only by a confident named object (name_unknown); two unknown objects are one
+        when their boxes mostly agree (touching things share voxels).
         """
         cfg = self.config
-        name = q.names[i]
-        if (name == UNKNOWN_CLASS) != (track.class_name == UNKNOWN_CLASS):
-            return None  # unknown objects become named ones only by a confident named object (name_unknown)
-        if name == UNKNOWN_CLASS and q.tracks is not None:  # two unknown objects are one when their boxes
-            return iou if iou > UNKNOWN_SAME else None  # mostly agree: touching things share voxels
-        same = track.class_name == name
-        lifted = track.geometry is not None or q.keys[i] is not None
-        fit = iou if self.same_class(track.class_name, name) else 0.0
-        hit = fit > cfg.iou_threshold or (same and ios > cfg.containment_threshold)
-        if lifted and q.tracks is not None and not same:
-            hit &= self._compatible(track, name) and self._compatible(q.tracks[i], track.class_name)
-        if self._compatible(track, name):
-            geo = geometry_fit(q.blocks(i), track) if near and q.may_touch(i, track.geometry) else 0.0
-            hit |= geo >= cfg.geometry_match > 0
-            fit = max(fit, geo)
-            if i2d is not None:
-                hit |= i2d >= cfg.image_match
-                fit = max(fit, i2d)
-        if not hit or (lifted and not union_plausible(track.box, q.boxes[i], track.class_name)):
-            return None
-        return fit
+        names = [q.names[i] for i in qi.tolist()]
+        unknown_q = np.array([name == UNKNOWN_CLASS for name in names], dtype=bool)
+        unknown_t = np.array([t.class_name == UNKNOWN_CLASS for t in tracks], dtype=bool)
+        same = np.array([t.class_name == name for t, name in zip(tracks, names, strict=True)], dtype=bool)
+        lifted = np.array([t.geometry is not None or q.keys[i] is not None
+                           for i, t in zip(qi.tolist(), tracks, strict=True)], dtype=bool)
+        fit = np.where(same | cfg.class_agnostic, iou, 0.0)
+        hit = (fit > cfg.iou_threshold) | (same & (ios > cfg.containment_threshold))
+        compatible = np.array([self._compatible(t, name) for t, name in zip(tracks, names, strict=True)], dtype=bool)
+        if q.tracks is not None:
+            across = lifted & ~same
+            back = np.array([bool(a) and self._compatible(q.tracks[i], t.class_name)
+                             for a, i, t in zip(across.tolist(), qi.tolist(), tracks, strict=True)], dtype=bool)
+            hit &= ~across | (compatible & back)
+        decided = unknown_q != unknown_t  # unknown and named never match by these rules
+        if q.tracks is not None:
+            decided |= unknown_q  # two unknown objects: their boxes' IoU alone
+        plausible = np.ones(len(qi), dtype=bool)
+        check = lifted & ~decided
+        if check.any():
+            at = np.flatnonzero(check)
+            plausible[at] = unions_plausible(np.array([tracks[k].box for k in at]), q.boxes[qi[at]],
+                                             [tracks[k].class_name for k in at])
+        # The geometry fit matters only where the pair can still be the same object.
+        for k in np.flatnonzero(compatible & ~decided & plausible).tolist():
+            i = int(qi[k])
+            geo = q.geometry_fit(i, tracks[k]) if near[k] else 0.0
+            hit[k] |= geo >= cfg.geometry_match > 0
+            fit[k] = max(fit[k], geo)
+            if i2d[k] is not None:
+                hit[k] |= i2d[k] >= cfg.image_match
+                fit[k] = max(fit[k], i2d[k])
+        ok = hit & ~(lifted & ~plausible) & ~decided
+        if q.tracks is not None:
+            both = unknown_q & unknown_t
+            fit = np.where(both, iou, fit)
+            ok |= both & (iou > UNKNOWN_SAME)
+        return fit, ok
 
     # ------------------------------------------------------------------ merging
 
@@ -218,10 +251,16 @@ class Association:
         """Merge duplicates of the objects touched by a frame; (removed, survivor) pairs."""
         ids = [i for i in ids if i in self._tracks]
         merges: list[tuple[int, int]] = []
-        for obj_id, hits in zip(ids, self._duplicates_of(ids), strict=True):
-            # The batched matches hold until the first merge changes a box; from then on, recompute.
-            if obj_id in self._tracks and (hits or merges):
-                merges += self._merge_duplicates(obj_id)
+        pending = list(zip(ids, self._duplicates_of(ids), strict=True))
+        while pending:
+            obj_id, hits = pending.pop(0)
+            if obj_id not in self._tracks or not hits:
+                continue
+            merges += self._merge_duplicates(obj_id)
+            # The batched matches hold until a merge changes the objects: then the rest's again, in one batch
+            # (each object's duplicates are the same asked alone or with others).
+            rest = [i for i, _ in pending if i in self._tracks]
+            pending = list(zip(rest, self._duplicates_of(rest), strict=True))
         return merges
 
     def _duplicates_of(self, ids: list[int]) -> list[list[int]]:

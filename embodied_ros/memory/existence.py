@@ -146,18 +146,20 @@ def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGr
     ids = [int(i) for i in index.query(query)]
     if not ids:
         return {}
-    samples, tolerances = [], []
+    samples, tolerances, bounds = [], [], []
     for i in ids:
         track = tracks[i]
         if track.geometry is not None and len(track.geometry) >= 4:
             samples.append(track.geometry.sample(_VIEW_SAMPLES))
+            bounds.append(track.geometry.sample_bounds(_VIEW_SAMPLES))  # kept until the geometry changes
             tolerances.append(0.0)
         else:  # box samples: the box's own front surface hides its inside
             samples.append(box_samples(track.box))
+            bounds.append(np.stack([samples[-1].min(axis=0), samples[-1].max(axis=0)]))
             tolerances.append(0.5 * float(track.box[3:6].max()))
     # Objects none of whose samples can fall in the image are not in view: skipped, as their
     # Visibility would say nothing (no sample seen, hidden or seen through).
-    bounds = np.array([[s.min(axis=0), s.max(axis=0)] for s in samples])
+    bounds = np.array(bounds)
     keep = np.flatnonzero(may_be_in_view(bounds[:, 0], bounds[:, 1], frame))
     ids, samples = [ids[k] for k in keep], [samples[k] for k in keep]
     tolerances = [tolerances[k] for k in keep]

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry.columns import column_max, column_min
+
 __all__ = [
     "COLOUR_WORDS", "ColourAccumulator", "ColourSample", "colour_name", "colour_similarity", "colour_word",
     "detection_samples", "object_pixels", "sample_colour", "to_lab",
@@ -200,12 +202,12 @@ def sample_colour(color: np.ndarray, pixels: np.ndarray, erode_px: int | None = 
     erode = max(1, round(ERODE_PX_AT_640 * w / 640)) if erode_px is None else int(erode_px)
     # Pixels on a grid of step s (lifting subsamples) are rasterised one cell per pixel: the mask is s^2
     # smaller, and closing it fills single missing cells (pixels without depth).
-    lo = px.min(axis=0)
+    lo = column_min(px)
     step = max(1, int(np.gcd.reduce((px - lo).ravel())))
     cells = (px - lo) // step
     radius = max(1, round(erode / step)) if erode > 0 else 0
     pad = radius + 2
-    size = cells.max(axis=0) + 1
+    size = column_max(cells) + 1
     mask = np.zeros((size[1] + 2 * pad, size[0] + 2 * pad), np.uint8)
     mask[cells[:, 1] + pad, cells[:, 0] + pad] = 1
     mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
@@ -249,8 +251,10 @@ class ColourAccumulator:
         if sample is None or not weight > 0.0:
             return
         w = weight * min(1.0, sample.n_pixels / 200.0) * sample.weights
-        for key, wk, mean in zip(map(tuple, sample.bins.tolist()), w, sample.means, strict=True):
-            self._add(key, np.array([wk, *(wk * mean)]))
+        rows = np.column_stack([w, w[:, None] * sample.means])  # per bin [w, L*w, a*w, b*w]
+        for key, row in zip(map(tuple, sample.bins.tolist()), rows, strict=True):
+            known = self._bins.get(key)
+            self._bins[key] = row if known is None else known + row
         self._prune()
 
     def merge(self, other: ColourAccumulator) -> None:

@@ -39,6 +39,7 @@ from ..detections import Detections3D, FramePerception, LocalOccupancy
 from ..errors import ConfigError, FrameError, InputError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, points_in_boxes
+from ..geometry.columns import rows_all, sorted_unique
 from ..geometry.grid import GridSpec, voxels_in_view
 from .config import OccupancyConfig
 from .raycast import linearise, trace_rays, unlinearise
@@ -199,12 +200,15 @@ class OccupancyMap:
         inv_vs = 1.0 / self.voxel_size
         origin = (t - self._origin) * inv_vs  # voxel units
         seg = np.stack([(R_wc[i, 0] * cam[0] + R_wc[i, 1] * cam[1] + R_wc[i, 2] * cam[2]) * inv_vs
-                        for i in range(3)], axis=1)  # (R, 3) camera -> endpoint, voxel units
+                        for i in range(3)])  # (3, R) camera -> endpoint, voxel units, one row per axis
         k = max(1, int(self.config.carve_spacing * self.voxel_size * frame.K[0, 0] / (max_range * stride)))
         carve = None if k == 1 else (u % k == 0) & (v % k == 0)
         with self._lock:
-            fh, ff = self._apply(*trace_rays(origin, seg, hit, carve), near=origin)
-            self._mark_surface(origin + seg[hit])
+            hit_vox, free_vox, rows = trace_rays(origin, seg, hit, carve, hit_rows=True)
+            fh, ff = self._apply(hit_vox, free_vox, near=origin)
+            # The hits' voxels are those just updated (bounds leave voxels of stored blocks out of
+            # the update, whose surface bits a look-up would still set: then look them up).
+            self._mark_surface((origin[:, None] + seg[:, hit]).T, fh[rows] if self.config.bounds is None else None)
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
@@ -287,28 +291,37 @@ class OccupancyMap:
         Returns:
             Number of (voxel, detection) votes cast.
         """
-        flats, classes, weights = [], [], []
+        ranges, boxes = [], []
+        for box, name, score in zip(detections.boxes, detections.names, detections.scores, strict=True):
+            if not (np.all(np.isfinite(box)) and np.isfinite(score) and score > 0):
+                continue
+            corners = box_corners(box)[0]
+            lo = np.floor(self._voxel_units(corners.min(axis=0))).astype(np.int64)
+            hi = np.floor(self._voxel_units(corners.max(axis=0))).astype(np.int64)
+            if np.any(lo < -MAX_VOXEL_COORD) or np.any(hi >= MAX_VOXEL_COORD):
+                continue
+            ranges.append((lo, hi))
+            boxes.append((box, name, float(score)))
+        if not boxes:
+            return 0
         with self._lock:
-            lo_arr, seen = self._blocks.data["log_odds"], self._blocks.data["observed"]
-            for box, name, score in zip(detections.boxes, detections.names, detections.scores, strict=True):
-                if not (np.all(np.isfinite(box)) and np.isfinite(score) and score > 0):
-                    continue
-                corners = box_corners(box)[0]
-                lo = np.floor(self._voxel_units(corners.min(axis=0))).astype(np.int64)
-                hi = np.floor(self._voxel_units(corners.max(axis=0))).astype(np.int64)
-                if np.any(lo < -MAX_VOXEL_COORD) or np.any(hi >= MAX_VOXEL_COORD):
-                    continue
-                flat = self._blocks.voxels_in_range(lo, hi)
-                flat = flat[seen[flat] & (lo_arr[flat] > self.config.occupied_threshold)]
-                centres = self._centres(self._blocks.voxel_coords(flat))
-                flat = flat[points_in_boxes(centres, box[None])[0]]
-                flats.append(flat)
-                classes.append(np.full(flat.size, self._class_index(name)))
-                weights.append(np.full(flat.size, float(score)))
-            if not flats:
+            d = self._blocks.data
+            # Every box's stored voxels at once, then those occupied, then those inside it (box by box).
+            flat, owner = self._blocks.voxels_in_ranges(np.array([r[0] for r in ranges]),
+                                                        np.array([r[1] for r in ranges]))
+            occupied = d["observed"][flat] & (d["log_odds"][flat] > self.config.occupied_threshold)
+            flat, owner = flat[occupied], owner[occupied]
+            centres = self._centres(self._blocks.voxel_coords(flat))
+            starts = np.searchsorted(owner, np.arange(len(boxes) + 1))
+            inside = np.zeros(len(flat), dtype=bool)
+            for k, (box, _, _) in enumerate(boxes):
+                at = slice(starts[k], starts[k + 1])
+                inside[at] = points_in_boxes(centres[at], box[None])[0]
+            flat, owner = flat[inside], owner[inside]
+            if not len(flat):
                 return 0
-            flat = np.concatenate(flats)
-            self._vote(flat, np.concatenate(classes), np.concatenate(weights))
+            classes = np.array([self._class_index(name) for _, name, _ in boxes])
+            self._vote(flat, classes[owner], np.array([score for _, _, score in boxes])[owner])
             return int(flat.size)
 
     def add_pixel_votes(self, frame: Frame, labels: np.ndarray, class_names: tuple[str, ...]) -> int:
@@ -491,20 +504,27 @@ class OccupancyMap:
             if self.config.align_to_grid and self._n_frames == 0 and self._blocks.n_blocks == 0:
                 self._origin = np.mod(np.asarray(T_world_grid, dtype=np.float64)[:3, 3], self.voxel_size)
 
-    def _mark_surface(self, points: np.ndarray) -> None:
-        """Set the surface bit of the sub-cell each (N, 3) point (voxel units) lies in."""
+    def _mark_surface(self, points: np.ndarray, flat: np.ndarray | None = None) -> None:
+        """Set the surface bit of the sub-cell each (N, 3) point (voxel units) lies in; ``flat``: the
+        points' voxels' flat indices when known (-1 for none), else they are looked up."""
         n = self.config.surface_subdivision
         if n < 2 or len(points) == 0:
             return
         vox = np.floor(points)
-        ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
-        vox, points = vox[ok].astype(np.int64), points[ok]
-        sub = np.clip(np.floor((points - vox) * n).astype(np.int64), 0, n - 1)
-        bit = (sub[:, 0] * n + sub[:, 1]) * n + sub[:, 2]
-        flat = self._blocks.lookup(vox, allocate=False)
+        if flat is None:
+            ok = rows_all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD))
+            vox, points = vox[ok], points[ok]
+            flat = self._blocks.lookup(vox.astype(np.int64), allocate=False)
         have = flat >= 0
-        masks = np.left_shift(np.uint64(1), bit[have].astype(np.uint64))
-        np.bitwise_or.at(self._blocks.data["surface"], flat[have], masks)
+        sub = np.clip(np.floor((points[have] - vox[have]) * n).astype(np.int64), 0, n - 1)
+        bit = (sub[:, 0] * n + sub[:, 1]) * n + sub[:, 2]
+        # One OR per voxel of all its hits' bits: the (voxel, bit) pairs, unique, ORed voxel by voxel.
+        cell, bit = np.divmod(sorted_unique(flat[have] * 64 + bit), 64)
+        if len(cell) == 0:
+            return
+        first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
+        masks = np.left_shift(np.uint64(1), bit.astype(np.uint64))
+        self._blocks.data["surface"][cell[first]] |= np.bitwise_or.reduceat(masks, first)
 
     def _surface_labels(self, T: np.ndarray, spec: GridSpec, n_classes: int) -> np.ndarray:
         """Per grid voxel (flat, x slowest), the majority label of the surface sub-cells in it; -1 for none.
@@ -555,11 +575,11 @@ class OccupancyMap:
             is outside the bounds or did not fit in memory.
         """
         vox = np.concatenate([hit_vox, free_vox])
-        ok = np.all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD), axis=1)
+        ok = rows_all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD))
         if self.config.bounds is not None:
             c = self._centres(vox)
             b = np.asarray(self.config.bounds)
-            ok &= np.all((c >= b[:3]) & (c <= b[3:]), axis=1)
+            ok &= rows_all((c >= b[:3]) & (c <= b[3:]))
         flat = np.full(len(vox), -1, dtype=np.int64)
         flat[ok] = self._blocks.lookup(vox[ok], allocate=True, near=near)
         fh, ff = flat[: len(hit_vox)], flat[len(hit_vox):]

@@ -15,35 +15,40 @@ _MAX_RAY_VOXELS = 4096.0
 _MAX_SAMPLES = 1 << 22
 
 
-def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
-               carve: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray, carve: np.ndarray | None = None,
+               hit_rows: bool = False) -> tuple[np.ndarray, ...]:
     """Voxels of a bundle of rays, in voxel units.
 
     Args:
         origin: (3,) ray origin (the camera), voxel units.
-        seg: (R, 3) vector from the origin to each ray's endpoint, voxel units.
+        seg: (3, R) vectors from the origin to each ray's endpoint, voxel units, one row per axis
+            (numpy reduces the rows of an (R, 3) array along its short axis several times slower).
         hit: (R,) bool, True where the endpoint is a surface (a hit).
         carve: (R,) bool, the rays whose free space is sampled (None: every ray); the others give
             only their hit.
+        hit_rows: also return, per hit ray (in ray order), the row of its endpoint voxel among
+            the hit voxels (to mark where in the voxel it ended without looking the voxel up again).
 
     Returns:
         (H, 3) int64 unique endpoint voxels of the hit rays and (F, 3) int64 unique voxels
         crossed by the rays (samples every half voxel up to one voxel short of the endpoint),
-        without the endpoint voxels.
+        without the endpoint voxels; with ``hit_rows``, then the (count of hit rays,) int64 rows.
     """
-    if len(seg) == 0:
-        return np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
-    length = np.linalg.norm(seg, axis=1)
+    if seg.shape[1] == 0:
+        empty = np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64)
+        return (*empty, np.zeros(0, np.int64)) if hit_rows else empty
+    length = np.sqrt(seg[0] * seg[0] + seg[1] * seg[1] + seg[2] * seg[2])  # np.linalg.norm's sum, axis by axis
     if length.max() > _MAX_RAY_VOXELS:
         cut = length > _MAX_RAY_VOXELS
-        seg = np.where(cut[:, None], seg * (_MAX_RAY_VOXELS / np.maximum(length, 1e-9))[:, None], seg)
+        seg = np.where(cut, seg * (_MAX_RAY_VOXELS / np.maximum(length, 1e-9)), seg)
         hit, length = hit & ~cut, np.minimum(length, _MAX_RAY_VOXELS)
     n = np.where(length > 1.0, np.floor((length - 1.0) / _RAY_STEP).astype(np.int64) + 1, 0)
-    end = origin + seg
-    lo = np.floor(np.minimum(origin, end.min(axis=0))).astype(np.int64) - 1  # a voxel of margin for rounding
-    dims = np.floor(np.maximum(origin, end.max(axis=0))).astype(np.int64) - lo + 2
+    end = origin[:, None] + seg
+    lo = np.floor(np.minimum(origin, end.min(axis=1))).astype(np.int64) - 1  # a voxel of margin for rounding
+    dims = np.floor(np.maximum(origin, end.max(axis=1))).astype(np.int64) - lo + 2
     size = int(np.prod(dims.astype(np.float64)))
-    hit_lin = _linear(np.floor(end[hit]).astype(np.int64) - lo, dims)
+    hit_cells_of_rays = np.floor(end[:, hit]).astype(np.int64) - lo[:, None]
+    hit_lin = (hit_cells_of_rays[0] * dims[1] + hit_cells_of_rays[1]) * dims[2] + hit_cells_of_rays[2]
     rel = (origin - lo).astype(np.float32)
     idx_dtype = np.int32 if size < 2**31 else np.int64
     chunks = []
@@ -57,12 +62,12 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
     groups = max(_RAY_GROUPS, -(-len(rays) * int(n[rays].max(initial=1)) // _MAX_SAMPLES))
     for group in np.array_split(rays, min(groups, len(rays))) if len(rays) else []:
         ng = n[group]
-        unit = (seg[group] / length[group, None]).astype(np.float32)
+        unit = (seg[:, group] / length[group]).astype(np.float32)  # (3, rays)
         t = np.minimum(np.arange(int(ng[-1]), dtype=np.float32)[None, :] * np.float32(_RAY_STEP),
                        ((ng - 1) * _RAY_STEP).astype(np.float32)[:, None])  # (rays, samples)
         lin = np.zeros(t.shape, dtype=idx_dtype)
         for a in range(3):
-            cell = unit[:, a, None] * t
+            cell = unit[a, :, None] * t
             cell += rel[a]
             lin *= idx_dtype(dims[a])
             lin += cell.astype(idx_dtype)  # non-negative (one voxel of margin), so truncation is floor
@@ -79,7 +84,8 @@ def trace_rays(origin: np.ndarray, seg: np.ndarray, hit: np.ndarray,
     else:
         hit_cells = np.unique(hit_lin)
         free_cells = np.setdiff1d(np.unique(np.concatenate(chunks)), hit_cells, assume_unique=True)
-    return unlinearise(hit_cells, lo, dims), unlinearise(free_cells, lo, dims)
+    voxels = unlinearise(hit_cells, lo, dims), unlinearise(free_cells, lo, dims)
+    return (*voxels, np.searchsorted(hit_cells, hit_lin)) if hit_rows else voxels
 
 
 def _linear(cells: np.ndarray, dims: np.ndarray) -> np.ndarray:

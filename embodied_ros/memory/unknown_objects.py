@@ -10,7 +10,7 @@ import numpy as np
 from ..classes import SUPPORT_CLASSES
 from ..detections import Detections3D, FramePerception, class_key
 from ..geometry.iou import box_intersection_volume
-from .association import UNKNOWN_SAME, geometry_fit, overlaps, point_keys, sampled_blocks
+from .association import UNKNOWN_SAME, geometry_fit, overlaps, overlaps_of, point_keys, sampled_blocks
 from .class_shapes import union_plausible
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
@@ -123,8 +123,9 @@ class UnknownObjects:
             return None, []
         tracks = [self._tracks[c] for c in ids]
         boxes = np.array([t.box for t in tracks])
-        iou = overlaps(box[None], boxes)[0][0]
-        inside = box_intersection_volume(box[None], boxes)[0] / max(float(np.prod(box[3:6])), 1e-9)
+        inter = box_intersection_volume(box[None], boxes)
+        iou = overlaps_of(box[None], boxes, inter)[0][0]
+        inside = inter[0] / max(float(np.prod(box[3:6])), 1e-9)
         blocks = sampled_blocks(keys)
         best, best_fit, holding = None, 0.0, []
         for j, track in enumerate(tracks):

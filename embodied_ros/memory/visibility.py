@@ -156,8 +156,12 @@ def visibility(samples: list[np.ndarray], tolerances: np.ndarray, frame: Frame, 
     n_through = np.bincount(owner[pv.through], minlength=n_obj)
     boxes: list[np.ndarray | None] = [None] * n_obj
     idx = np.flatnonzero(pv.seen)
-    for o in np.unique(owner[idx]):
-        mine = idx[owner[idx] == o]
-        boxes[o] = np.array([pv.u[mine].min(), pv.v[mine].min(), pv.u[mine].max(), pv.v[mine].max()])
+    if len(idx):  # each object's seen points are one run of idx (owners ascend): their bounds, run by run
+        first = np.flatnonzero(np.r_[True, owner[idx][1:] != owner[idx][:-1]])
+        u, v = pv.u[idx], pv.v[idx]
+        bounds = np.stack([np.minimum.reduceat(u, first), np.minimum.reduceat(v, first),
+                           np.maximum.reduceat(u, first), np.maximum.reduceat(v, first)], axis=1)
+        for o, box in zip(owner[idx][first].tolist(), bounds, strict=True):
+            boxes[o] = box
     return [Visibility(int(counts[o]), int(n_seen[o]), int(n_hidden[o]), int(n_through[o]), boxes[o])
             for o in range(n_obj)]

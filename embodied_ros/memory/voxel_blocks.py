@@ -114,6 +114,32 @@ class VoxelBlocks:
             slots = np.array([s for s in (self._slot_of.get(k, -1) for k in keys.tolist()) if s >= 0], dtype=np.int64)
         return (slots[:, None] * BLOCK_VOXELS + np.arange(BLOCK_VOXELS)).reshape(-1)
 
+    def voxels_in_ranges(self, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``voxels_in_range`` of many ranges (R, 3) at once: the flat indices and, for each, its range.
+
+        The blocks of all ranges are enumerated together and looked up once per distinct block; a
+        range wider than the map is answered by ``voxels_in_range`` on its own.
+        """
+        blo, bhi = np.asarray(lo, dtype=np.int64) >> 3, np.asarray(hi, dtype=np.int64) >> 3
+        span = bhi - blo + 1
+        wide = np.prod(span.astype(np.float64), axis=1) > 4 * max(self.n_blocks, 1)
+        n = np.where(wide, 0, np.prod(span, axis=1))
+        owner = np.repeat(np.arange(len(n)), n)
+        local = np.arange(int(n.sum())) - (np.cumsum(n) - n)[owner]
+        sy, sz = span[owner, 1], span[owner, 2]
+        coords = blo[owner] + np.stack([local // (sy * sz), (local // sz) % sy, local % sz], axis=1)
+        keys, inverse = np.unique(_pack(coords), return_inverse=True)
+        slots = np.fromiter((self._slot_of.get(k, -1) for k in keys.tolist()), dtype=np.int64, count=len(keys))
+        slot = slots[inverse.reshape(-1)]
+        stored = slot >= 0
+        slot, owner = slot[stored], owner[stored]
+        for r in np.flatnonzero(wide):  # rare: the stored blocks tested instead of the range enumerated
+            extra = self.voxels_in_range(lo[r], hi[r])[::BLOCK_VOXELS] // BLOCK_VOXELS
+            at = np.searchsorted(owner, r)
+            slot, owner = np.insert(slot, at, extra), np.insert(owner, at, np.full(len(extra), r))
+        flat = (slot[:, None] * BLOCK_VOXELS + np.arange(BLOCK_VOXELS)).reshape(-1)
+        return flat, np.repeat(owner, BLOCK_VOXELS)
+
     def export(self) -> dict[str, np.ndarray]:
         """The used blocks as arrays (``block_coords`` (B, 3) and each field (B, 512)), for saving."""
         slots = np.flatnonzero(self.used)

@@ -3,18 +3,34 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from ..classes import SURFACE_CLASSES
 from ..detections import Detections2D, Detections3D, class_key
 from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, canonical_yaw_box
-from ..geometry.fitting import fit_upright_box
-from ..geometry.transforms import transform_points
+from ..geometry.fitting import fit_upright_boxes
+from ..geometry.grouped import group_medians
+from .depth_clusters import (
+    DepthPoints,
+    Voxels,
+    component_labels,
+    core_clusters,
+    group_sums,
+    neighbour_pairs,
+    ring_heights,
+    sample_depth,
+    split_by_owner,
+    support_layers,
+    voxelize,
+)
+
+__all__ = ["LiftingParams", "colour_box_to_depth_px", "colour_to_depth_px", "component_labels", "depth_to_colour_px",
+           "lift_detections", "surround_height"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +170,8 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
     cluster on the floor plane, extents from percentiles, bottom extended to the support it
     stood on (or to a hidden floor, see LiftingParams.floor_classes); then the amodal priors.
     Detections that find too little depth, or give implausible sizes, are dropped (never an
-    exception).
+    exception). All of a frame's detections go through each step together (network/depth_clusters.py):
+    one pass over the frame's depth, the same boxes as one detection at a time.
 
     Args:
         frame: posed RGB-D frame; its world must be z-up (gravity) for the boxes to be upright.
@@ -172,92 +189,120 @@ def lift_detections(frame: Frame, dets2d: Detections2D, params: LiftingParams,
         (x, y, z, dx, dy, dz, yaw, 0, 0) canonicalised (dx >= dy, yaw in [-pi/2, pi/2)).
     """
     names = tuple(dets2d.class_names)
-    boxes, labels, scores, regions_2d, points, pixels, around = [], [], [], [], [], [], []
     if regions is not None and regions.ndim != 2:
         raise ValueError(f"lifting: regions must be an (h, w) image, got shape {regions.shape}")
-    for i in range(len(dets2d)):
-        label = int(dets2d.labels[i])
-        own = (regions, i) if regions is not None and _listed(names[label], params.region_classes) else None
-        lifted = _lift_one(frame, dets2d.boxes_xyxy[i], names[label], params, own, floor_z)
-        if lifted is None:
+    n = len(dets2d)
+    if n == 0:
+        return Detections3D.empty(names, frame.world_frame)
+    det_names = [names[int(label)] for label in dets2d.labels]
+    boxes_px = colour_box_to_depth_px(np.asarray(dets2d.boxes_xyxy, dtype=np.float64).reshape(n, 4), frame.K, params)
+    own = [_region_test(regions, i, frame, params) if regions is not None and _listed(name, params.region_classes)
+           else None for i, name in enumerate(det_names)]
+    pts = sample_depth(frame, boxes_px, params.shrink, params.max_pixels, params.min_points,
+                       (params.min_depth, params.max_depth), own)
+    clusters = _object_clusters(pts, det_names, params)
+    boxes, labels, scores, regions_2d, kept = [], [], [], [], []
+    cam_pos = frame.T_world_camera[:3, 3]
+    w = params.support_score_weight
+    for i, box in clusters.boxes.items():
+        name = det_names[i]
+        smallest = _class_value(params.min_largest_extent, name)
+        if smallest is not None and box[3:6].max() < smallest:
             continue
-        w = params.support_score_weight
-        boxes.append(lifted.box)
-        labels.append(label)
-        scores.append(float(dets2d.scores[i]) * ((1.0 - w) + w * lifted.support))
+        if np.isfinite(clusters.support_z[i]):
+            box = _rest_on_support(box, float(clusters.support_z[i]), params.voxel_size)
+        elif floor_z is not None and _listed(name, params.floor_classes):
+            box = _extend_to_hidden_floor(box, dets2d.boxes_xyxy[i], frame, floor_z, params)
+        box = _apply_amodal_prior(box, name, cam_pos, params)
+        box = _widen_to_image_box(box, boxes_px[i], frame, params)
+        ext = box[3:6]
+        if ext.max() > params.max_extent or ext.max() < params.min_extent:
+            continue
+        support = float(clusters.n_points[i]) / max(int(pts.n_sampled[i]), 1)
+        boxes.append(box)
+        labels.append(int(dets2d.labels[i]))
+        scores.append(float(dets2d.scores[i]) * ((1.0 - w) + w * min(support, 1.0)))
         regions_2d.append(dets2d.boxes_xyxy[i])
-        points.append(lifted.points)
-        pixels.append(lifted.pixels)
-        around.append(surround_height(frame, colour_box_to_depth_px(dets2d.boxes_xyxy[i], frame.K, params), params))
+        kept.append(i)
     if not boxes:
         return Detections3D.empty(names, frame.world_frame)
+    kept_at = np.array(kept)
+    points = [clusters.points[i] for i in kept]
+    on_object = clusters.members[clusters.voxels.of_point]  # the points whose voxel is on the object
+    pixels_all = np.rint(depth_to_colour_px(pts.pixels[on_object], frame.K, params)).astype(np.int32)
+    pixels = split_by_owner(pixels_all, pts.owner[on_object], n)
+    around = ring_heights(frame, boxes_px[kept_at], params.surround_ring, 400, params.min_points,
+                          (params.min_depth, params.max_depth), params.surround_layer, params.surround_share)
     return Detections3D(np.stack(boxes), np.array(labels), np.array(scores), names, frame.world_frame,
-                        boxes_2d=np.array(regions_2d, dtype=np.float64), points=tuple(points), pixels=tuple(pixels),
-                        surround_z=np.array(around))
+                        boxes_2d=np.array(regions_2d, dtype=np.float64), points=tuple(points),
+                        pixels=tuple(pixels[i] for i in kept), surround_z=around)
 
 
 @dataclass(frozen=True)
-class _Lifted:
-    """One lifted detection: its box, the fraction of its sampled pixels on the object, the
-    object's voxel centroids (V, 3) in the world and the colour pixels (P, 2) int32 of its points."""
+class _Clusters:
+    """What a frame's detections' depth gives: per detection that found its object, its fitted box
+    (before the per-class steps), its voxel centroids (V, 3) and the number of points on it; per
+    detection, the height of the support layer removed from under it (NaN: none); and which voxels
+    are the objects'."""
 
-    box: np.ndarray
-    support: float
-    points: np.ndarray
-    pixels: np.ndarray
+    boxes: dict[int, np.ndarray]
+    points: dict[int, np.ndarray]
+    n_points: np.ndarray
+    support_z: np.ndarray
+    voxels: Voxels
+    members: np.ndarray
 
 
-def _lift_one(frame: Frame, box_xyxy: np.ndarray, name: str, params: LiftingParams,
-              region: tuple[np.ndarray, int] | None = None,
-              floor_z: float | None = None) -> _Lifted | None:
-    """One detection -> its world box, support fraction in [0, 1] and object points, or None."""
-    sample = _sample_box_points(frame, box_xyxy, params, region)
-    if sample is None:
-        return None
-    pts_world, in_core, n_sampled, spacing, px_depth = sample
-    vox, vox_core, vox_count, point_voxel = _voxelize(pts_world, in_core, params.voxel_size)
-    if vox_count.sum() < params.min_points or len(vox) < 4:
-        return None
-    radius = max(params.cluster_radius, 1.5 * params.voxel_size, 3.0 * spacing)
+def _object_clusters(pts: DepthPoints, det_names: list[str], params: LiftingParams) -> _Clusters:
+    """Voxelise, cluster, remove the support layer, cluster again and fit, for all detections at once."""
+    n = len(det_names)
+    vox = voxelize(pts, params.voxel_size)
+    alive = pts.usable & (group_sums(vox.count.astype(np.float64), vox.owner, n) >= params.min_points)
+    alive &= np.bincount(vox.owner, minlength=n) >= 4
+    radius = np.maximum(max(params.cluster_radius, 1.5 * params.voxel_size), 3.0 * pts.spacing)
     # Two passes: the support (floor, table top) joins the object to its neighbours, so it is
-    # found at the bottom of the object's cluster, removed, and the rest clustered again.
-    pairs = _neighbour_pairs(vox, radius)
-    members = _core_cluster(vox, vox_core, pairs)
-    if members is None:
-        return None
-    keep = _remove_support(vox[members], name, params)
-    support_z = None
-    if not keep.all():
-        support_z = float(np.median(vox[members[~keep], 2]))
-        rest = members[keep]
-        # The neighbours among the rest are the first pass's pairs with both ends kept.
-        renumber = np.full(len(vox), -1)
-        renumber[rest] = np.arange(len(rest))
-        kept_pairs = renumber[pairs]
-        sub = _core_cluster(vox[rest], vox_core[rest], kept_pairs[(kept_pairs >= 0).all(axis=1)])
-        if sub is None:
-            return None
-        members = rest[sub]
-    if vox_count[members].sum() < params.min_points:
-        return None
-    # Voxel centroids sit half a voxel inside the surface: the pad adds it back.
-    box = fit_upright_box(vox[members], params.trim_percentiles, pad=params.voxel_size)
-    smallest = _class_value(params.min_largest_extent, name)
-    if smallest is not None and box[3:6].max() < smallest:
-        return None
-    if support_z is not None:
-        box = _rest_on_support(box, support_z, params.voxel_size)
-    elif floor_z is not None and _listed(name, params.floor_classes):
-        box = _extend_to_hidden_floor(box, box_xyxy, frame, floor_z, params)
-    box = _apply_amodal_prior(box, name, frame.T_world_camera[:3, 3], params)
-    box = _widen_to_image_box(box, colour_box_to_depth_px(box_xyxy, frame.K, params), frame, params)
-    ext = box[3:6]
-    if ext.max() > params.max_extent or ext.max() < params.min_extent:
-        return None
-    support = float(vox_count[members].sum()) / max(n_sampled, 1)
-    on_object = np.isin(point_voxel, members)
-    pixels = np.rint(depth_to_colour_px(px_depth[on_object], frame.K, params)).astype(np.int32)
-    return _Lifted(box, min(support, 1.0), vox[members], pixels)
+    # found at the bottom of the object's cluster, removed, and the rest clustered again on the
+    # first pass's pairs with both ends kept.
+    pairs = neighbour_pairs(vox.centroids, vox.owner, radius)
+    members = core_clusters(vox, pairs, n)
+    alive &= np.bincount(vox.owner[members], minlength=n) > 0
+    surface = np.array([_listed(name, params.surface_classes) for name in det_names])
+    keep = np.ones(len(members), dtype=bool)
+    keep[members] = support_layers(vox.centroids[members, 2], vox.owner[members], n, params.voxel_size,
+                                   params.support_fraction, params.support_density, surface,
+                                   params.support_class_min_height)
+    removed = members & ~keep
+    cut = np.bincount(vox.owner[removed], minlength=n) > 0
+    support_z = np.full(n, np.nan)
+    if cut.any():
+        at = np.flatnonzero(cut)
+        support_z[at] = group_medians(vox.centroids[removed, 2], _renumber(vox.owner[removed], at, n), len(at))
+        again = core_clusters(vox, pairs, n, among=members & keep & cut[vox.owner])
+        alive &= ~cut | (np.bincount(vox.owner[again], minlength=n) > 0)
+        members = np.where(cut[vox.owner], again, members)
+    n_points = group_sums(vox.count[members].astype(np.float64), vox.owner[members], n)
+    alive &= n_points >= params.min_points
+    members &= alive[vox.owner]
+    at = np.flatnonzero(alive)
+    boxes: dict[int, np.ndarray] = {}
+    points: dict[int, np.ndarray] = {}
+    if len(at):
+        owner = vox.owner[members]
+        centroids = vox.centroids[members]
+        # Voxel centroids sit half a voxel inside the surface: the pad adds it back.
+        fitted = fit_upright_boxes(centroids, _renumber(owner, at, n), len(at), params.trim_percentiles,
+                                   pad=params.voxel_size)
+        parts = split_by_owner(centroids, owner, n)
+        boxes = {int(i): fitted[k] for k, i in enumerate(at)}
+        points = {int(i): parts[i] for i in at}
+    return _Clusters(boxes, points, n_points, support_z, vox, members)
+
+
+def _renumber(owner: np.ndarray, present: np.ndarray, n: int) -> np.ndarray:
+    """``owner`` values (all among the sorted ``present``) as their positions in ``present``."""
+    index = np.full(n, -1, dtype=np.int64)
+    index[present] = np.arange(len(present))
+    return index[owner]
 
 
 def surround_height(frame: Frame, box_px: np.ndarray, params: LiftingParams, samples: int = 400) -> float:
@@ -267,138 +312,25 @@ def surround_height(frame: Frame, box_px: np.ndarray, params: LiftingParams, sam
     each side, about ``samples`` of them) are taken to the world; a horizontal surface puts many of
     them in one thin layer of heights (a wall or the background spreads them), so the densest layer
     ``params.surround_layer`` thick is the surface when it holds ``params.surround_share`` of them.
+    ``lift_detections`` measures all of a frame's boxes at once (depth_clusters.ring_heights).
     """
-    H, W = frame.depth.shape
-    x0, y0, x1, y1 = (float(v) for v in box_px)
-    gx, gy = params.surround_ring * (x1 - x0), params.surround_ring * (y1 - y0)
-    X0, Y0, X1, Y1 = max(0, int(x0 - gx)), max(0, int(y0 - gy)), min(W, int(x1 + gx) + 1), min(H, int(y1 + gy) + 1)
-    if X1 - X0 < 2 or Y1 - Y0 < 2:
-        return float("nan")
-    step = max(1, int(math.sqrt((X1 - X0) * (Y1 - Y0) / (2 * samples))))
-    vs, us = np.mgrid[Y0:Y1:step, X0:X1:step]
-    ring = ~((us >= x0) & (us < x1) & (vs >= y0) & (vs < y1))
-    us, vs = us[ring], vs[ring]
-    z = frame.depth[vs, us].astype(np.float64)
-    ok = np.isfinite(z) & (z >= params.min_depth) & (z <= params.max_depth)
-    if ok.sum() < params.min_points:
-        return float("nan")
-    us, vs, z = us[ok], vs[ok], z[ok]
-    K, T = frame.K, frame.T_world_camera
-    cam = np.stack([(us - K[0, 2]) * z / K[0, 0], (vs - K[1, 2]) * z / K[1, 1], z], axis=1)
-    heights = cam @ T[2, :3] + T[2, 3]
-    lo = heights.min()
-    hist = np.bincount(((heights - lo) / params.surround_layer).astype(np.int64))
-    pair = hist + np.concatenate([hist[1:], [0]])  # a surface straddling a bin boundary
-    k = int(np.argmax(pair))
-    if pair[k] < params.surround_share * len(heights):
-        return float("nan")
-    layer = (heights >= lo + k * params.surround_layer) & (heights < lo + (k + 2) * params.surround_layer)
-    return float(np.median(heights[layer]))
+    return float(ring_heights(frame, np.asarray(box_px, dtype=np.float64)[None], params.surround_ring, samples,
+                              params.min_points, (params.min_depth, params.max_depth), params.surround_layer,
+                              params.surround_share)[0])
 
 
-def _sample_box_points(
-    frame: Frame, box_xyxy: np.ndarray, params: LiftingParams, region: tuple[np.ndarray, int] | None = None
-) -> tuple[np.ndarray, np.ndarray, int, float, np.ndarray] | None:
-    """Valid depth pixels of one box (and of its region, if given: (region image, index)) as world points.
-
-    Returns:
-        (P, 3) world points, (P,) bool True for pixels in the box's core, number of sampled
-        pixels (valid or not), the metric spacing (m) of neighbouring samples at the median
-        depth, and the (P, 2) depth pixels (u, v) of the points; None when fewer than
-        min_points pixels have valid depth.
-    """
-    H, W = frame.depth.shape
-    K = frame.K
-    d = colour_box_to_depth_px(box_xyxy, K, params)
-    x0, x1 = int(max(math.floor(d[0]), 0)), int(min(math.ceil(d[2]), W))
-    y0, y1 = int(max(math.floor(d[1]), 0)), int(min(math.ceil(d[3]), H))
-    if x1 - x0 < 2 or y1 - y0 < 2:
-        return None
-    stride = max(1, int(math.ceil(math.sqrt((x1 - x0) * (y1 - y0) / params.max_pixels))))
-    us = np.arange(x0, x1, stride)
-    vs = np.arange(y0, y1, stride)
-    z = frame.depth[y0:y1:stride, x0:x1:stride].astype(np.float64)  # (len(vs), len(us))
-    n_sampled = z.size
-    valid = np.isfinite(z) & (z >= params.min_depth) & (z <= params.max_depth)
-    if region is not None:
-        valid &= _in_region(us, vs, region, frame, params)
-    if valid.sum() < params.min_points:
-        return None
-    # The core: the shrunk box, in the same depth-pixel coordinates.
-    mx = 0.5 * params.shrink * (d[2] - d[0])
-    my = 0.5 * params.shrink * (d[3] - d[1])
-    core_u = (us >= d[0] + mx) & (us < d[2] - mx)
-    core_v = (vs >= d[1] + my) & (vs < d[3] - my)
-    vv, uu = np.nonzero(valid)
-    zc = z[vv, uu]
-    u, v = us[uu].astype(np.float64), vs[vv].astype(np.float64)
-    pts_cam = np.stack([(u - K[0, 2]) * zc / K[0, 0], (v - K[1, 2]) * zc / K[1, 1], zc], axis=1)
-    in_core = core_u[uu] & core_v[vv]
-    spacing = float(np.median(zc)) * stride / K[0, 0]
-    return transform_points(frame.T_world_camera, pts_cam), in_core, n_sampled, spacing, np.stack([u, v], axis=1)
-
-
-def _in_region(us: np.ndarray, vs: np.ndarray, region: tuple[np.ndarray, int], frame: Frame,
-               params: LiftingParams) -> np.ndarray:
-    """(len(vs), len(us)) bool: which depth pixels of the sampling grid lie in region ``index``."""
-    image, index = region
-    # Depth pixel -> colour pixel -> region image cell.
-    uv = depth_to_colour_px(np.stack(np.meshgrid(us, vs), axis=-1), frame.K, params)  # (len(vs), len(us), 2)
+def _region_test(image: np.ndarray, index: int, frame: Frame, params: LiftingParams) -> Callable[..., np.ndarray]:
+    """A test of depth pixels (u, v) -> bool: which lie in region ``index`` of the region image."""
     h, w = image.shape
-    cols = np.clip((uv[..., 0] * w / frame.width).astype(np.int64), 0, w - 1)
-    rows = np.clip((uv[..., 1] * h / frame.height).astype(np.int64), 0, h - 1)
-    return image[rows, cols] == index
 
+    def inside(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        # Depth pixel -> colour pixel -> region image cell.
+        uv = depth_to_colour_px(np.stack([u, v], axis=-1), frame.K, params)
+        cols = np.clip((uv[..., 0] * w / frame.width).astype(np.int64), 0, w - 1)
+        rows = np.clip((uv[..., 1] * h / frame.height).astype(np.int64), 0, h - 1)
+        return image[rows, cols] == index
 
-def _voxelize(points: np.ndarray, in_core: np.ndarray,
-              size: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Voxel downsample: (V, 3) centroids, (V,) number of core points, (V,) number of points,
-    and (P,) the voxel of each point."""
-    idx = np.floor(points / size).astype(np.int64)
-    idx -= idx.min(axis=0)
-    dims = idx.max(axis=0) + 1
-    key = (idx[:, 0] * dims[1] + idx[:, 1]) * dims[2] + idx[:, 2]
-    _, inverse, count = np.unique(key, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    sums = np.stack([np.bincount(inverse, weights=points[:, k], minlength=len(count)) for k in range(3)], axis=1)
-    core = np.bincount(inverse, weights=in_core.astype(np.float64), minlength=len(count))
-    return sums / count[:, None], core, count, inverse
-
-
-def _remove_support(vox: np.ndarray, name: str, params: LiftingParams) -> np.ndarray:
-    """(V,) bool keep-mask without the dense horizontal layer at the bottom, if there is one.
-
-    A horizontal surface fills one or two voxel layers with many voxels, a vertical face
-    spreads evenly over its height; so a layer far denser than the rest, at the bottom, is the
-    floor or table the object stands on (its own underside is never visible from above).
-    """
-    keep = np.ones(len(vox), dtype=bool)
-    if len(vox) < 8:
-        return keep
-    layer = np.floor(vox[:, 2] / params.voxel_size).astype(np.int64)
-    layer -= layer.min()
-    hist = np.bincount(layer)
-    # Pair adjacent layers: a plane straddling a layer boundary splits across two.
-    pair = hist + np.concatenate([hist[1:], [0]])
-    n = len(vox)
-    occupied = np.nonzero(hist)[0]
-    # Bottom: the lowest layer holding a non-trivial share (isolated stray voxels below are noise).
-    bottom = int(occupied[np.argmax(hist[occupied] >= max(2, 0.01 * n))])
-    band = pair[bottom]
-    rest_layers = np.count_nonzero(hist) - np.count_nonzero(hist[bottom : bottom + 2])
-    rest_mean = (n - band) / max(rest_layers, 1)
-    if band < params.support_fraction * n or band < params.support_density * rest_mean:
-        return keep
-    cut = layer <= bottom + 1
-    if _listed(name, params.surface_classes):
-        # Keep the bottom layer of a table unless a denser layer (its top) stands well above it.
-        lift = int(round(params.support_class_min_height / params.voxel_size))
-        upper = pair[bottom + lift :] if bottom + lift < len(pair) else np.zeros(0)
-        if not len(upper) or upper.max() < params.support_density * rest_mean:
-            return keep
-    if np.count_nonzero(~cut) < max(4, 0.1 * n):
-        return keep  # nothing but the layer: a flat object (book, keyboard) or the surface itself
-    return ~cut
+    return inside
 
 
 def _rest_on_support(box: np.ndarray, support_z: float, voxel_size: float) -> np.ndarray:
@@ -452,44 +384,6 @@ def _class_value(pairs: tuple[tuple[str, float], ...], name: str) -> float | Non
     """The value a (class name, value) list gives ``name`` (case and spaces ignored), or None."""
     key = class_key(name)
     return next((v for n, v in pairs if class_key(n) == key), None)
-
-
-def _neighbour_pairs(vox: np.ndarray, radius: float) -> np.ndarray:
-    """(E, 2) index pairs of the voxels within ``radius`` of each other."""
-    return cKDTree(vox, balanced_tree=False, compact_nodes=False).query_pairs(radius, output_type="ndarray")
-
-
-def _core_cluster(vox: np.ndarray, core: np.ndarray, pairs: np.ndarray) -> np.ndarray | None:
-    """Indices of the Euclidean cluster (voxels linked by ``pairs``, ``_neighbour_pairs``) with most core points."""
-    comp = component_labels(len(vox), pairs)
-    weight = np.bincount(comp, weights=core, minlength=len(vox))
-    if weight.max() <= 0:
-        return None
-    return np.nonzero(comp == int(np.argmax(weight)))[0]
-
-
-def component_labels(n: int, pairs: np.ndarray) -> np.ndarray:
-    """(n,) connected-component label of each node of an undirected graph given by its (E, 2) edges:
-    the smallest node index of its component.
-
-    Hooking each edge's roots onto the smaller one, then pointer jumping, in numpy: on a detection's
-    few hundred voxels this is 5x faster than scipy's connected_components, whose sparse-matrix
-    set-up dominates at that size (lifting 16.0 -> 14.4 ms per redkitchen frame, the same boxes).
-    """
-    labels = np.arange(n)
-    if len(pairs) == 0:
-        return labels
-    i, j = pairs[:, 0], pairs[:, 1]
-    while True:
-        li, lj = labels[i], labels[j]
-        hooked = labels.copy()
-        np.minimum.at(hooked, li, np.minimum(li, lj))
-        np.minimum.at(hooked, lj, np.minimum(li, lj))
-        while not np.array_equal(jumped := hooked[hooked], hooked):  # every node points at its root
-            hooked = jumped
-        if np.array_equal(hooked, labels):
-            return labels
-        labels = hooked
 
 
 def _widen_to_image_box(box: np.ndarray, box_px: np.ndarray, frame: Frame, params: LiftingParams) -> np.ndarray:
