@@ -169,17 +169,20 @@ def _profile(angle: float, offset: float, t: np.ndarray, h: np.ndarray, bin_size
     start = float(np.floor(t.min() / bin_size) * bin_size)
     b = ((t - start) / bin_size).astype(np.int64)
     n = int(b.max()) + 1
-    low = np.full(n, np.inf)
-    high = np.full(n, -np.inf)
-    np.minimum.at(low, b, h)
-    np.maximum.at(high, b, h)
-    level = np.clip(np.floor(h / layer), -49_999, 49_999).astype(np.int64) + 50_000
-    layers = np.unique(b * 100_000 + level)  # the distinct (bin, layer) pairs
-    filled = np.bincount(layers // 100_000, minlength=n).astype(np.float64)
-    seen = np.isfinite(low)
-    fill = np.where(seen, filled / np.maximum(np.round((high - low) / layer) + 1, 1), 0.0)
-    return PlaneProfile(angle, offset, start, bin_size, np.where(seen, low, np.nan), np.where(seen, high, np.nan),
-                        np.minimum(fill, 1.0))
+    order = np.lexsort((h, b))  # by bin, then height: each bin's lowest and highest are its run's ends
+    b, h = b[order], h[order]
+    counts = np.bincount(b, minlength=n)
+    ends = np.cumsum(counts)
+    seen = counts > 0
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    low[seen], high[seen] = h[ends[seen] - counts[seen]], h[ends[seen] - 1]
+    level = np.floor(h / layer).astype(np.int64)
+    distinct = np.ones(len(b), bool)
+    distinct[1:] = (b[1:] != b[:-1]) | (level[1:] != level[:-1])  # sorted: repeats are neighbours
+    filled = np.bincount(b[distinct], minlength=n).astype(np.float64)
+    fill = np.where(seen, filled / np.maximum(np.round((np.nan_to_num(high) - np.nan_to_num(low)) / layer) + 1, 1),
+                    0.0)
+    return PlaneProfile(angle, offset, start, bin_size, low, high, np.minimum(fill, 1.0))
 
 
 def plane_segments(plane: PlaneProfile, wall_height: float, front_top: tuple[float, float], front_bottom: float,

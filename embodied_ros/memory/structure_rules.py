@@ -93,6 +93,18 @@ class StructureParams:
     floor_tol: float = 0.04
     min_floor_cells: int = 100
     floor_thickness: float = 0.02
+    # The rules run again at most every interval_s seconds of the stream (the surfaces change slowly; each
+    # keyframe still counts as a look at what they found); a part they no longer find goes after max_stale runs.
+    interval_s: float = 2.0
+    max_stale: int = 3
+    # A keyframe sees an element when at least min_points of its samples lie in its box grown by
+    # evidence_margin (m); it sees through one when half of at least min_face_points of its face's samples
+    # in view lie in front of the depth seen there. One look's evidence is memory.existence_hit x score, as
+    # an unknown object's (memory/discovery.py): a second look from another place publishes it.
+    evidence_margin: float = 0.04
+    min_points: int = 12
+    min_face_points: int = 5
+    score: float = 0.5
 
     def __post_init__(self) -> None:
         if not 0 < self.front_top[0] < self.front_top[1] < self.wall_height:
@@ -100,16 +112,20 @@ class StructureParams:
                               f"{self.wall_height}")
         if not 0 < self.cabinet_depth[0] < self.cabinet_depth[1]:
             raise ConfigError(f"structure: need 0 < cabinet_depth[0] < cabinet_depth[1], got {self.cabinet_depth}")
+        if not 0 < self.score <= 1 or self.interval_s < 0 or self.max_stale < 0:
+            raise ConfigError("structure: need 0 < score <= 1, interval_s >= 0 and max_stale >= 0")
         if not 0 < self.working_height[0] < self.working_height[1]:
             raise ConfigError(f"structure: need 0 < working_height[0] < working_height[1], got {self.working_height}")
 
 
 @dataclass(frozen=True)
 class StructurePiece:
-    """One part of the room's structure: its class and (9,) gravity-aligned world box."""
+    """One part of the room's structure: its class, (9,) gravity-aligned world box, and the direction its
+    seen vertical face faces (radians; walls, cabinets), None where its top is what is seen."""
 
     class_name: str
     box: np.ndarray
+    facing: float | None = None
 
 
 @dataclass(frozen=True)
@@ -159,7 +175,7 @@ def find_structure(room: RoomSurfaces, p: StructureParams) -> list[StructurePiec
               if f.longest >= p.min_front_length]
     pieces = _floor(room, planes, p)
     pieces += [StructurePiece("wall", _box(w.angle, w.t0, w.t1, w.offset - p.wall_thickness, w.offset, room.floor_z,
-                                           room.floor_z + w.top)) for w in walls]
+                                           room.floor_z + w.top), w.angle) for w in walls]
     tops: list[tuple[np.ndarray, float]] = []  # cabinet footprints and their tops: their surfaces are taken
     for front in fronts:
         pieces += _cabinet(front, planes, room, p, tops)
@@ -230,7 +246,7 @@ def _cabinet(front: _Stretch, planes: list[PlaneProfile], room: RoomSurfaces, p:
             return []
     box = _box(angle, front.t0, front.t1, rho - depth, rho, room.floor_z, room.floor_z + top)
     tops.append((box, top))
-    pieces = [StructurePiece("cabinet", box)]
+    pieces = [StructurePiece("cabinet", box, angle)]
     if p.working_height[0] <= top <= p.working_height[1] and depth >= p.counter_depth:
         on = (t >= front.t0) & (t <= front.t1) & (d <= 0) & (d >= -depth) & (h >= top) & (h <= top + 0.08)
         surface = float(np.percentile(h[on], 25)) if np.count_nonzero(on) >= 10 else top + p.top_thickness
