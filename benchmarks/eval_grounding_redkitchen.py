@@ -96,11 +96,10 @@ def main() -> None:
     if args.show:
         print("\n".join(o.line for o in outcomes))
     parsers = Counter(getattr(getattr(ground(o.phrase, None), "parsed", None), "parser", "rules") for o in outcomes[:1])
-    for title, subset in (("earlier phrases", [o for o in outcomes if o.set != "issue31"]),
-                          ("issue31 phrases (written before any answer was seen)",
-                           [o for o in outcomes if o.set == "issue31"])):
+    for name in dict.fromkeys(o.set for o in outcomes):  # the earlier phrases, then each issue's set
+        title = f"{name} phrases (written before any answer was seen)" if name else "earlier phrases"
         print(f"{title}:")
-        print("\n".join(_table(subset, lambda o: o.kind)))
+        print("\n".join(_table([o for o in outcomes if o.set == name], lambda o: o.kind)))
     print("all phrases:")
     print("\n".join(_table(outcomes, lambda o: "all")))
     n = len(outcomes)

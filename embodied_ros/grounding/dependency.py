@@ -54,6 +54,7 @@ from .phrases import (
     RelationClause,
     split_foreign,
 )
+from .structure_words import STACK_KIND
 from .vocabulary import label_word_groups
 
 __all__ = ["MODEL_PACKAGES", "load_pipeline", "parse_with_spacy", "pipeline_error"]
@@ -265,8 +266,8 @@ class _Reader:
             if ordered:
                 first = attrs[ordered[0]]
                 attrs[ordered[0]] = replace(first, rank=rank, word=f"{word} {first.word}")
-            else:
-                self.notes.append(f"'{word}' needs an order ('from the left', 'nearest'); ignored")
+            else:  # "the second shelf": stacked things count from the top (grounding/structure_words.py)
+                attrs.append(Attribute(word, STACK_KIND, 0, rank=rank))
         return NounPhrase(text, tuple(attrs), tuple(clauses))
 
     def _modifiers(self, head: Any) -> list[Any]:

@@ -57,6 +57,7 @@ from .relations import (
 )
 from .results import GroundedObject, GroundingResult
 from .room_frame import face_the_room
+from .structure_words import STACK_KIND, holds_structure, stack_ranking
 from .text_encoder import TextEncoder
 from .unnamed_shapes import shape_of
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
@@ -477,7 +478,7 @@ class Grounder:
         if structure == "floor":  # "on the floor": the bottom at the floor (the lowest bottom in the memory)
             raw = np.exp(-np.maximum(g.bottom[t] - g.bottom.min(), 0.0) / FLOOR_SCALE_M)
             return (1.0 - raw if clause.negated else raw), [], ""
-        if structure:
+        if structure and not holds_structure(ctx.snapshot, structure, ctx.scene.confident):  # "by the wall"
             why = f"'{clause.text}' cannot be checked: the map holds objects, not the {structure}"
             return np.zeros(len(t)), [], why
         limit = self.config.max_between_anchors if clause.relation is Relation.BETWEEN else self.config.max_anchors
@@ -617,7 +618,13 @@ class Grounder:
 
     def _ordinal(self, attr: Attribute, t: np.ndarray, score: np.ndarray, ctx: _Context) -> np.ndarray | str:
         """Candidate positions in the viewer's order, the asked one first ("the second chair from the
-        left": the second of the chairs that fit), or why there is none."""
+        left": the second of the chairs that fit; "the second shelf": from the top), or why there is none."""
+        if attr.kind == STACK_KIND:
+            stacked = stack_ranking(attr.rank, t, score, ctx.snapshot, ORDINAL_FIT)
+            if stacked is None:  # not stacked things: the ordinal needs an order of its own
+                ctx.notes.append(f"'{attr.word}' needs an order ('from the left', 'nearest'); ignored")
+                return np.zeros(0, np.int64)
+            return stacked
         assert ctx.viewpoint is not None
         g = ctx.scene.geometry
         key, pool = viewer_order(attr.kind, attr.sign, ctx.viewpoint, g.centers[t], self._distances(g, t, ctx))

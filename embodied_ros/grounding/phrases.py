@@ -55,6 +55,7 @@ from enum import Enum
 
 from ..classes import RelationType
 from ..memory.object_colour import colour_word
+from .structure_words import STACK_KIND
 
 __all__ = [
     "Attribute", "NounPhrase", "ParsedPhrase", "Relation", "RelationClause", "RelationType", "looks_english",
@@ -321,8 +322,8 @@ def _noun_phrase(tokens: list[str]) -> tuple[NounPhrase, list[str]]:
         if ordered:
             first = attrs[ordered[0]]
             attrs[ordered[0]] = replace(first, rank=rank, word=f"{_ordinal_word(rank)} {first.word}")
-        else:
-            notes.append(f"'{_ordinal_word(rank)}' needs an order ('from the left', 'nearest'); ignored")
+        else:  # "the second shelf": stacked things count from the top (grounding/structure_words.py)
+            attrs.append(Attribute(_ordinal_word(rank), STACK_KIND, 0, rank=rank))
     return NounPhrase(" ".join(words), tuple(attrs)), notes
 
 

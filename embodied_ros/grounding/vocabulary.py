@@ -23,7 +23,8 @@ __all__ = ["KNOWN_LABELS", "LabelMatcher", "canonical_label", "english_words", "
 # Groups of words naming the same kind of thing; a label in a group gets all of the group's words.
 _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("monitor", "tv", "tvmonitor", "tv monitor", "television", "screen", "display", "computer screen"),
-    ("table", "diningtable", "dining table", "desk", "counter", "countertop", "kitchen table", "worktop"),
+    ("table", "diningtable", "dining table", "desk", "kitchen table"),
+    ("counter", "countertop", "counter top", "kitchen counter", "worktop", "work surface", "work top"),
     ("cup", "mug", "coffee cup", "coffee mug", "teacup", "glass", "tumbler"),
     ("sofa", "couch", "settee", "loveseat", "love seat", "divan", "sofa bed"),
     ("chair", "seat", "stool", "armchair", "office chair"),
@@ -61,7 +62,7 @@ KNOWN_LABELS = (
     "toilet", "tvmonitor", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone", "microwave", "oven",
     "toaster", "sink", "refrigerator", "book", "clock", "vase", "bottle", "wine glass", "cup", "fork", "knife",
     "spoon", "bowl", "backpack", "handbag", "suitcase", "table", "cabinet", "shelf", "monitor", "lamp", "box",
-    "plant", "bin", "door", "window", "pillow", "desk",
+    "plant", "bin", "door", "window", "pillow", "desk", "counter", "wall", "floor",
 )
 
 

@@ -287,7 +287,7 @@ def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfi
             name, thickness = "shelf", p.top_thickness
         else:
             continue
-        top = room.floor_z + height + 0.5 * room.layer
+        top = room.floor_z + height  # the layers' middles: the surface's height, unbiased
         out.append(StructurePiece(name, _box(wall.angle, t0 - half, t1 + half, wall.offset + max(back - half, 0.0),
                                              wall.offset + depth, top - thickness, top)))
     return out
