@@ -189,23 +189,25 @@ def plane_segments(plane: PlaneProfile, wall_height: float, front_top: tuple[flo
                    front_fill: float, max_gap: int) -> list[Segment]:
     """The plane's stretches of wall (bins reaching ``wall_height`` above the floor) and of furniture front
     (bins reaching from at most ``front_bottom`` up to a top within ``front_top``, filled to at least
-    ``front_fill``), bridging up to ``max_gap`` bins where nothing was seen (something stood in front)."""
+    ``front_fill``), bridging up to ``max_gap`` bins where nothing was seen, and a front also across bins
+    where only its top part was seen (a table or a chair stood in front of the cabinets' lower part)."""
     high, low = plane.high, plane.low
     seen = np.isfinite(high)
     wall = seen & (high >= wall_height)
-    front = (seen & ~wall & (high >= front_top[0]) & (high <= front_top[1]) & (low <= front_bottom)
-             & (plane.fill >= front_fill))
+    upper = seen & ~wall & (high >= front_top[0]) & (high <= front_top[1]) & (plane.fill >= front_fill)
+    front = upper & (low <= front_bottom)
     out = []
-    for kind, mask in (("wall", wall), ("front", front)):
-        for a, b in _runs(mask, ~seen, max_gap):
+    for kind, mask, hidden in (("wall", wall, np.zeros_like(wall)), ("front", front, upper & ~front)):
+        for a, b in _runs(mask, ~seen, max_gap, hidden):
             t0, t1 = plane.start + a * plane.bin, plane.start + b * plane.bin
             top = float(np.nanmax(high[a:b])) if kind == "wall" else float(np.median(high[a:b][mask[a:b]]))
             out.append(Segment(plane, kind, t0, t1, top))
     return out
 
 
-def _runs(mask: np.ndarray, empty: np.ndarray, max_gap: int) -> list[tuple[int, int]]:
-    """[start, end) of the runs of ``mask``, joined across at most ``max_gap`` ``empty`` bins."""
+def _runs(mask: np.ndarray, empty: np.ndarray, max_gap: int, hidden: np.ndarray) -> list[tuple[int, int]]:
+    """[start, end) of the runs of ``mask``, joined across at most ``max_gap`` ``empty`` bins and any number
+    of ``hidden`` ones (partly hidden bins that agree with the run)."""
     runs: list[tuple[int, int]] = []
     k, n = 0, len(mask)
     while k < n:
@@ -217,8 +219,9 @@ def _runs(mask: np.ndarray, empty: np.ndarray, max_gap: int) -> list[tuple[int, 
             if mask[b]:
                 b += 1
                 continue
-            gap = b
-            while gap < n and empty[gap] and gap - b < max_gap:
+            gap, missing = b, 0
+            while gap < n and (hidden[gap] or (empty[gap] and missing < max_gap)):
+                missing += int(empty[gap])
                 gap += 1
             if gap < n and mask[gap] and gap > b:
                 b = gap

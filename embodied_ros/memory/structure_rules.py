@@ -10,9 +10,9 @@ is or how large one room's furniture happens to be. What each rule decides (docs
 * wall: a vertical plane that rises higher above the floor than furniture does (``wall_height``) along at
   least ``min_wall_length``;
 * cabinet (drawer unit, dresser, sideboard, the cabinets under a worktop): a vertical front that reaches
-  from near the floor up to a top at furniture height, with a wall rising behind it ``cabinet_depth``
-  away, or a surface at its top that deep; its box runs from the floor to that top, from the front to
-  the wall;
+  from near the floor up to a top at furniture height, with a wall rising from that top behind it,
+  ``cabinet_depth`` away (box-like furniture against a wall; a free-standing block is not one); its box runs
+  from the floor to that top, from the front to the wall;
 * counter: a deep surface (``counter_depth``) at working height along a wall, or the top of a cabinet at
   working height (a worktop on cabinets: black worktops are seen more by their front than from above);
 * shelf: a shallow surface (less than ``counter_depth`` deep) along a wall, at any height above the floor
@@ -66,7 +66,7 @@ class StructureParams:
     front_fill: float = 0.5
     min_front_length: float = 0.4
     # A cabinet is this deep (m): the wall behind its front (rising at least backsplash above its top along
-    # back_share of its length), or the surface at its top, lies that far behind the front.
+    # back_share of its length) lies that far behind the front.
     cabinet_depth: tuple[float, float] = (0.25, 0.9)
     backsplash: float = 0.15
     back_share: float = 0.3
@@ -79,10 +79,11 @@ class StructureParams:
     # A surface stands along a wall when a plane rising backsplash above it lies within wall_gap (m) of its
     # back edge.
     wall_gap: float = 0.1
-    # Counter: at working height and at least counter_depth deep. Shelf: shallower, at least shelf_height
+    # Counter: at working height and at least counter_depth deep (kitchen worktops 0.6 m, desks more; a
+    # dresser's or sideboard's top, 0.4-0.5 m, is its cabinet's). Shelf: shallower, at least shelf_height
     # above the floor.
     working_height: tuple[float, float] = (0.7, 1.1)
-    counter_depth: float = 0.45
+    counter_depth: float = 0.5
     shelf_height: float = 0.15
     # A worktop's or shelf board's thickness (m): seen from above, a board shows its top only (its front
     # edge is a few samples at most); a worktop overhangs its cabinets by overhang (m).
@@ -225,29 +226,21 @@ def _floor(room: RoomSurfaces, planes: list[PlaneProfile], p: StructureParams) -
 
 def _cabinet(front: _Stretch, planes: list[PlaneProfile], room: RoomSurfaces, p: StructureParams,
              tops: list[tuple[np.ndarray, float]]) -> list[StructurePiece]:
-    """A cabinet behind a front (from the floor to the front's top, as deep as the wall rising behind it or
-    the surface at its top), and the counter on it when its top is a deep one at working height."""
+    """A cabinet behind a front (from the floor to the front's top, as deep as the wall rising behind it), and
+    the counter on it when its top is a deep one at working height."""
     top, rho, angle = front.top, front.offset, front.angle
     depths = [rho - other.offset for other in planes
               if directions_apart(other.angle, angle) < _SAME_WALL
               and p.cabinet_depth[0] <= rho - other.offset <= p.cabinet_depth[1]
               and other.rises_from(front.t0, front.t1, top, p.backsplash) >= p.back_share]
-    t, d, h = _local(room.horizontal, angle, rho, room.floor_z)
-    if depths:  # the backmost: what stands on the worktop in front of the wall rises from it too
-        depth = max(depths)
-    else:  # no wall behind it: the surface at its top says how deep it is
-        on = (t >= front.t0) & (t <= front.t1) & (d <= 0) & (d >= -p.cabinet_depth[1]) & (h >= top - 0.03) & (
-            h <= top + 0.1)
-        columns = len(np.unique(np.floor(t[on] / room.cell)))
-        if columns < p.back_share * (front.t1 - front.t0) / room.cell:
-            return []
-        depth = float(np.percentile(-d[on], 95)) + 0.5 * room.cell
-        if depth < p.cabinet_depth[0]:
-            return []
+    if not depths:
+        return []  # not against a wall: a free-standing block (a kitchen island, a chest) is not structure
+    depth = max(depths)  # the backmost: what stands on the worktop in front of the wall rises from it too
     box = _box(angle, front.t0, front.t1, rho - depth, rho, room.floor_z, room.floor_z + top)
     tops.append((box, top))
     pieces = [StructurePiece("cabinet", box, angle)]
     if p.working_height[0] <= top <= p.working_height[1] and depth >= p.counter_depth:
+        t, d, h = _local(room.horizontal, angle, rho, room.floor_z)
         on = (t >= front.t0) & (t <= front.t1) & (d <= 0) & (d >= -depth) & (h >= top) & (h <= top + 0.08)
         surface = float(np.percentile(h[on], 25)) if np.count_nonzero(on) >= 10 else top + p.top_thickness
         surface = max(surface, top + 0.5 * p.top_thickness)
