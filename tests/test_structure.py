@@ -90,6 +90,16 @@ def test_a_worktop_along_a_wall_is_a_counter_on_a_cabinet_and_a_free_standing_ta
     assert len(ids) == len(set(ids))
 
 
+def test_a_free_standing_table_no_detector_names_is_no_counter() -> None:
+    """The rule alone, without the named table's box: a surface at working height whose back edge is 1 m from
+    the wall rising behind it is not structure."""
+    shift = np.array([0.0, 0.9, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    memory = _map(_frames([TABLE_TOP + shift, *(leg + shift for leg in LEGS)], np.array([0.0, 0.3, 0.5]),
+                          distance=2.3))
+    assert _of(memory, "wall")  # the wall was seen
+    assert not [o for o in memory.published_structure() if o.class_name not in ("floor", "wall")]
+
+
 def test_the_structure_is_saved_with_the_map(kitchen, tmp_path) -> None:
     kitchen.save(tmp_path / "memory.json")
     again = SceneMemory.load(tmp_path / "memory.json")
@@ -115,6 +125,28 @@ def test_a_drawer_unit_against_a_wall_is_a_cabinet_and_its_top_no_counter() -> N
     (cabinet,) = _of(memory, "cabinet")
     assert _iou(cabinet.box, DRAWERS) > 0.6, cabinet.box
     assert not _of(memory, "counter") and not _of(memory, "shelf")  # 0.45 m deep: a dresser's top, not a worktop
+
+
+def test_a_desk_on_legs_against_a_wall_is_a_worktop_and_no_cabinet() -> None:
+    """A deep surface at working height along a wall is a counter (a worktop) whatever holds it up; its front
+    does not reach the floor, so there is no cabinet under it."""
+    top = np.array([0.0, WALL_Y - 0.3, 0.74, 1.2, 0.6, 0.03, 0.0, 0.0, 0.0])
+    legs = [np.array([x, y, 0.3625, 0.05, 0.05, 0.725, 0.0, 0.0, 0.0]) for x in (-0.55, 0.55)
+            for y in (WALL_Y - 0.55, WALL_Y - 0.05)]
+    memory = _map(_frames([top, *legs], np.array([0.0, 1.0, 0.5]), distance=2.3))
+    (counter,) = _of(memory, "counter")
+    assert _iou(counter.box, top) > 0.3, counter.box
+    assert not _of(memory, "cabinet")
+
+
+def test_a_unit_hung_on_the_wall_is_no_cabinet() -> None:
+    """A cabinet stands on the floor: a unit hung on the wall (0.5 to 0.9 m) has a front that does not reach
+    down; its shallow top along the wall is a surface things can stand on, a shelf."""
+    unit = np.array([0.0, WALL_Y - 0.175, 0.7, 1.0, 0.35, 0.4, 0.0, 0.0, 0.0])
+    memory = _map(_frames([unit], np.array([0.0, 1.0, 0.5]), distance=2.3))
+    assert not _of(memory, "cabinet")
+    (shelf,) = _of(memory, "shelf")
+    assert shelf.box[2] + 0.5 * shelf.box[5] == pytest.approx(0.9, abs=0.02)
 
 
 def test_a_free_standing_block_is_no_cabinet() -> None:
