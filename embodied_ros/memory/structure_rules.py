@@ -70,8 +70,10 @@ class StructureParams:
     cabinet_depth: tuple[float, float] = (0.25, 0.9)
     backsplash: float = 0.15
     back_share: float = 0.3
-    # Horizontal surfaces: support cells of one layer (with the layers beside it) joined across one cell; a
-    # surface holds min_region_cells and runs min_length (m).
+    # Horizontal surfaces: support cells of one layer (with the layers beside it) joined across gaps of up to
+    # 2 x join_cells cells (where things standing on it hid it); a surface holds min_region_cells and runs
+    # min_length (m).
+    join_cells: int = 2
     min_region_cells: int = 20
     min_length: float = 0.4
     # A surface up to on_top (m) above a cabinet's top, over it, is its top or the top of things standing on it.
@@ -88,6 +90,8 @@ class StructureParams:
     # A worktop's or shelf board's thickness (m): seen from above, a board shows its top only (its front
     # edge is a few samples at most); a worktop overhangs its cabinets by overhang (m).
     top_thickness: float = 0.04
+    # A surface is at the lowest layer where at least min_top_cells of its support cells were seen.
+    min_top_cells: int = 5
     overhang: float = 0.02
     # The floor: support cells within floor_tol (m) of its height, at least min_floor_cells of them;
     # published floor_thickness thick.
@@ -236,17 +240,33 @@ def _cabinet(front: _Stretch, planes: list[PlaneProfile], room: RoomSurfaces, p:
     if not depths:
         return []  # not against a wall: a free-standing block (a kitchen island, a chest) is not structure
     depth = max(depths)  # the backmost: what stands on the worktop in front of the wall rises from it too
+    counter = p.working_height[0] <= top <= p.working_height[1] and depth >= p.counter_depth
+    if counter:  # the worktop: its surface where it was seen, else about the front's top (its edge may be in it)
+        t, d, h = _local(room.horizontal, angle, rho, room.floor_z)
+        on = (t >= front.t0) & (t <= front.t1) & (d <= 0) & (d >= -depth) & (h >= top - 2 * room.layer) & (
+            h <= top + 0.08)
+        surface = _surface(h[on] + room.floor_z, room.layer, p.min_top_cells)
+        surface = top + 0.5 * p.top_thickness if surface is None else surface - room.floor_z
+        top = surface - p.top_thickness
     box = _box(angle, front.t0, front.t1, rho - depth, rho, room.floor_z, room.floor_z + top)
     tops.append((box, top))
     pieces = [StructurePiece("cabinet", box, angle)]
-    if p.working_height[0] <= top <= p.working_height[1] and depth >= p.counter_depth:
-        t, d, h = _local(room.horizontal, angle, rho, room.floor_z)
-        on = (t >= front.t0) & (t <= front.t1) & (d <= 0) & (d >= -depth) & (h >= top) & (h <= top + 0.08)
-        surface = float(np.percentile(h[on], 25)) if np.count_nonzero(on) >= 10 else top + p.top_thickness
-        surface = max(surface, top + 0.5 * p.top_thickness)
+    if counter:
         pieces.append(StructurePiece("counter", _box(angle, front.t0, front.t1, rho - depth, rho + p.overhang,
                                                      room.floor_z + top, room.floor_z + surface)))
     return pieces
+
+
+def _surface(z: np.ndarray, layer: float, min_cells: int) -> float | None:
+    """The height of a surface from the heights of the support cells over it (cells ``layer`` high): the
+    lowest layer that holds ``min_cells`` of them and a twentieth of the fullest one (things standing on it
+    add cells above it: a black worktop gives fewer than the boxes on it), or None when no layer does."""
+    if len(z) == 0:
+        return None
+    k = np.floor(z / layer).astype(np.int64)
+    counts = np.bincount(k - k.min())
+    full = np.flatnonzero(counts >= max(min_cells, 0.05 * counts.max()))
+    return float((full[0] + k.min() + 0.5) * layer) if len(full) else None
 
 
 def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfile], p: StructureParams,
@@ -254,7 +274,10 @@ def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfi
     """Counters and shelves among the horizontal surfaces above the floor that stand along a wall."""
     out = []
     for cells in _regions(room, p):
-        height = float(np.median(cells[:, 2])) - room.floor_z
+        height = _surface(cells[:, 2], room.layer, p.min_top_cells)
+        if height is None:
+            continue
+        height -= room.floor_z
         if any(top - 0.05 <= height <= top + p.on_top and np.mean(_over(cells, box, 0.1)) >= 0.5 for box, top in tops):
             continue  # a cabinet's top, or the top of things standing on it
         best = None
@@ -263,7 +286,7 @@ def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfi
             if np.mean(d > -0.05) < 0.9:
                 continue  # not in front of this wall
             back = float(np.percentile(d, 5))
-            t0, t1 = np.percentile(t, [2, 98])
+            t0, t1 = float(t.min()), float(t.max())  # a connected region: its ends are its own
             if back <= p.wall_gap and wall.rises_from(t0, t1, height, p.backsplash) >= p.back_share and (
                     best is None or back < best[1]):
                 best = (wall, back, float(np.percentile(d, 95)), t0, t1)
@@ -280,7 +303,7 @@ def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfi
             name, thickness = "shelf", p.top_thickness
         else:
             continue
-        top = room.floor_z + height  # the layers' middles: the surface's height, unbiased
+        top = room.floor_z + height
         out.append(StructurePiece(name, _box(wall.angle, t0 - half, t1 + half, wall.offset + max(back - half, 0.0),
                                              wall.offset + depth, top - thickness, top)))
     return out
@@ -288,7 +311,7 @@ def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfi
 
 def _regions(room: RoomSurfaces, p: StructureParams) -> list[np.ndarray]:
     """The horizontal surfaces above the floor: (K, 3) support cells each, one height layer (and the layers
-    beside it) joined across one cell."""
+    beside it) joined across gaps of up to 2 x ``join_cells`` cells."""
     cells = room.horizontal[room.horizontal[:, 2] - room.floor_z >= p.shelf_height]
     if len(cells) < p.min_region_cells:
         return []
@@ -310,7 +333,8 @@ def _regions(room: RoomSurfaces, p: StructureParams) -> list[np.ndarray]:
         rc = ij[on] - ij[on].min(axis=0)
         mask = np.zeros(tuple(rc.max(axis=0) + 1), bool)
         mask[rc[:, 0], rc[:, 1]] = True
-        labels, _ = ndimage.label(ndimage.binary_dilation(mask, np.ones((3, 3), bool)), np.ones((3, 3), bool))
+        joined = ndimage.binary_dilation(mask, np.ones((3, 3), bool), p.join_cells)
+        labels, _ = ndimage.label(joined, np.ones((3, 3), bool))
         own = labels[rc[:, 0], rc[:, 1]]
         for label in np.unique(own):
             part = on[own == label]
