@@ -22,6 +22,7 @@ _MEMBER_ANGLE = np.deg2rad(30.0)  # cells facing within this of a plane's fitted
 _ELONGATION = 3.0  # a plane's cells spread at least this many times as far along it as across
 _DIRECTIONS_APART = np.deg2rad(20.0)  # two directions closer than this are one
 _MAX_DIRECTIONS = 8
+_DIRECTION_CELLS = 4  # a direction the room's planes face holds this many planes' worth of cells
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,8 @@ def vertical_planes(centres: np.ndarray, angles: np.ndarray, floor_z: float, min
         return planes
     xy = centres[:, :2]
     free = np.ones(len(centres), bool)
-    for angle in facing_directions(angles, min_cells):
+    for angle in facing_directions(angles, _DIRECTION_CELLS * min_cells):
+        first = len(planes)
         apart = directions_apart(angles, angle)
         near = np.flatnonzero(free & (apart < _SAME_DIRECTION + _MEMBER_ANGLE))  # those any plane here may take
         pts, ang, seeds = xy[near], angles[near], apart[near] < _SAME_DIRECTION
@@ -136,17 +138,25 @@ def vertical_planes(centres: np.ndarray, angles: np.ndarray, floor_z: float, min
                 continue
             n = np.array([np.cos(fitted), np.sin(fitted)])
             across = pts @ n
-            rho_n = float(np.median(across[seed]))
+            rho_n = float(np.mean(across[seed]))
             on = ~taken & (np.abs(across - rho_n) < tolerance)
             on[on] = directions_apart(ang[on], fitted) < _MEMBER_ANGLE
             if np.count_nonzero(on) < min_cells:
                 continue
-            taken |= on
             members = near[on]
+            taken |= on
             along = np.array([-n[1], n[0]])
-            planes.append(_profile(fitted, float(np.median(across[on])), xy[members] @ along,
+            planes.append(_profile(fitted, float(np.mean(across[on])), xy[members] @ along,
                                    centres[members, 2] - floor_z, bin_size, layer))
         free[near[taken]] = False
+        # Cells on these planes facing askew (the noise turns normals at a plane's edges and where it is seen at a
+        # grazing angle) seed no plane of their own: a line across them and what stands in front of them would
+        # be one. Cells facing across (another wall, a cabinet's side) are left to their own planes.
+        for plane in planes[first:]:
+            t, apart = xy @ plane.along, directions_apart(angles, plane.angle)
+            free &= ((np.abs(xy @ plane.normal - plane.offset) >= tolerance) | (t < plane.start)
+                     | (t > plane.start + plane.bin * len(plane.high)) | (apart < _MEMBER_ANGLE)
+                     | (apart > 2 * _MEMBER_ANGLE))
     return planes
 
 
@@ -180,8 +190,8 @@ def _profile(angle: float, offset: float, t: np.ndarray, h: np.ndarray, bin_size
     distinct = np.ones(len(b), bool)
     distinct[1:] = (b[1:] != b[:-1]) | (level[1:] != level[:-1])  # sorted: repeats are neighbours
     filled = np.bincount(b[distinct], minlength=n).astype(np.float64)
-    fill = np.where(seen, filled / np.maximum(np.round((np.nan_to_num(high) - np.nan_to_num(low)) / layer) + 1, 1),
-                    0.0)
+    fill = np.zeros(n)
+    fill[seen] = filled[seen] / (np.round((high[seen] - low[seen]) / layer) + 1)
     return PlaneProfile(angle, offset, start, bin_size, low, high, np.minimum(fill, 1.0))
 
 

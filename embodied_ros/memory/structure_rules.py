@@ -100,14 +100,15 @@ class StructureParams:
     floor_thickness: float = 0.02
     # The rules run again at most every interval_s seconds of the stream (the surfaces change slowly; each
     # keyframe still counts as a look at what they found); a part they no longer find goes after max_stale runs.
-    interval_s: float = 2.0
+    interval_s: float = 3.0
     max_stale: int = 3
-    # A keyframe sees an element when at least min_points of its samples lie in its box grown by
-    # evidence_margin (m); it sees through one when half of at least min_face_points of its face's samples
-    # in view lie in front of the depth seen there. One look's evidence is memory.existence_hit x score, as
-    # an unknown object's (memory/discovery.py): a second look from another place publishes it.
+    # A keyframe sees an element when at least min_points of its samples (every other one of discovery's
+    # along both image axes) lie in its box grown by evidence_margin (m); it sees through one when half of at
+    # least min_face_points of its face's samples in view lie in front of the depth seen there. One look's
+    # evidence is memory.existence_hit x score, as an unknown object's (memory/discovery.py): a second look
+    # from another place publishes it.
     evidence_margin: float = 0.04
-    min_points: int = 12
+    min_points: int = 6
     min_face_points: int = 5
     score: float = 0.5
 
