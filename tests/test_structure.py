@@ -179,7 +179,7 @@ def _snapshot(objects: list[SceneObject]) -> MemorySnapshot:
 
 def test_the_cabinet_under_the_sink_and_the_chair_by_the_wall() -> None:
     """On a constructed map: two cabinet runs under one worktop, a sink set into the worktop above the right
-    one, a wall behind them, a chair near the wall and one in the room."""
+    one, a wall behind them, a chair by the wall and one in the room."""
     objects = [_object(1, "cabinet", [-0.6, 1.2, 0.43, 1.2, 0.6, 0.86, 0.0]),
                _object(2, "cabinet", [0.6, 1.2, 0.43, 1.2, 0.6, 0.86, 0.0]),
                _object(3, "counter", [0.0, 1.19, 0.88, 2.4, 0.62, 0.04, 0.0]),
@@ -193,3 +193,7 @@ def test_the_cabinet_under_the_sink_and_the_chair_by_the_wall() -> None:
     assert grounder.ground("the chair by the wall", view).best.object.id == 6
     without_walls = _snapshot([o for o in objects if o.class_name != "wall"])
     assert not grounder.ground("the chair by the wall", without_walls).success  # no wall in the map: not checked
+    far = _snapshot([o for o in objects if o.id != 6])
+    assert not grounder.ground("the chair by the wall", far).success  # 3 m from the wall's face is not by it
+    # The room's parts are no "thing": the worktop lies on the cabinets, and is not the thing on them.
+    assert not grounder.ground("the thing on the cabinet", _snapshot(objects[:3])).success

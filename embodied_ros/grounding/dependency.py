@@ -46,6 +46,7 @@ from .phrases import (
     _VIEWER_ANCHORS,
     _VIEWER_OF_RELATION,
     MAX_PHRASE_CHARS,
+    STACK_KIND,
     VIEWER_RELATIONS,
     Attribute,
     NounPhrase,
@@ -54,7 +55,6 @@ from .phrases import (
     RelationClause,
     split_foreign,
 )
-from .structure_words import STACK_KIND
 from .vocabulary import label_word_groups
 
 __all__ = ["MODEL_PACKAGES", "load_pipeline", "parse_with_spacy", "pipeline_error"]

@@ -57,7 +57,7 @@ from .relations import (
 )
 from .results import GroundedObject, GroundingResult
 from .room_frame import face_the_room
-from .structure_words import STACK_KIND, holds_structure, stack_ranking
+from .structure_words import STACK_KIND, holds_structure, stack_ranking, wall_scores
 from .text_encoder import TextEncoder
 from .unnamed_shapes import shape_of
 from .viewpoint import Viewpoint, viewer_order, viewer_scores
@@ -498,6 +498,7 @@ class Grounder:
             a, wa, _ = anchor_sets[0]
             support = clause.relation in (Relation.ON, Relation.UNDER, Relation.SUPPORTING)
             s2 = pair_scores(clause.relation, g, t, a, ctx.scene.supports() if support else None)  # (T, A)
+            s2 = wall_scores(clause.relation, g, t, a, ctx.snapshot, s2)  # from a wall: the gap to its face
             j = (s2 * (wa / wa.max())[None, :]).argmax(axis=1)
             raw, chosen = s2[rows, j], [a[j]]
         if clause.negated:  # "not on the table": none of the tables holds it

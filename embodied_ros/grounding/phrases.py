@@ -55,7 +55,6 @@ from enum import Enum
 
 from ..classes import RelationType
 from ..memory.object_colour import colour_word
-from .structure_words import STACK_KIND
 
 __all__ = [
     "Attribute", "NounPhrase", "ParsedPhrase", "Relation", "RelationClause", "RelationType", "looks_english",
@@ -195,6 +194,7 @@ def _viewer_patterns() -> list[tuple[tuple[str, ...], str, int]]:
 _VIEWER_PATTERNS = _viewer_patterns()
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "1st": 1, "2nd": 2,
              "3rd": 3, "4th": 4, "5th": 5, "6th": 6}
+STACK_KIND = "stack"  # Attribute.kind of an ordinal with no order of its own (grounding/structure_words.py)
 _COLOURS = {"white", "black", "red", "green", "blue", "yellow", "orange", "purple", "pink", "brown", "grey", "gray",
             "silver", "golden", "gold", "beige", "tan", "violet", "magenta", "cyan", "turquoise", "navy", "maroon",
             "cream", "khaki", "lilac"}
@@ -210,7 +210,7 @@ class Attribute:
             colour; ``colour`` holds the colour word), "material" ("wooden", "metal": checked on the
             observed colour where a colour can tell, ``colours.material_fits``), or viewer-centred:
             "lateral" (left -/right +), "distance" (near -/far +) or "ahead" (in front +/behind -), seen
-            from a viewpoint.
+            from a viewpoint; ``STACK_KIND`` for an ordinal with no order ("the second shelf").
         sign: +2/-2 superlative (largest/smallest, leftmost/rightmost, nearest/farthest), +1/-1
             comparative adjective (big/small, on the left/right, near me, in front of/behind me); 0 for colours.
         rank: for ordinals, which one in the order the superlative gives (2: "the second chair from

@@ -5,8 +5,9 @@ the counter", "the cabinet under the sink" and "the red cabinet" need nothing of
 read from the boxes, and a cup on a worktop rests on the counter's box, not on the cabinet below it. Two things
 do:
 
-* "by the wall", "the chair against the wall": the engine refuses walls when the map holds none (it used to
-  hold no structure at all); a map with walls answers them as anchors;
+* "by the wall", "the chair next to the wall": the engine refuses walls when the map holds none (it used to
+  hold no structure at all); a map with walls answers them as anchors, and nearness to a wall is the gap to
+  its face (``WALL_SCALE_M``), not the distance between centres a wall's length makes meaningless;
 * "the second shelf": an ordinal with no order of its own ("from the left") counts stacked shelves from the
   top, as people count the shelves of a bookcase or a fridge ("the top shelf" is the first). Other things
   ("the second chair") still need an order, and the ordinal is ignored with a note, as before.
@@ -17,12 +18,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
+from .phrases import STACK_KIND, Relation
+from .relations import COMPARATIVE_SCALE_M, SceneGeometry
 
-__all__ = ["STACKED", "STACK_KIND", "holds_structure", "stack_ranking"]
+__all__ = ["STACKED", "STACK_KIND", "WALL_SCALE_M", "holds_structure", "stack_ranking", "wall_scores"]
 
-STACK_KIND = "stack"  # an ordinal with no order of its own ("the second shelf"): Attribute.kind
 STACKED = frozenset({"shelf"})  # the classes whose parts stack above each other
 _STRUCTURE_NOUNS = {"wall": "wall", "walls": "wall"}
+WALL_SCALE_M = 0.3  # "by the wall": e^-1 this far from its face (a table 1.4 m from the wall is not by it)
+_FROM_WALL = (Relation.NEAR, Relation.NEXT_TO, Relation.CLOSEST, Relation.FARTHEST)
 
 
 def holds_structure(snapshot: MemorySnapshot, word: str, confident: np.ndarray) -> bool:
@@ -52,3 +56,30 @@ def stack_ranking(rank: int, t: np.ndarray, score: np.ndarray, snapshot: MemoryS
         return f"only {len(ranked)} shelf/shelves to count among"
     return np.concatenate([ranked[rank - 1:rank], ranked[:rank - 1], ranked[rank:],
                            np.setdiff1d(np.arange(len(t)), ranked)])
+
+
+def wall_scores(relation: Relation, g: SceneGeometry, t: np.ndarray, a: np.ndarray, snapshot: MemorySnapshot,
+                scores: np.ndarray) -> np.ndarray:
+    """(T, A) ``scores`` of "target ``relation`` anchor" with the columns of wall anchors replaced by scores of
+    the gap between each target's box and the wall's face (near, next to: ``WALL_SCALE_M``; closest,
+    farthest: relative to the other targets' gaps)."""
+    walls = np.array([snapshot.class_names[j] == "wall" for j in a], dtype=bool)
+    if relation not in _FROM_WALL or not walls.any():
+        return scores
+    w = a[walls]
+    offset = g.centers[t, None, :2] - g.centers[None, w, :2]  # (T, W, 2)
+    wall_axes = g.axes[w]  # (W, 2, 2): the wall's own x (along) and y (across)
+    local = np.einsum("twd,wjd->twj", offset, wall_axes)
+    # the target's half extent along the wall's axes, from its own axes and half extents
+    reach = np.einsum("wjd,tkd->twjk", wall_axes, g.axes[t])
+    reach = (np.abs(reach) * g.half_local[t][:, None, None, :]).sum(axis=-1)
+    gap = np.hypot(*np.moveaxis(np.maximum(np.abs(local) - g.half_local[None, w] - reach, 0.0), -1, 0))
+    if relation is Relation.CLOSEST:
+        near = np.exp(-(gap - gap.min(axis=0)) / COMPARATIVE_SCALE_M)
+    elif relation is Relation.FARTHEST:
+        near = np.exp(-(gap.max(axis=0) - gap) / COMPARATIVE_SCALE_M)
+    else:
+        near = np.exp(-gap / WALL_SCALE_M)
+    out = scores.copy()
+    out[:, walls] = near
+    return out

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..memory.structure_rules import STRUCTURE_CLASSES
 from .text_encoder import TextEncoder
 
 __all__ = ["KNOWN_LABELS", "LabelMatcher", "canonical_label", "english_words", "label_texts", "label_word_groups"]
@@ -168,8 +169,8 @@ class LabelMatcher:
         labels = list(dict.fromkeys(labels))
         if not noun or not labels:
             return {}
-        if noun in GENERIC_WORDS or noun.split()[-1] in GENERIC_WORDS:
-            return dict.fromkeys(labels, 1.0)
+        if noun in GENERIC_WORDS or noun.split()[-1] in GENERIC_WORDS:  # any object; the room is no "thing"
+            return dict.fromkeys((label for label in labels if label not in STRUCTURE_CLASSES), 1.0)
         variants = _head_variants(noun)
         exact = {label: 1.0 for label in labels if self._names(variants, label)}
         if exact or self.encoder is None:

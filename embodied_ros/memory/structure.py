@@ -54,6 +54,34 @@ def _in_upright(points: np.ndarray, boxes: np.ndarray, margin: float) -> np.ndar
             & (np.abs(points[None, :, 2] - boxes[:, 2:3]) <= half[:, 2:3]))
 
 
+def _overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(A, B) how much parts overlap: the IoU of their footprints where their tops lie within 0.1 m (a thin
+    worktop found again 4 cm higher is the same worktop), else 0."""
+    flat_a, flat_b = a.copy(), b.copy()
+    flat_a[:, 2], flat_a[:, 5], flat_b[:, 2], flat_b[:, 5] = 0.0, 1.0, 0.0, 1.0
+    tops = np.abs((a[:, 2] + 0.5 * a[:, 5])[:, None] - (b[:, 2] + 0.5 * b[:, 5])[None])
+    return np.where(tops <= 0.1, box_iou_3d(flat_a, flat_b), 0.0)
+
+
+def _face_colour(element: _Element, surfaces: FrameSurfaces, color: np.ndarray) -> Any:
+    """The colour of the samples on an element's seen face (its top, or its front: within 3 cm of it), all of
+    them (a shelf's top is a thin strip in the image; no border is eroded off a large face)."""
+    face = element.box.copy()
+    if element.facing is None:
+        face[2], face[5] = face[2] + 0.5 * face[5], 0.06
+    else:  # the box's side towards the facing direction, 6 cm thick
+        axes = np.array([[np.cos(face[6]), np.sin(face[6])], [-np.sin(face[6]), np.cos(face[6])]])
+        towards = axes @ np.array([np.cos(element.facing), np.sin(element.facing)])
+        k = int(np.argmax(np.abs(towards)))
+        face[:2] += np.sign(towards[k]) * axes[k] * 0.5 * face[3 + k]
+        face[3 + k] = 0.06
+    rows, cols = np.nonzero(surfaces.valid)
+    inside = _in_upright(surfaces.points[rows, cols].astype(np.float64), face[None], 0.0)[0]
+    k = surfaces.pixel_stride
+    uv = np.column_stack([cols[inside] * k + k // 2, rows[inside] * k + k // 2])
+    return sample_colour(color, uv, erode_px=0)
+
+
 def _kind(class_name: str) -> str:
     return "surface" if class_name in ("counter", "shelf") else class_name
 
@@ -179,7 +207,7 @@ class RoomStructure:
         class updated), or a new element; elements it no longer holds go stale, or into the one that took
         their place."""
         before = list(self._elements.values())
-        iou = (box_iou_3d(np.array([q.box for q in pieces]), np.array([e.box for e in before]))
+        iou = (_overlap(np.array([q.box for q in pieces]), np.array([e.box for e in before]))
                if pieces and before else np.zeros((len(pieces), len(before))))
         same = np.array([[_kind(q.class_name) == _kind(e.class_name) for e in before] for q in pieces],
                         dtype=bool).reshape(iou.shape)
@@ -234,10 +262,7 @@ class RoomStructure:
             element.n_obs += 1
             element.last_frame, element.last_ns = int(perception.frame_index), stamp
             if element.colour.wants_sample(element.n_obs) and frame is not None:
-                k = surfaces.pixel_stride
-                inner = _in_upright(points[hit], element.box[None], 0.0)[0]
-                uv = np.column_stack([cols[hit][inner] * k + k // 2, rows[hit][inner] * k + k // 2])
-                element.colour.add(sample_colour(frame.color, uv), p.score)
+                element.colour.add(_face_colour(element, surfaces, frame.color), p.score)
         if not unseen or frame is None:
             return
         # Not seen: the frame may see through where one should be (one projection for all of them).
