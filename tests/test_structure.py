@@ -17,7 +17,10 @@ from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.grounding import Grounder
 from embodied_ros.grounding.map_view import published_snapshot
 from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.memory.config import MemoryConfig
 from embodied_ros.memory.scene_object import MemorySnapshot, SceneObject
+from embodied_ros.memory.structure import RoomStructure
+from embodied_ros.memory.structure_rules import StructurePiece
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
 WALL_Y = 1.5  # the wall the rendered room has, facing the cameras (at y < 0)
@@ -166,6 +169,19 @@ def test_the_cup_on_the_counter_is_the_one_on_the_worktop(kitchen) -> None:
     on_table = grounder.ground("the cup on the table", view)
     assert on_table.success and _iou(on_table.best.object.box, CUP_ON_TABLE) > 0.2, on_table.message
     assert grounder.ground("the counter", view).best.object.class_name == "counter"  # not the table
+
+
+def test_a_part_found_again_keeps_its_id() -> None:
+    """The rules run again as more is seen: a worktop found 4 cm higher (its surface seen better) is the same
+    counter, with the same id, not a second one beside a stale first."""
+    ids = iter(range(100, 200))
+    structure = RoomStructure(MemoryConfig(), lambda: next(ids))
+    perception = FramePerception(0, 0, Detections3D.empty(("cup",), "map"))
+    structure._take([StructurePiece("counter", WORKTOP), StructurePiece("cabinet", CABINETS, -np.pi / 2)], perception)
+    higher = WORKTOP + np.array([0.0, 0.0, 0.04, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    structure._take([StructurePiece("counter", higher), StructurePiece("cabinet", CABINETS, -np.pi / 2)], perception)
+    assert sorted((o.id, o.class_name) for o in structure.objects()) == [(100, "counter"), (101, "cabinet")]
+    assert structure.objects()[0].box[2] == pytest.approx(higher[2])
 
 
 def _object(i: int, name: str, box: list[float]) -> SceneObject:
