@@ -16,8 +16,8 @@ from embodied_ros.frame import Frame
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.grounding import Grounder
 from embodied_ros.grounding.map_view import published_snapshot
-from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.config import MemoryConfig
+from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.scene_object import MemorySnapshot, SceneObject
 from embodied_ros.memory.structure import RoomStructure
 from embodied_ros.memory.structure_rules import StructurePiece
