@@ -33,8 +33,9 @@ def test_phrase_file_is_well_formed() -> None:
     assert sum(p.get("first_set", False) for p in phrases) >= 20
     assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent",
                                             "compound", "missing anchor", "weak relation", "colour contradiction",
-                                            "unknown words"}
+                                            "unknown words", "ordinal"}
     assert sum(p.get("set") == "issue31" for p in phrases) >= 50
+    assert sum(p.get("set") == "issue39" for p in phrases) >= 30  # counters, shelves, cabinets, walls
     assert all(isinstance(p["expected_gt"], list) for p in phrases)
     if KITCHEN.is_dir():
         gt = ground_truth_boxes(KITCHEN)
