@@ -31,8 +31,9 @@ holding an id never names a different object); ``save``/``load`` keep the counte
 
 ``SceneMemory`` owns the per-frame step and the objects; the jobs live beside it: association
 (memory/association.py), fusion (memory/fusion.py), existence (memory/existence.py), unknown
-objects (memory/unknown_objects.py) and what is published (memory/publishing.py). An object's
-fields change only through its own methods (memory/track.py).
+objects (memory/unknown_objects.py), the room's structure (memory/structure.py: floor, walls,
+counters, shelves, cabinets, kept and published apart from the objects) and what is published
+(memory/publishing.py). An object's fields change only through its own methods (memory/track.py).
 """
 
 from __future__ import annotations
