@@ -284,9 +284,10 @@ class RoomStructure:
         return [self._elements[i].to_object(self.params.score) for i in sorted(self._elements)]
 
     def published(self) -> list[SceneObject]:
-        """The confident elements (``publish_confidence``), by class (floor, walls, counters, shelves,
-        cabinets) and id."""
-        out = [o for o in self.objects() if o.confidence >= self.config.publish_confidence]
+        """The confident elements (``publish_confidence``) the rules' latest run found, by class (floor, walls,
+        counters, shelves, cabinets) and id (those it no longer found keep their id a while, unpublished)."""
+        current = {i for i, e in self._elements.items() if e.stale == 0}
+        out = [o for o in self.objects() if o.id in current and o.confidence >= self.config.publish_confidence]
         return sorted(out, key=lambda o: (STRUCTURE_CLASSES.index(o.class_name), o.id))
 
     def reset(self) -> None:

@@ -51,8 +51,9 @@ class StructureParams:
     profile_bin: float = 0.1
     max_gap_bins: int = 3
     # Wall stretches of one direction within wall_depth (m) of each other are one wall (the backmost: the
-    # rest is hung on it: screens, posters, wall units); fronts within front_depth are one row of fronts.
-    wall_depth: float = 0.35
+    # rest is hung on it or stands against it: screens, posters, wall units, bookcases); fronts within
+    # front_depth are one row of fronts.
+    wall_depth: float = 0.45
     front_depth: float = 0.1
     # A vertical surface reaching wall_height above the floor rises higher than furniture that stands
     # against a wall: a wall, when it runs at least min_wall_length; published wall_thickness thick.
@@ -91,7 +92,7 @@ class StructureParams:
     # edge is a few samples at most); a worktop overhangs its cabinets by overhang (m).
     top_thickness: float = 0.04
     # A surface is at the lowest layer where at least min_top_cells of its support cells were seen.
-    min_top_cells: int = 5
+    min_top_cells: int = 2
     overhang: float = 0.02
     # The floor: support cells within floor_tol (m) of its height, at least min_floor_cells of them;
     # published floor_thickness thick.
