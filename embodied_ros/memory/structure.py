@@ -63,9 +63,11 @@ def _overlap(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(tops <= 0.1, box_iou_3d(flat_a, flat_b), 0.0)
 
 
-def _face_colour(element: _Element, surfaces: FrameSurfaces, color: np.ndarray) -> Any:
-    """The colour of the samples on an element's seen face (its top, or its front: within 3 cm of it), all of
-    them (a shelf's top is a thin strip in the image; no border is eroded off a large face)."""
+def _face_colour(element: _Element, samples: tuple[np.ndarray, np.ndarray, np.ndarray], stride: int,
+                 color: np.ndarray) -> Any:
+    """The colour of the samples (rows, columns and (N, 3) points of a keyframe's valid ones, every
+    ``stride`` pixels) on an element's seen face (its top, or its front: within 3 cm of it), all of them (a
+    shelf's top is a thin strip in the image; no border is eroded off a large face)."""
     face = element.box.copy()
     if element.facing is None:
         face[2], face[5] = face[2] + 0.5 * face[5], 0.06
@@ -75,10 +77,9 @@ def _face_colour(element: _Element, surfaces: FrameSurfaces, color: np.ndarray) 
         k = int(np.argmax(np.abs(towards)))
         face[:2] += np.sign(towards[k]) * axes[k] * 0.5 * face[3 + k]
         face[3 + k] = 0.06
-    rows, cols = np.nonzero(surfaces.valid)
-    inside = _in_upright(surfaces.points[rows, cols].astype(np.float64), face[None], 0.0)[0]
-    k = surfaces.pixel_stride
-    uv = np.column_stack([cols[inside] * k + k // 2, rows[inside] * k + k // 2])
+    rows, cols, points = samples
+    inside = _in_upright(points, face[None], 0.0)[0]
+    uv = np.column_stack([cols[inside] * stride + stride // 2, rows[inside] * stride + stride // 2])
     return sample_colour(color, uv, erode_px=0)
 
 
@@ -261,8 +262,9 @@ class RoomStructure:
             element.log_odds = element.existence.log_odds(cfg.existence_min, cfg.existence_max)
             element.n_obs += 1
             element.last_frame, element.last_ns = int(perception.frame_index), stamp
-            if element.colour.wants_sample(element.n_obs) and frame is not None:
-                element.colour.add(_face_colour(element, surfaces, frame.color), p.score)
+            if element.colour.wants_sample(element.n_obs) and frame is not None:  # a whole face: a full weight
+                element.colour.add(_face_colour(element, (rows, cols, points), surfaces.pixel_stride, frame.color),
+                                   1.0)
         if not unseen or frame is None:
             return
         # Not seen: the frame may see through where one should be (one projection for all of them).

@@ -10,6 +10,7 @@ where a front reaches down to the floor.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,7 +100,7 @@ def facing_directions(angles: np.ndarray, min_cells: int) -> list[float]:
         if band[k] < min_cells or len(out) >= _MAX_DIRECTIONS:
             break
         centre = (k + 0.5) * _DIRECTION_STEP
-        if any(directions_apart(centre, a) < _DIRECTIONS_APART for a in out):
+        if any(abs((centre - a + math.pi) % (2 * math.pi) - math.pi) < _DIRECTIONS_APART for a in out):
             continue
         near = directions_apart(angles, centre) < 1.5 * _DIRECTION_STEP
         out.append(float(np.arctan2(np.sin(angles[near]).sum(), np.cos(angles[near]).sum())))
@@ -153,10 +154,12 @@ def vertical_planes(centres: np.ndarray, angles: np.ndarray, floor_z: float, min
         # grazing angle) seed no plane of their own: a line across them and what stands in front of them would
         # be one. Cells facing across (another wall, a cabinet's side) are left to their own planes.
         for plane in planes[first:]:
-            t, apart = xy @ plane.along, directions_apart(angles, plane.angle)
-            free &= ((np.abs(xy @ plane.normal - plane.offset) >= tolerance) | (t < plane.start)
-                     | (t > plane.start + plane.bin * len(plane.high)) | (apart < _MEMBER_ANGLE)
-                     | (apart > 2 * _MEMBER_ANGLE))
+            left = np.flatnonzero(free)
+            on = np.abs(xy[left] @ plane.normal - plane.offset) < tolerance
+            left = left[on]
+            t, apart = xy[left] @ plane.along, directions_apart(angles[left], plane.angle)
+            free[left[(t >= plane.start) & (t <= plane.start + plane.bin * len(plane.high))
+                      & (apart >= _MEMBER_ANGLE) & (apart <= 2 * _MEMBER_ANGLE)]] = False
     return planes
 
 
