@@ -3,10 +3,10 @@ detector:memory pairs side by side in one run, or for this code against a baseli
 REF``: ``git archive REF`` run the same way in its own process, alternating with this code), plus
 the scene-memory update cost with 100 vs 10,000 objects (bench_memory.py).
 
-The map's work per keyframe (lifting + object map + discovery + occupancy, and any stage a newer map adds) is
-compared with the detector's (network) time of the same frames in the same process: the ratio the budget of
-issues 34 and 41 bounds by 1. Every frame of `run` is a keyframe of the network; discovery looks at the frames
-the camera reached by moving, so each stage is given per frame and per frame it ran on (its keyframes).
+The map's work per keyframe (lifting + object map + discovery + structure + occupancy, and any stage a newer
+map adds) is compared with the detector's (network) time of the same frames in the same process: the ratio the
+budget of issues 34 and 41 bounds by 1. Every frame of `run` is a keyframe of the network; discovery looks at
+the frames the camera reached by moving, so each stage is given per frame and per frame it ran on (its keyframes).
 
 Usage: .venv/bin/python benchmarks/bench_pipeline.py [--scene redkitchen] [--frames N] [--stride K]
            [--pairs yolo-fastest-1.1-xl:legacy,yolox-nano:full]   (memories: see memory_variants.MEMORIES)
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FRAME_BUDGET_MS = 1000.0 / 30  # Azure Kinect at 30 fps
-STAGES = ("decode", "network", "lifting", "memory", "discovery", "occupancy", "writing")
+STAGES = ("decode", "network", "lifting", "memory", "discovery", "structure", "occupancy", "writing")
 NOT_MAP = ("decode", "network", "writing")  # every other stage is the map's work per keyframe
 RAN_MS = 0.5  # a stage that took longer on a frame ran on it (discovery declines most frames in microseconds)
 

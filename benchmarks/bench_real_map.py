@@ -23,7 +23,10 @@ Memory variants: memory_variants.MEMORIES.
 Named figures score the named objects only; the class-agnostic column counts the required objects that
 any published object fits at IoU >= 0.25 whatever its class (unknown objects included), and the unknown
 objects that fit no annotated object and lie mostly outside every annotated box (spurious; those on
-optional structure are ignored).
+optional structure are ignored). The structure column scores the room's published structure
+(memory/structure.py) against the ground truth's structure boxes (its optional counter, cabinet and shelf
+objects), by class and IoU >= 0.25: found of each class, and false (a counter, cabinet or shelf that fits
+none of its class); walls and the floor are not annotated, only counted.
 
 Prints one row per detector x walk x memory, per-stage milliseconds per frame, each detector's
 ceiling (the required objects that at least one single lifted detection fits: what the detector
@@ -100,6 +103,8 @@ class Row:
     agnostic: AgnosticScore | None = None  # all published objects, names ignored
     objects: list = field(default_factory=list)  # the published objects
     passes: list[MapScore] = field(default_factory=list)  # IoU score after each pass
+    structure: list = field(default_factory=list)  # the published structure
+    structure_score: MapScore | None = None
 
 
 def _frame_numbers(scene: Path) -> list[int]:
@@ -173,7 +178,7 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
     times (s) without and of discovery, and the score (``_score``) after each pass."""
     views = ObjectViews()
-    t_memory, t_discovery = [], []
+    t_memory, t_discovery, t_structure = [], [], []
     scores = []
     span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
     for k in range(passes):
@@ -182,14 +187,51 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
                                  stamp_ns=perception.stamp_ns + k * span)
             t0 = time.perf_counter()
             result = memory.update(perception)
-            t_memory.append(time.perf_counter() - t0 - result.discovery_s)
+            structure_s = getattr(result, "structure_s", 0.0)  # 0: code before the room's structure
+            t_memory.append(time.perf_counter() - t0 - result.discovery_s - structure_s)
             t_discovery.append(result.discovery_s)
+            t_structure.append(structure_s)
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
                                              for o in touched if o is not None))
+            if structure_s > 0:  # a keyframe the structure looked at: a view of its parts
+                views.observe(perception.frame, ((o.id, o.box, np.zeros((0, 3))) for o in _structure(memory)))
         scores.append(_score(memory, truth))
-    return views, t_memory, t_discovery, scores
+    return views, t_memory, t_discovery, t_structure, scores
+
+
+def _structure(memory: SceneMemory) -> list:
+    """The memory's published structure (none in code before it)."""
+    return list(getattr(memory, "published_structure", list)())
+
+
+STRUCTURE_TRUTH = ("counter", "cabinet", "shelf")  # the ground truth's structure classes (optional objects)
+
+
+def _score_structure(parts: list, truth) -> MapScore:
+    """The published counters, cabinets and shelves against the ground truth's structure boxes (as required
+    objects, by class and IoU >= 0.25)."""
+    gt = [replace(g, optional=False) for g in truth if g.class_name in STRUCTURE_TRUTH]
+    parts = [o for o in parts if o.class_name in STRUCTURE_TRUTH]
+    return score_object_map(np.array([o.box for o in parts]).reshape(-1, 9), [o.class_name for o in parts],
+                            np.array([o.score for o in parts]), gt, MatchMode.IOU)
+
+
+def _structure_line(row: Row, truth) -> str:
+    """'counter 2/2 (IoU 0.38, 0.33), ...' for a row: found of each structure class, each object's best IoU
+    with a part of its class, false parts, and the unscored walls and floor."""
+    gt = [g for g in truth if g.class_name in STRUCTURE_TRUTH]
+    out = []
+    for name in STRUCTURE_TRUTH:
+        mine = [g for g in gt if g.class_name == name]
+        parts = np.array([o.box for o in row.structure if o.class_name == name]).reshape(-1, 9)
+        best = [float(box_iou_3d(g.box[None], parts)[0].max()) if len(parts) else 0.0 for g in mine]
+        found = sum(g.id in row.structure_score.matched for g in mine)
+        out.append(f"{name} {found}/{len(mine)} (IoU {', '.join(f'{b:.2f}' for b in best)})")
+    walls = sum(o.class_name == "wall" for o in row.structure)
+    floors = sum(o.class_name == "floor" for o in row.structure)
+    return f"{'; '.join(out)}; false {row.structure_score.n_false}; walls {walls}, floor {floors}"
 
 
 def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore, AgnosticScore]:
@@ -203,6 +245,12 @@ def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore, Agnosti
                                     np.array([o.score for o in everything]), truth)
     return (len(objects), score_object_map(boxes, names, scores, truth, MatchMode.IOU),
             score_object_map(boxes, names, scores, truth, MatchMode.CENTRE), agnostic)
+
+
+def _found(row: Row, truth, name: str) -> str:
+    """'found/annotated' of one structure class in a row."""
+    mine = [g for g in truth if g.class_name == name]
+    return f"{sum(g.id in row.structure_score.matched for g in mine)}/{len(mine)}"
 
 
 def _per_class(row: Row, truth) -> str:
@@ -287,24 +335,26 @@ def main() -> None:
         for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]
             memory = SceneMemory(**{**MEMORIES[name], **overrides})
-            views, t_memory, t_discovery, scores = _replay(steps, memory, args.passes, truth)
+            views, t_memory, t_discovery, t_structure, scores = _replay(steps, memory, args.passes, truth)
             n, iou, centre, agnostic = scores[-1]
             objects = memory.published_objects()
+            parts = _structure(memory)
             rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
                             {**ms, "memory": 1e3 * float(np.mean(t_memory)),
-                             "discovery": 1e3 * float(np.mean(t_discovery))}, agnostic, objects,
-                            [s[1] for s in scores]))
+                             "discovery": 1e3 * float(np.mean(t_discovery)),
+                             "structure": 1e3 * float(np.mean(t_structure))}, agnostic, objects,
+                            [s[1] for s in scores], parts, _score_structure(parts, truth)))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 tag = f"{detector}_{name}_{walk}"
-                save_contact_sheet(args.out / f"objects_{tag}.png", objects, views,
+                save_contact_sheet(args.out / f"objects_{tag}.png", objects + parts, views,
                                    title=f"{detector}, memory {name}, walk {walk}: {iou.summary()}")
                 cams = np.array([s.frame.T_world_camera[:3, 3] for s in steps])
-                save_top_down_map(args.out / f"top_down_{tag}.png", objects, None, cams,
+                save_top_down_map(args.out / f"top_down_{tag}.png", objects + parts, None, cams,
                                   title=f"{detector}, {name}, {walk}")
     print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
           f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
-          f"| ms/frame detect lift memory discovery")
+          f"| structure: ctr cab shf false | ms/frame detect lift memory discovery structure")
     for r in rows:
         i, c, a = r.iou, r.centre, r.agnostic
         unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
@@ -313,7 +363,9 @@ def main() -> None:
               f"{i.recall:5.2f} {len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} "
               f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {a.recall:19.2f} "
               f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
-              f"{r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} {r.ms['discovery']:9.1f}")
+              f"{_found(r, truth, 'counter'):>14s} {_found(r, truth, 'cabinet'):>3s} {_found(r, truth, 'shelf'):>3s} "
+              f"{r.structure_score.n_false:5d} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} "
+              f"{r.ms['discovery']:9.1f} {r.ms['structure']:9.1f}")
     rates = _rates(rows)
     if rates:
         print("\nthe same map at any rate: published objects one stride walk has and another has not")
@@ -348,6 +400,7 @@ def main() -> None:
             print(f"{r.detector} / {r.walk} / {r.memory}: unknown objects: {', '.join(unknown)}")
         missed = [f"{g.class_name} {g.id}" for g in truth if not g.optional and g.id not in r.agnostic.found]
         print(f"{r.detector} / {r.walk} / {r.memory}: not found as anything: {', '.join(missed)}")
+        print(f"{r.detector} / {r.walk} / {r.memory}: structure: {_structure_line(r, truth)}")
 
 
 if __name__ == "__main__":

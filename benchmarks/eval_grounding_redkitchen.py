@@ -101,7 +101,8 @@ def main() -> None:
     sets = dict.fromkeys(o.set for o in outcomes)
     titles = {"": "earlier phrases", "issue31": "issue31 phrases (written before any answer was seen)",
               "issue45": "issue45 phrases (with / from / counts, half-mapped superlatives, materials; written before "
-                         "any answer was seen)"}
+                         "any answer was seen)",
+              "issue39": "issue39 phrases (the room's structure; written before any answer was seen)"}
     for name in sets:
         print(f"{titles.get(name, name)}:")
         print("\n".join(_table([o for o in outcomes if o.set == name], lambda o: o.kind)))

@@ -10,7 +10,8 @@ benchmarks themselves, and free of imports, so that a benchmark timing an older 
   named     full without unknown objects (memory.discover_unknown off): named objects only;
   one-sum   full, but existence evidence summed over every look (existence_revisit_s=0), as before
             evidence was kept per place: the baseline of ``--passes``;
-  per-class full, but association within a class only.
+  per-class full, but association within a class only;
+  no-structure  full without the room's structure (memory.room_structure off; not in code before it).
 """
 
 MEMORIES: dict[str, dict] = {
@@ -22,4 +23,5 @@ MEMORIES: dict[str, dict] = {
     "named": dict(discover_unknown=False),
     "one-sum": dict(existence_revisit_s=0.0),
     "per-class": dict(class_agnostic=False),
+    "no-structure": dict(room_structure=False),
 }

@@ -169,17 +169,21 @@ def run(
             result, stages = step.update, step.stages_s
             for stage in ("network", "lifting"):
                 timer.add(stage, stages.get(stage, 0.0))
-            timer.add("memory", stages["memory"] - result.discovery_s)
+            timer.add("memory", stages["memory"] - result.discovery_s - result.structure_s)
             timer.add("discovery", result.discovery_s)  # the unknown objects' part of the update
+            timer.add("structure", result.structure_s)  # the room's structure (memory/structure.py)
             timer.add("occupancy", stages["occupancy"])
             memory = mapper.memory
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))
+            structure = memory.published_structure()
+            if result.structure_s > 0:  # a keyframe the structure looked at: a view of its parts for objects.png
+                views.observe(frame, ((o.id, o.box, np.zeros((0, 3))) for o in structure))
             with timer.stage("writing"):  # the detector's image detections go into the bag with the inputs
                 found = step.perception.detections_2d
                 writer.write(frame if found is None else with_detections(frame, found), memory.published_objects(),
-                             mapper.occupancy.occupied_voxels())
+                             mapper.occupancy.occupied_voxels(), structure)
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
@@ -206,8 +210,10 @@ def run(
     objects = tuple(memory.published_objects())
     voxels = mapper.occupancy.occupied_voxels()
     outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json", out_dir / MEMORY_FILE]
+    structure = tuple(memory.published_structure())
     write_objects_json(outputs[2], objects, last_frame_id,
-                       extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)})
+                       extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)},
+                       structure=structure)
     memory.save(outputs[3])
     outputs.append(out_dir / CAMERA_POSES_FILE)  # where viewer-centred words ("on the left") look from
     write_camera_poses(outputs[-1], last_frame_id, camera_poses)
@@ -216,11 +222,13 @@ def run(
         save_rgb(path, draw_boxes_on_frame(frame, objects))
         outputs.append(path)
     top = out_dir / "top_down.png"
-    save_top_down_map(top, objects, voxels, np.array([p.T_world_camera[:3, 3] for p in camera_poses]),
-                      title=f"{source.name}: {len(objects)} objects, {processed} frames")
+    save_top_down_map(top, objects + structure, voxels, np.array([p.T_world_camera[:3, 3] for p in camera_poses]),
+                      title=f"{source.name}: {len(objects)} objects, {len(structure)} parts of the room, "
+                            f"{processed} frames")
     sheet = out_dir / "objects.png"
-    save_contact_sheet(sheet, objects, views, title=f"{source.name}: the {len(objects)} published objects, "
-                                                   "each on a frame where it was seen")
+    save_contact_sheet(sheet, objects + structure, views,
+                       title=f"{source.name}: the {len(objects)} published objects and {len(structure)} parts of the "
+                             "room, each on a frame where it was seen")
     outputs += [top, sheet]
     return RunSummary(frames_read, processed, tuple(skipped), objects, tuple(memory.objects()),
                       timer.mean_ms(), tuple(outputs), stopped, seconds, writer_ms)

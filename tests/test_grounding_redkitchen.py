@@ -34,9 +34,11 @@ def test_phrase_file_is_well_formed() -> None:
     assert sum(p.get("first_set", False) for p in phrases) >= 20
     assert {p["kind"] for p in phrases} == {"relation", "class", "viewer", "colour", "material", "negation", "absent",
                                             "compound", "missing anchor", "weak relation", "colour contradiction",
-                                            "unknown words", "with", "from", "count", "half-mapped superlative"}
+                                            "unknown words", "with", "from", "count", "half-mapped superlative",
+                                            "ordinal"}
     assert sum(p.get("set") == "issue31" for p in phrases) >= 50
     assert sum(p.get("set") == "issue45" for p in phrases) >= 70
+    assert sum(p.get("set") == "issue39" for p in phrases) >= 30  # counters, shelves, cabinets, walls
     assert all(isinstance(p["expected_gt"], list) for p in phrases)
     if KITCHEN.is_dir():
         gt = ground_truth_boxes(KITCHEN)

@@ -121,6 +121,28 @@ def test_both_marker_builders_keep_unknown_objects_in_their_own_namespace() -> N
     assert "9" not in [d["id"] for d in detection3d_array(objects, "map", 7)["detections"]]
 
 
+def test_both_marker_builders_keep_the_room_structure_in_its_own_namespace() -> None:
+    """The room's structure (memory/structure.py) is drawn and sent apart from the objects, in both builders:
+    its boxes and labels in ``structure``, SceneObjectArray's ``structure``, never in Detection3DArray (a
+    counter is not a detection) and never in the objects' fields."""
+    from embodied_ros.outputs.scene_messages import scene_object_array as bag_array
+    from embodied_ros.ros.scene_publisher import detection3d_array, scene_object_array
+
+    objects = _kitchen()
+    structure = [_Object(40, "counter", np.array([0.0, 1.2, 0.88, 2.0, 0.6, 0.04, 0.0, 0.0, 0.0])),
+                 _Object(41, "cabinet", np.array([0.0, 1.2, 0.43, 2.0, 0.6, 0.86, 0.0, 0.0, 0.0]))]
+    bag = {(m.ns, m.id) for m in marker_array(objects, None, "map", 7, structure=structure).markers[1:]}
+    node = {(m["ns"], m["id"]) for m in node_marker_array(objects, None, "map", 7, structure)["markers"][1:]}
+    assert node == bag and {k for k in node if k[0] == "structure"} == {("structure", 40), ("structure", -41),
+                                                                         ("structure", 41), ("structure", -42)}
+    assert "structure" in MARKER_NAMESPACES and {("boxes", 40), ("labels", 40)}.isdisjoint(node)
+    array = scene_object_array(objects, "map", 7, structure)
+    assert [o["id"] for o in array["structure"]] == [40, 41]
+    assert {40, 41}.isdisjoint(o["id"] for o in array["objects"] + array["unknown_objects"])
+    assert [o.class_name for o in bag_array(objects, "map", 7, structure).structure] == ["counter", "cabinet"]
+    assert {"40", "41"}.isdisjoint(d["id"] for d in detection3d_array(objects, "map", 7)["detections"])
+
+
 def test_the_view_follows_the_middle_of_the_map() -> None:
     objects = _kitchen()[:5]
     corners = np.array([[-0.9, -0.45, 0.0], [1.15, 1.05, 0.95]])  # the table's and chair's extremes, about

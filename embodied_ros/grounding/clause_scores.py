@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..memory.scene_object import MemorySnapshot
 from .phrases import Relation, RelationClause
 from .relations import SceneGeometry, Supports, between_scores, pair_scores
+from .structure_words import wall_scores
 
 __all__ = ["anchor_count", "score_clause"]
 
@@ -30,7 +32,7 @@ def anchor_count(clause: RelationClause) -> int:
 
 def score_clause(clause: RelationClause, g: SceneGeometry, t: np.ndarray,
                  anchor_sets: list[tuple[np.ndarray, np.ndarray]],
-                 supports: Supports | None) -> tuple[np.ndarray, list[np.ndarray], str]:
+                 supports: Supports | None, snapshot: MemorySnapshot) -> tuple[np.ndarray, list[np.ndarray], str]:
     """(T,) the clause's score per candidate (negation applied), the chosen anchor indices per candidate (one
     array per anchor slot), and why it cannot be checked ("" when it can).
 
@@ -39,6 +41,7 @@ def score_clause(clause: RelationClause, g: SceneGeometry, t: np.ndarray,
         g: the scene's geometry; t: (T,) candidate indices.
         anchor_sets: per anchor phrase, (indices, weights) of the objects that fit it, best first.
         supports: what each object rests on (for support relations); None: not checked.
+        snapshot: the map (a wall anchor is scored by the gap to its face, ``structure_words.wall_scores``).
     """
     rows = np.arange(len(t))
     need = anchor_count(clause)
@@ -60,6 +63,7 @@ def score_clause(clause: RelationClause, g: SceneGeometry, t: np.ndarray,
             s2 = pair_scores(clause.relation, g, a, t, rest).T
         else:
             s2 = pair_scores(clause.relation, g, t, a, rest)  # (T, A)
+            s2 = wall_scores(clause.relation, g, t, a, snapshot, s2)  # from a wall: the gap to its face
         weighted = s2 * (wa / wa.max())[None, :]
         if need == 1:
             j = weighted.argmax(axis=1)

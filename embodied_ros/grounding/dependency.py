@@ -50,6 +50,7 @@ from .phrases import (
     _VIEWER_ANCHORS,
     _VIEWER_OF_RELATION,
     MAX_PHRASE_CHARS,
+    STACK_KIND,
     VIEWER_RELATIONS,
     Attribute,
     NounPhrase,
@@ -219,8 +220,8 @@ class _Reader:
             if ordered:
                 first = attrs[ordered[0]]
                 attrs[ordered[0]] = replace(first, rank=rank, word=f"{word} {first.word}")
-            else:
-                self.notes.append(f"'{word}' needs an order ('from the left', 'nearest'); ignored")
+            else:  # "the second shelf": stacked things count from the top (grounding/structure_words.py)
+                attrs.append(Attribute(word, STACK_KIND, 0, rank=rank))
         return NounPhrase(text, tuple(attrs), tuple(clauses), count)
 
     def _modifiers(self, head: Any) -> list[Any]:

@@ -58,6 +58,7 @@ from .relations import (
 from .results import GroundedObject, GroundingResult
 from .room_frame import face_the_room
 from .rule_parser import parse_phrase
+from .structure_words import holds_structure
 from .text_encoder import TextEncoder
 from .unnamed_shapes import UNNAMED_CLASS, unnamed_candidates, unnamed_doubt
 from .viewpoint import Viewpoint
@@ -316,7 +317,7 @@ class Grounder:
         if structure == "floor":  # "on the floor": the bottom at the floor (the lowest bottom in the memory)
             raw = np.exp(-np.maximum(g.bottom[t] - g.bottom.min(), 0.0) / FLOOR_SCALE_M)
             return (1.0 - raw if clause.negated else raw), [], ""
-        if structure:
+        if structure and not holds_structure(ctx.snapshot, structure, ctx.scene.confident):  # "by the wall"
             why = f"'{clause.text}' cannot be checked: the map holds objects, not the {structure}"
             return np.zeros(len(t)), [], why
         limit = self.config.max_between_anchors if clause.relation is Relation.BETWEEN else self.config.max_anchors
@@ -325,7 +326,8 @@ class Grounder:
         if missing:
             return np.zeros(len(t)), [], f"'{clause.text}' cannot be checked: {missing[0]}"
         return score_clause(clause, g, t, [(a, w) for a, w, _ in anchor_sets],
-                            ctx.scene.supports() if clause.relation.type is RelationType.SUPPORT else None)
+                            ctx.scene.supports() if clause.relation.type is RelationType.SUPPORT else None,
+                            ctx.snapshot)
 
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
@@ -387,8 +389,11 @@ class Grounder:
         order = np.argsort(-ranking, kind="stable")
         ordinal = next((a for a in parsed.target.attributes if a.rank), None)
         if ordinal is not None and not cannot:
-            picked = ordinal_order(ordinal, t, np.where(holds, score, 0.0), ctx.scene.geometry, ctx.viewpoint)
-            if isinstance(picked, str):
+            picked = ordinal_order(ordinal, t, np.where(holds, score, 0.0), ctx.scene.geometry, ctx.viewpoint,
+                                   snapshot)
+            if picked is None:  # "the second cup": not stacked things, and no order said
+                ctx.notes.append(f"'{ordinal.word}' needs an order ('from the left', 'nearest'); ignored")
+            elif isinstance(picked, str):
                 cannot.append(picked)
             else:
                 order = np.concatenate([picked, order[~np.isin(order, picked)]])

@@ -152,6 +152,7 @@ _VIEWER_OF_RELATION = {  # "<relation> me": (kind, sign)
 
 _ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "1st": 1, "2nd": 2,
              "3rd": 3, "4th": 4, "5th": 5, "6th": 6}
+STACK_KIND = "stack"  # Attribute.kind of an ordinal with no order of its own (grounding/structure_words.py)
 _COLOURS = {"white", "black", "red", "green", "blue", "yellow", "orange", "purple", "pink", "brown", "grey", "gray",
             "silver", "golden", "gold", "beige", "tan", "violet", "magenta", "cyan", "turquoise", "navy", "maroon",
             "cream", "khaki", "lilac"}
@@ -167,7 +168,7 @@ class Attribute:
             colour; ``colour`` holds the colour word), "material" ("wooden", "metal": checked on the
             observed colour, box and kind where those can tell, ``materials.material_holds``), or viewer-centred:
             "lateral" (left -/right +), "distance" (near -/far +) or "ahead" (in front +/behind -), seen
-            from a viewpoint.
+            from a viewpoint; ``STACK_KIND`` for an ordinal with no order ("the second shelf").
         sign: +2/-2 superlative (largest/smallest, leftmost/rightmost, nearest/farthest), +1/-1
             comparative adjective (big/small, on the left/right, near me, in front of/behind me); 0 for colours.
         rank: for ordinals, which one in the order the superlative gives (2: "the second chair from

@@ -9,9 +9,10 @@ import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
 from .attributes import viewer_distances
-from .phrases import Attribute, ParsedPhrase
+from .phrases import STACK_KIND, Attribute, ParsedPhrase
 from .relations import SceneGeometry
 from .results import GroundedObject, GroundingResult
+from .structure_words import stack_ranking
 from .viewpoint import Viewpoint, viewer_order
 
 __all__ = ["COUNT_FIT", "ORDINAL_FIT", "count_answer", "ordinal_order"]
@@ -21,9 +22,12 @@ COUNT_FIT = 0.25  # "how many": candidates scoring at least this fraction of the
 
 
 def ordinal_order(attr: Attribute, t: np.ndarray, score: np.ndarray, g: SceneGeometry,
-                  viewpoint: Viewpoint | None) -> np.ndarray | str:
+                  viewpoint: Viewpoint | None, snapshot: MemorySnapshot) -> np.ndarray | str | None:
     """Candidate positions in the viewer's order, the asked one first ("the second chair from the left": the
-    second of the chairs that fit; ``score`` is 0 where a candidate does not), or why there is none."""
+    second of the chairs that fit; ``score`` is 0 where a candidate does not; "the second shelf": from the
+    top), or why there is none; None for an ordinal with no order of its own among things not stacked."""
+    if attr.kind == STACK_KIND:
+        return stack_ranking(attr.rank, t, score, snapshot, ORDINAL_FIT)
     assert viewpoint is not None  # viewer words without one are refused before
     key, pool = viewer_order(attr.kind, attr.sign, viewpoint, g.centers[t], viewer_distances(g, t, viewpoint))
     fits = np.flatnonzero(pool & (score >= ORDINAL_FIT * score.max()))

@@ -69,6 +69,7 @@ from .phrases import (
     _VIEWER_ANCHORS,
     _VIEWER_OF_RELATION,
     MAX_PHRASE_CHARS,
+    STACK_KIND,
     VIEWER_RELATIONS,
     Attribute,
     NounPhrase,
@@ -142,8 +143,8 @@ def _noun_phrase(tokens: list[str]) -> tuple[NounPhrase, list[str]]:
         if ordered:
             first = attrs[ordered[0]]
             attrs[ordered[0]] = replace(first, rank=rank, word=f"{_ordinal_word(rank)} {first.word}")
-        else:
-            notes.append(f"'{_ordinal_word(rank)}' needs an order ('from the left', 'nearest'); ignored")
+        else:  # "the second shelf": stacked things count from the top (grounding/structure_words.py)
+            attrs.append(Attribute(_ordinal_word(rank), STACK_KIND, 0, rank=rank))
     return NounPhrase(" ".join(words), tuple(attrs), count=count), notes
 
 

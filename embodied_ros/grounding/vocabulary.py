@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..memory.structure_rules import STRUCTURE_CLASSES
 from .text_encoder import TextEncoder
 
 __all__ = ["KNOWN_LABELS", "LabelMatcher", "canonical_label", "english_words", "label_texts", "label_word_groups"]
@@ -23,7 +24,8 @@ __all__ = ["KNOWN_LABELS", "LabelMatcher", "canonical_label", "english_words", "
 # Groups of words naming the same kind of thing; a label in a group gets all of the group's words.
 _SYNONYMS: tuple[tuple[str, ...], ...] = (
     ("monitor", "tv", "tvmonitor", "tv monitor", "television", "screen", "display", "computer screen"),
-    ("table", "diningtable", "dining table", "desk", "counter", "countertop", "kitchen table", "worktop"),
+    ("table", "diningtable", "dining table", "desk", "kitchen table"),
+    ("counter", "countertop", "counter top", "kitchen counter", "worktop", "work surface", "work top"),
     ("cup", "mug", "coffee cup", "coffee mug", "teacup", "glass", "tumbler"),
     ("sofa", "couch", "settee", "loveseat", "love seat", "divan", "sofa bed"),
     ("chair", "seat", "stool", "armchair", "office chair"),
@@ -61,7 +63,7 @@ KNOWN_LABELS = (
     "toilet", "tvmonitor", "tv", "laptop", "mouse", "remote", "keyboard", "cell phone", "microwave", "oven",
     "toaster", "sink", "refrigerator", "book", "clock", "vase", "bottle", "wine glass", "cup", "fork", "knife",
     "spoon", "bowl", "backpack", "handbag", "suitcase", "table", "cabinet", "shelf", "monitor", "lamp", "box",
-    "plant", "bin", "door", "window", "pillow", "desk",
+    "plant", "bin", "door", "window", "pillow", "desk", "counter", "wall", "floor",
 )
 
 
@@ -167,8 +169,8 @@ class LabelMatcher:
         labels = list(dict.fromkeys(labels))
         if not noun or not labels:
             return {}
-        if noun in GENERIC_WORDS or noun.split()[-1] in GENERIC_WORDS:
-            return dict.fromkeys(labels, 1.0)
+        if noun in GENERIC_WORDS or noun.split()[-1] in GENERIC_WORDS:  # any object; the room is no "thing"
+            return dict.fromkeys((label for label in labels if label not in STRUCTURE_CLASSES), 1.0)
         variants = _head_variants(noun)
         exact = {label: 1.0 for label in labels if self._names(variants, label)}
         if exact or self.encoder is None:

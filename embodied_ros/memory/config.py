@@ -140,6 +140,10 @@ class MemoryConfig:
     discover_unknown: bool = True
     # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
     max_unknown: int = 100
+    # Find the room's structure in the same keyframes (memory/structure.py: floor, walls, counters, shelves,
+    # cabinets), published apart from the objects (published_structure(); their own marker namespace and
+    # message field) and grounded over ("the cup on the counter").
+    room_structure: bool = True
 
     def __post_init__(self) -> None:
         try:

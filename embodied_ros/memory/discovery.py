@@ -46,6 +46,7 @@ from .depth_grid import (
 )
 from .object_colour import to_lab
 from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
+from .structure_cells import FrameSurfaces
 
 UNKNOWN_CLASS = "object"
 """The class of what the geometry shows and no detector names (grounding answers it by colour, size
@@ -170,12 +171,14 @@ class ObjectDiscovery:
         supports: the horizontal surfaces seen so far.
         walls: the structure planes seen so far.
         seconds: wall-clock seconds of the latest ``discover`` call.
+        surfaces: the latest keyframe's samples as classified here (the room's structure reads them).
     """
 
     params: DiscoveryParams = field(default_factory=DiscoveryParams)
     supports: SupportMap = field(init=False)
     walls: WallPlanes = field(init=False)
     seconds: float = 0.0
+    surfaces: FrameSurfaces | None = field(default=None, repr=False)
     _rays: dict = field(default_factory=dict, repr=False)
     _last: tuple[np.ndarray, int] | None = field(default=None, repr=False)  # the last frame looked at
 
@@ -188,6 +191,7 @@ class ObjectDiscovery:
         self.supports.reset()
         self.walls = WallPlanes()
         self._last = None
+        self.surfaces = None
 
     def discover(self, frame: Frame, floor_z: float | None = None) -> Detections3D | None:
         """The compact things resting on supports in one frame (module notes), or None when the camera has
@@ -236,6 +240,8 @@ class ObjectDiscovery:
         support[level] = self.supports.holds(s.points[level])
         structure, walls = find_walls(s.points, normal, has_normal, s.valid, p)
         self.walls.add(walls)
+        self.surfaces = FrameSurfaces(s.points, normal, has_normal & s.valid, support, s.valid,
+                                      frame.T_world_camera[:3, 3].copy(), p.pixel_stride)
         labels, n = ndimage.label(s.valid & ~support & ~structure & ~breaks)
         far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
         labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)

@@ -31,8 +31,9 @@ holding an id never names a different object); ``save``/``load`` keep the counte
 
 ``SceneMemory`` owns the per-frame step and the objects; the jobs live beside it: association
 (memory/association.py), fusion (memory/fusion.py), existence (memory/existence.py), unknown
-objects (memory/unknown_objects.py) and what is published (memory/publishing.py). An object's
-fields change only through its own methods (memory/track.py).
+objects (memory/unknown_objects.py), the room's structure (memory/structure.py: floor, walls,
+counters, shelves, cabinets, kept and published apart from the objects) and what is published
+(memory/publishing.py). An object's fields change only through its own methods (memory/track.py).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from .object_colour import detection_samples
 from .publishing import build_snapshot, published
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .spatial_index import SpatialHashGrid
+from .structure import RoomStructure
 from .track import Track
 from .unknown_objects import UnknownObjects
 from .visibility import Visibility
@@ -97,7 +99,9 @@ class SceneMemory:
         self._last_frame = (-1, 0)
         self._n_updates = 0
         self._snapshot: MemorySnapshot | None = None
-        self._discovery = ObjectDiscovery() if self.config.discover_unknown else None
+        cfg = self.config
+        self._discovery = ObjectDiscovery() if cfg.discover_unknown or cfg.room_structure else None
+        self._structure = RoomStructure(cfg, self._take_id) if cfg.room_structure else None
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> SceneMemory:
@@ -159,7 +163,7 @@ class SceneMemory:
             taken: set[int] = set()
             n_suppressed = self._take_detections(perception, np.flatnonzero(keep), views, created, updated, taken)
             spared: set[int] = set()
-            discovery_s, named_now = self._discover(perception, views, taken, created, updated, spared)
+            discovery_s, structure_s, named_now = self._discover(perception, views, taken, created, updated, spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
             merged = named_now + self._association.merge_pass(sorted(taken))
@@ -174,6 +178,7 @@ class SceneMemory:
                 missed=missed,
                 forgotten=forgotten,
                 discovery_s=discovery_s,
+                structure_s=structure_s,
             )
 
     def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],
@@ -231,36 +236,53 @@ class SceneMemory:
         if not set(names) <= set(self._vocabulary):
             self._vocabulary += tuple(n for n in dict.fromkeys(names) if n not in self._vocabulary)
 
-    def _create(self, det: Observation, perception: FramePerception) -> int:
-        """A new object of one detection; its id is the next of the counter."""
+    def _take_id(self) -> int:
+        """The next id of the counter (objects and the room's structure share it: no id names two things)."""
         obj_id = self._next_id
         self._next_id += 1
+        return obj_id
+
+    def _create(self, det: Observation, perception: FramePerception) -> int:
+        """A new object of one detection; its id is the next of the counter."""
+        obj_id = self._take_id()
         self._fusion.create(obj_id, det, perception)
         return obj_id
 
     def _discover(self, perception: FramePerception, views: dict[int, Visibility], taken: set[int],
-                  created: list[int], updated: list[int], spared: set[int]) -> tuple[float, list[tuple[int, int]]]:
+                  created: list[int], updated: list[int],
+                  spared: set[int]) -> tuple[float, float, list[tuple[int, int]]]:
         """Take in the frame's unknown objects (memory/discovery.py): a segment that is part of a named
         object is left out; one that is an unknown object not yet taken this frame adds to it (the
-        evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``.
+        evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``. The room's
+        structure (memory/structure.py) takes in the same keyframe's surfaces.
 
         Frames discovery does not look at (ObjectDiscovery.discover) put the unknown objects in view in
         ``spared`` (no evidence against them), and so does a segment over two of them (they are there).
 
         Returns:
-            The seconds it took, and the merges of unknown objects into named ones (removed, survivor).
+            The seconds discovery took, those the structure took, and the merges of unknown objects into
+            named ones (removed, survivor).
         """
         if self._discovery is None or perception.frame is None:
-            return 0.0, []
+            return 0.0, 0.0, []
         start = time.perf_counter()
         found = self._discovery.discover(perception.frame, self._floor.z)
         if found is None:  # not a frame discovery looks at: it says nothing of the unknown objects in view
             spared |= {i for i in views if self._tracks[i].class_name == UNKNOWN_CLASS}
-            return time.perf_counter() - start, []
+            return time.perf_counter() - start, 0.0, []
         if len(found) and not self._frame_id:
             self._frame_id = found.frame_id
-        merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
-        return time.perf_counter() - start, merges
+        merges = []
+        if self.config.discover_unknown:
+            merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
+        structure_s = 0.0
+        if self._structure is not None and self._discovery.surfaces is not None:
+            named = np.array([t.box for t in self._tracks.values()
+                              if t.class_name != UNKNOWN_CLASS and t.confidence >= self.config.publish_confidence])
+            self._structure.observe(self._discovery.surfaces, self._discovery.supports, self._floor.z, perception,
+                                    named.reshape(-1, 9))
+            structure_s = self._structure.seconds
+        return time.perf_counter() - start - structure_s, structure_s, merges
 
     # ------------------------------------------------------------------ reading
 
@@ -272,6 +294,17 @@ class SceneMemory:
         """Confident objects seen at least ``min_observations`` times, at most ``max_per_class``
         per class and ``max_unknown`` unknown objects (highest score first), best score first overall."""
         return published(self.snapshot(), self.config)
+
+    def structure_objects(self) -> list[SceneObject]:
+        """Every element of the room's structure (floor, walls, counters, shelves, cabinets), by id."""
+        with self._lock:
+            return self._structure.objects() if self._structure is not None else []
+
+    def published_structure(self) -> list[SceneObject]:
+        """The room's structure as published (confident elements; memory/structure.py), apart from the
+        objects: what the ``structure`` namespace, field and list show and grounding speaks about."""
+        with self._lock:
+            return self._structure.published() if self._structure is not None else []
 
     def get(self, obj_id: int) -> SceneObject | None:
         """The object with id ``obj_id``, or None if there is none (never was, merged away or forgotten)."""
@@ -302,6 +335,8 @@ class SceneMemory:
             self._floor.reset()
             if self._discovery is not None:
                 self._discovery.reset()
+            if self._structure is not None:
+                self._structure.reset()
             self._fusion.completed_to = None
             self._frame_id = ""
             self._last_frame = (-1, 0)
@@ -324,6 +359,7 @@ class SceneMemory:
                 "floor_z": self._floor.z,
                 "next_id": self._next_id,
                 "objects": [self._tracks[i].to_dict() for i in sorted(self._tracks)],
+                "structure": self._structure.to_dict() if self._structure is not None else [],
             }
 
     @classmethod
@@ -354,7 +390,10 @@ class SceneMemory:
                 track = Track.from_dict(o, _V1_LOG_ODDS)
                 memory._tracks[track.id] = track
                 memory._index.insert(track.id, track.box)
-            memory._next_id = max(int(data["next_id"]), max(memory._tracks, default=-1) + 1)
+            if memory._structure is not None:
+                memory._structure.load(list(data.get("structure", ())))
+            taken = set(memory._tracks) | (memory._structure.ids if memory._structure is not None else set())
+            memory._next_id = max(int(data["next_id"]), max(taken, default=-1) + 1)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise InputError(f"scene memory document is malformed: {type(err).__name__}: {err}") from None
         return memory

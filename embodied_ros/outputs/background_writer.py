@@ -44,14 +44,16 @@ class BackgroundBagWriter:
         self._thread = threading.Thread(target=self._run, name="embodied-bag-writer", daemon=True)
         self._thread.start()
 
-    def write(self, frame: Frame, objects: Sequence[ObjectLike], occupancy: OccupiedVoxels | None) -> None:
-        """Queue a frame's inputs and the scene as it stood after it (objects and voxels must not change).
+    def write(self, frame: Frame, objects: Sequence[ObjectLike], occupancy: OccupiedVoxels | None,
+              structure: Sequence[ObjectLike] = ()) -> None:
+        """Queue a frame's inputs and the scene as it stood after it (objects, voxels and the room's structure
+        must not change).
 
         Raises:
             Whatever the writer's thread met (an OSError for a full disk), once.
         """
         self._raise_failure()
-        self._queue.put((frame, objects, occupancy))
+        self._queue.put((frame, objects, occupancy, structure))
 
     def close(self) -> Path:
         """Write what is queued, finish the bag; returns the path of scene.mcap.
@@ -84,11 +86,11 @@ class BackgroundBagWriter:
         while (job := self._queue.get()) is not None:
             if self._failed:
                 continue  # failed: keep taking jobs so the loop never waits on a dead writer
-            frame, objects, occupancy = job
+            frame, objects, occupancy, structure = job
             start = time.perf_counter()
             try:
                 self._writer.write_inputs_of(frame)
-                self._writer.write_scene(frame.stamp_ns, frame.world_frame, objects, occupancy)
+                self._writer.write_scene(frame.stamp_ns, frame.world_frame, objects, occupancy, structure)
                 self.frames_written += 1
             except BaseException as err:  # noqa: BLE001 - handed to the loop's thread, raised there
                 self._error, self._failed = err, True

@@ -118,11 +118,12 @@ class SceneBagWriter:
                         detection2d_array_msg(names, found.scores, found.boxes_xyxy, cam, stamp))
 
     def write_scene(self, stamp_ns: int, frame_id: str, objects: Sequence[ObjectLike],
-                    occupancy: OccupiedVoxels | None) -> None:
-        """The scene outputs at one instant (all objects as published: at most N per class)."""
-        self._write("markers", stamp_ns, marker_array(objects, occupancy, frame_id, stamp_ns))
+                    occupancy: OccupiedVoxels | None, structure: Sequence[ObjectLike] = ()) -> None:
+        """The scene outputs at one instant (all objects as published: at most N per class; the room's
+        structure in its own marker namespace and message field)."""
+        self._write("markers", stamp_ns, marker_array(objects, occupancy, frame_id, stamp_ns, structure=structure))
         self._write("detections", stamp_ns, detection3d_array(objects, frame_id, stamp_ns))
-        self._write("objects", stamp_ns, scene_object_array(objects, frame_id, stamp_ns))
+        self._write("objects", stamp_ns, scene_object_array(objects, frame_id, stamp_ns, structure))
         self._write("occupancy", stamp_ns, occupancy_cloud(occupancy, frame_id, stamp_ns))
 
     def close(self) -> Path:

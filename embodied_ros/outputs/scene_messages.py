@@ -18,13 +18,14 @@ from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vec
 from ..messages.types import msg_class
 from .colors import OCCUPANCY_GREY, class_color, class_color_float
 
-MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True}
+MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True, "structure": True}
 """Every marker namespace (one per layer, so RViz can toggle each) -> whether config/embodied.rviz shows it.
 
 The one list of them: the shipped RViz config's MarkerArray display names exactly these (a test checks), so
 a new layer is added here and there together. ``unknown_objects`` holds the class-agnostic objects (what no
 detector names but the geometry shows: memory/discovery.py), boxes and labels, so they get their own switch
-and never mix with the named classes' boxes; ``occupancy`` is off because
+and never mix with the named classes' boxes; ``structure`` holds the room's floor, walls, counters, shelves and
+cabinets (memory/structure.py), boxes and labels; ``occupancy`` is off because
 the ``~/occupancy`` cloud shows the same voxels as small points that do not hide the boxes.
 """
 LINE_WIDTH = 0.02
@@ -198,9 +199,12 @@ def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: 
     return Marker(**defaults)
 
 
-def marker_ids(obj: ObjectLike) -> tuple[str, int, str, int]:
+def marker_ids(obj: ObjectLike, structure: bool = False) -> tuple[str, int, str, int]:
     """(box namespace, box id, label namespace, label id) of an object's markers: unknown objects (class
-    "object") have a namespace of their own, their label's id ``-1 - id`` beside the box's ``id``."""
+    "object") and the room's structure (``structure``) have a namespace of their own each, their label's id
+    ``-1 - id`` beside the box's ``id``."""
+    if structure:
+        return "structure", int(obj.id), "structure", -1 - int(obj.id)
     if obj.class_name == UNKNOWN_CLASS:
         return "unknown_objects", int(obj.id), "unknown_objects", -1 - int(obj.id)
     return "boxes", int(obj.id), "labels", int(obj.id)
@@ -219,19 +223,22 @@ def marker_array(
     stamp_ns: int,
     line_width: float = LINE_WIDTH,
     text_height: float = TEXT_HEIGHT,
+    structure: Sequence[ObjectLike] = (),
 ) -> Any:
     """One MarkerArray for the whole scene: DELETEALL first, then every layer's ADDs.
 
     RViz applies a MarkerArray atomically, so deleting and re-adding in one message never
     flickers and never leaves stale markers of merged objects behind. Marker ids are the
-    scene objects' stable ids.
+    scene objects' stable ids; the room's ``structure`` goes in its own namespace.
     """
     markers = [_marker("", 0, _LINE_LIST, frame_id, stamp_ns, action=_DELETEALL)]
+    n_objects = len(objects)
+    objects = [*objects, *structure]
     edges = box_edge_points(objects)
     labels = label_positions(objects, text_height)
     for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
         rgb = class_color_float(obj.class_name)
-        box_ns, box_id, label_ns, label_id = marker_ids(obj)
+        box_ns, box_id, label_ns, label_id = marker_ids(obj, i >= n_objects)
         markers.append(
             _marker(box_ns, box_id, _LINE_LIST, frame_id, stamp_ns,
                     scale=vector3_msg((line_width, 0.0, 0.0)), color=_rgba(rgb),
@@ -243,7 +250,7 @@ def marker_array(
                     color=_rgba(rgb), text=label_text(obj))
         )
     leaders, owners = label_leaders(objects, labels, text_height)
-    if len(leaders):
+    if len(leaders):  # the labels' leader lines, structure's among them
         markers.append(
             _marker("labels", LEADERS_ID, _LINE_LIST, frame_id, stamp_ns, scale=vector3_msg((line_width / 3, 0.0, 0.0)),
                     points=_points(leaders.reshape(-1, 3)),
@@ -286,10 +293,13 @@ def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: in
     return msg_class("vision_msgs/msg/Detection3DArray")(header=header_msg(frame_id, stamp_ns), detections=detections)
 
 
-def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> Any:
+def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int,
+                       structure: Sequence[ObjectLike] = ()) -> Any:
     """embodied_ros/SceneObjectArray: the full 9-DoF boxes, ids and observation history; named objects in
-    ``objects``, unknown ones (class "object") in ``unknown_objects``."""
+    ``objects``, unknown ones (class "object") in ``unknown_objects``, the room's structure in ``structure``."""
     SceneObject = msg_class("embodied_ros/msg/SceneObject")
+    n_objects = len(objects)
+    objects = [*objects, *structure]
     items = [
         SceneObject(
             id=int(o.id), class_name=o.class_name, score=float(o.score),
@@ -301,10 +311,10 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
         )
         for o in objects
     ]
-    named = [m for m, o in zip(items, objects, strict=True) if is_named(o)]
-    unknown = [m for m, o in zip(items, objects, strict=True) if not is_named(o)]
+    named = [m for m, o in zip(items[:n_objects], objects[:n_objects], strict=True) if is_named(o)]
+    unknown = [m for m, o in zip(items[:n_objects], objects[:n_objects], strict=True) if not is_named(o)]
     return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=named,
-                                                          unknown_objects=unknown)
+                                                          unknown_objects=unknown, structure=items[n_objects:])
 
 
 CLOUD_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<u4"), ("intensity", "<f4")])

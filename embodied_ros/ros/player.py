@@ -20,7 +20,6 @@ from typing import Any
 
 from ..errors import EmbodiedError, FrameError, InputError
 from ..frame_detections import given_detections
-from ..messages.detections2d import detection2d_array_msg
 from ..outputs.driver_topics import DriverTopics, Pacer, driver_fields
 
 
@@ -115,6 +114,7 @@ class Player:
         self.color.publish(serialize(Image, fields["color"]))
         found = given_detections(frame)
         if self.detections is not None and found is not None:  # as a detector would: after the image, its stamp
+            from ..messages.detections2d import detection2d_array_msg
             from .conversions import to_rclpy
 
             names = [found.class_names[k] for k in found.labels]

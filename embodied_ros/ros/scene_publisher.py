@@ -6,8 +6,9 @@ before this keyframe (one keyframe behind the cloud) and never delays the object
 
 Same content as the offline bag's messages (outputs/scene_messages.py builds those as rosbags
 dataclasses, one Python object per point); here marker points, voxel colours and the cloud go
-in as arrays. ``~/markers``: DELETEALL, then one LINE_LIST box and one label per object, then the
-occupancy CUBE_LIST (namespaces ``boxes``, ``labels``, ``occupancy``; ids are the objects' ids);
+in as arrays. ``~/markers``: DELETEALL, then one LINE_LIST box and one label per object and per part of the
+room's structure, then the occupancy CUBE_LIST (namespaces ``boxes``, ``labels``, ``unknown_objects``,
+``structure``, ``occupancy``; ids are the objects' ids);
 ``~/objects``: our SceneObjectArray; ``~/detections``: vision_msgs/Detection3DArray (when
 installed); ``~/occupancy``: PointCloud2 (x y z rgb intensity).
 """
@@ -61,18 +62,21 @@ def _poses(objects: Sequence[ObjectLike]) -> list[dict[str, Any]]:
 
 
 def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, frame_id: str,
-                 stamp_ns: int) -> dict[str, Any]:
-    """visualization_msgs/MarkerArray fields: DELETEALL first, so RViz never keeps stale boxes."""
+                 stamp_ns: int, structure: Sequence[ObjectLike] = ()) -> dict[str, Any]:
+    """visualization_msgs/MarkerArray fields: DELETEALL first, so RViz never keeps stale boxes; the room's
+    ``structure`` in its own namespace."""
     head = header(frame_id, stamp_ns)
     identity = {"orientation": {"w": 1.0}}
     white = {"r": 1.0, "g": 1.0, "b": 1.0, "a": 1.0}
     markers: list[dict[str, Any]] = [{"header": head, "action": _DELETEALL, "type": _LINE_LIST, "pose": identity,
                                       "scale": {"x": 1.0, "y": 1.0, "z": 1.0}, "color": white}]
+    n_objects = len(objects)
+    objects = [*objects, *structure]
     edges = box_edge_points(objects)
     labels = label_positions(objects)
-    for obj, points, label in zip(objects, edges, labels, strict=True):
+    for i, (obj, points, label) in enumerate(zip(objects, edges, labels, strict=True)):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
-        box_ns, box_id, label_ns, label_id = marker_ids(obj)
+        box_ns, box_id, label_ns, label_id = marker_ids(obj, i >= n_objects)
         markers.append({"header": head, "ns": box_ns, "id": box_id, "type": _LINE_LIST, "pose": identity,
                         "scale": {"x": LINE_WIDTH}, "color": colour, "points": points})
         markers.append({"header": head, "ns": label_ns, "id": label_id, "type": _TEXT_VIEW_FACING,
@@ -93,17 +97,22 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     return {"markers": markers}
 
 
-def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
+def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int,
+                       structure: Sequence[ObjectLike] = ()) -> dict[str, Any]:
     """embodied_ros/SceneObjectArray fields: the full 9-DoF boxes, ids and observation history; named
-    objects in ``objects``, unknown ones (class "object") in ``unknown_objects``."""
+    objects in ``objects``, unknown ones (class "object") in ``unknown_objects``, the room's ``structure``."""
+    n_objects = len(objects)
+    objects = [*objects, *structure]
     items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
               "box": np.asarray(o.box, dtype=np.float64).reshape(9), "pose": pose, "size": _vector(o.box[3:6]),
               "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
               "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
-    named = [is_named(o) for o in objects]
-    return {"header": header(frame_id, stamp_ns), "objects": [m for m, n in zip(items, named, strict=True) if n],
-            "unknown_objects": [m for m, n in zip(items, named, strict=True) if not n]}
+    named = [is_named(o) for o in objects[:n_objects]]
+    ours = items[:n_objects]
+    return {"header": header(frame_id, stamp_ns), "objects": [m for m, n in zip(ours, named, strict=True) if n],
+            "unknown_objects": [m for m, n in zip(ours, named, strict=True) if not n],
+            "structure": items[n_objects:]}
 
 
 def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
@@ -147,20 +156,21 @@ class ScenePublisher:
         self._objects: list[tuple[Any, type, Any]] = [
             (node.create_publisher(MarkerArray, "~/markers", qos), MarkerArray, marker_array),
             (node.create_publisher(SceneObjectArray, "~/objects", qos), SceneObjectArray,
-             lambda objects, _voxels, *head: scene_object_array(objects, *head)),
+             lambda objects, _voxels, *head: scene_object_array(objects, *head[:2], structure=head[2])),
         ]
         if detections:
             from vision_msgs.msg import Detection3DArray
 
             self._objects.append((node.create_publisher(Detection3DArray, "~/detections", qos), Detection3DArray,
-                                  lambda objects, _voxels, *head: detection3d_array(objects, *head)))
+                                  lambda objects, _voxels, *head: detection3d_array(objects, *head[:2])))
         self._cloud, self._cloud_type = node.create_publisher(PointCloud2, "~/occupancy", qos), PointCloud2
 
     def publish_objects(self, objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, frame_id: str,
-                        stamp_ns: int) -> None:
-        """Publish markers (with ``voxels`` as the occupancy layer), objects and detections."""
+                        stamp_ns: int, structure: Sequence[ObjectLike] = ()) -> None:
+        """Publish markers (with ``voxels`` as the occupancy layer), objects and detections; the room's
+        ``structure`` in the markers' and the object array's own places."""
         for publisher, cls, build in self._objects:
-            publisher.publish(serialize(cls, build(objects, voxels, frame_id, stamp_ns)))
+            publisher.publish(serialize(cls, build(objects, voxels, frame_id, stamp_ns, structure)))
 
     def publish_cloud(self, voxels: OccupiedVoxels | None, frame_id: str, stamp_ns: int) -> None:
         """Publish the occupancy PointCloud2."""
