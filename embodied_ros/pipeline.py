@@ -176,7 +176,8 @@ def run(
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))
             with timer.stage("writing"):
-                writer.write(frame, memory.published_objects(), mapper.occupancy.occupied_voxels())
+                writer.write(frame, [*memory.published_objects(), *memory.current_movers()],
+                             mapper.occupancy.occupied_voxels())
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),

@@ -141,6 +141,23 @@ class MemoryConfig:
     # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
     max_unknown: int = 100
 
+    # --- Movers (memory/movers.py): people and animals (classes.MOVER_CLASSES) never enter the static map;
+    # those the evidence shows to be one are published as what the camera sees now (current_movers()).
+    # A current mover is published until this many seconds after its latest detection.
+    mover_lifetime_s: float = 1.0
+    # A detection is a mover seen before when their centres lie within mover_reach metres, plus mover_speed
+    # m/s times the time between them.
+    mover_reach: float = 0.5
+    mover_speed: float = 1.5
+    # A mover is one (and published) when it moved: its centre went at least mover_min_move metres
+    # (horizontally) from where it was first seen; a static thing's lifted box shifts by less between views ...
+    mover_min_move: float = 0.4
+    # ... or when it has a person's shape: a person detection whose points span at least this height (m).
+    # A coat on a chair or a jacket on boxes that a detector calls "person" is neither: no person.
+    person_min_height: float = 1.0
+    # Movers not detected for this many seconds are forgotten (where one was first seen, whether it moved).
+    mover_forget_s: float = 10.0
+
     def __post_init__(self) -> None:
         try:
             object.__setattr__(self, "score_mode", ScoreMode(self.score_mode))
@@ -173,6 +190,9 @@ class MemoryConfig:
         _check(self.existence_min < 0.0 < self.existence_max, "need existence_min < 0 < existence_max",
                (self.existence_min, self.existence_max))
         _check(self.forget_after_s >= 0.0, "forget_after_s must be >= 0 (seconds)", self.forget_after_s)
+        for name in ("mover_lifetime_s", "mover_reach", "mover_speed", "mover_min_move", "person_min_height",
+                     "mover_forget_s"):
+            _check(getattr(self, name) >= 0.0, f"{name} must be >= 0", getattr(self, name))
 
 
 @dataclass(frozen=True)

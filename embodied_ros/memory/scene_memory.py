@@ -47,14 +47,17 @@ from typing import Any
 
 import numpy as np
 
+from ..classes import is_mover
 from ..detections import FramePerception
 from ..errors import FrameError, InputError, json_error_line, os_error_line
+from ..geometry.boxes import points_in_boxes
 from .amodal import FloorEstimate
 from .association import Association, Queries, point_keys
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS, ObjectDiscovery
 from .existence import objects_in_view, take_misses
 from .fusion import Fusion, Observation, cut_by_edge
+from .movers import Movers
 from .object_colour import detection_samples
 from .publishing import build_snapshot, published
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
@@ -68,6 +71,7 @@ __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 4  # 2: geometry and existence evidence per object; 3: that evidence per place; 4: per look
 # (the mean of its frames) and the recesses. 1 to 3 still load
+_MOVER_MARGIN = 0.1  # metres around a person's box in which discovered segments are the person's
 _V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 
@@ -98,6 +102,7 @@ class SceneMemory:
         self._n_updates = 0
         self._snapshot: MemorySnapshot | None = None
         self._discovery = ObjectDiscovery() if self.config.discover_unknown else None
+        self._movers = Movers(self.config, self._take_id)
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> SceneMemory:
@@ -154,6 +159,9 @@ class SceneMemory:
             valid = np.all(np.isfinite(det.boxes), axis=1) & np.all(det.boxes[:, 3:6] > 0, axis=1)
             valid &= np.isfinite(det.scores)
             keep = valid & (det.scores >= self.config.score_threshold)
+            moving = np.array([is_mover(n) for n in det.class_names], dtype=bool)[det.labels]
+            self._observe_movers(perception, np.flatnonzero(keep & moving))
+            keep &= ~moving  # people and animals are not part of the room
             created: list[int] = []
             updated: list[int] = []
             taken: set[int] = set()
@@ -227,14 +235,26 @@ class SceneMemory:
             used.append(k)
         return n_suppressed
 
+    def _observe_movers(self, perception: FramePerception, idx: np.ndarray) -> None:
+        """The frame's detections of people and animals (``idx``) go to the movers (memory/movers.py)."""
+        det = perception.detections
+        heights = np.array([np.ptp(det.points[i][:, 2]) if det.points is not None and len(det.points[i])
+                            else det.boxes[i, 5] for i in idx])
+        self._movers.observe(det.boxes[idx], [det.class_names[i] for i in det.labels[idx]], det.scores[idx],
+                             heights, int(perception.frame_index), int(perception.stamp_ns), perception.viewpoint)
+
+    def _take_id(self) -> int:
+        obj_id = self._next_id
+        self._next_id += 1
+        return obj_id
+
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
         if not set(names) <= set(self._vocabulary):
             self._vocabulary += tuple(n for n in dict.fromkeys(names) if n not in self._vocabulary)
 
     def _create(self, det: Observation, perception: FramePerception) -> int:
         """A new object of one detection; its id is the next of the counter."""
-        obj_id = self._next_id
-        self._next_id += 1
+        obj_id = self._take_id()
         self._fusion.create(obj_id, det, perception)
         return obj_id
 
@@ -259,6 +279,11 @@ class SceneMemory:
             return time.perf_counter() - start, []
         if len(found) and not self._frame_id:
             self._frame_id = found.frame_id
+        people = self._movers.current(int(perception.stamp_ns))
+        if people and len(found):  # what a person or an animal shows is not a thing of the room
+            grown = np.array([o.box for o in people])
+            grown[:, 3:6] += 2 * _MOVER_MARGIN
+            found = found.select(~points_in_boxes(found.boxes[:, :3], grown).any(axis=0))
         merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
         return time.perf_counter() - start, merges
 
@@ -272,6 +297,12 @@ class SceneMemory:
         """Confident objects seen at least ``min_observations`` times, at most ``max_per_class``
         per class and ``max_unknown`` unknown objects (highest score first), best score first overall."""
         return published(self.snapshot(), self.config)
+
+    def current_movers(self) -> list[SceneObject]:
+        """The people and animals seen now (memory/movers.py): detected within ``mover_lifetime_s`` of the
+        latest frame, shown by evidence to be movers; never among the map's objects."""
+        with self._lock:
+            return self._movers.current(self._last_frame[1])
 
     def get(self, obj_id: int) -> SceneObject | None:
         """The object with id ``obj_id``, or None if there is none (never was, merged away or forgotten)."""
@@ -300,6 +331,7 @@ class SceneMemory:
             self._tracks.clear()
             self._index.clear()
             self._floor.reset()
+            self._movers.reset()
             if self._discovery is not None:
                 self._discovery.reset()
             self._fusion.completed_to = None
