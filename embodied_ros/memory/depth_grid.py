@@ -57,6 +57,32 @@ def grid_normals(points: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.
     return normal, ok
 
 
+def mixed_samples(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
+    """(h, w) bool: mixed ("flying") depth samples, blends of the two surfaces of a depth discontinuity that lie on
+    neither: along an image axis, the sample lies between its two neighbours' depths, more than ``base + per_m x
+    depth`` from each (or from the one neighbour there is, the other side having no depth). Left in, they make thin
+    false objects along the edges of monitors and door frames, and stretch the boxes of real things back to the
+    wall behind them or down into the surface they stand on.
+
+    Args:
+        depth: (h, w) sampled depth, metres, 0 where invalid.
+    """
+    tol = base + per_m * depth
+    valid = depth > 0
+    out = np.zeros(depth.shape, bool)
+    for axis in (0, 1):
+        d = np.moveaxis(depth, axis, 0)
+        v = np.moveaxis(valid, axis, 0)
+        t = np.moveaxis(tol, axis, 0)
+        c, a, b = d[1:-1], d[:-2], d[2:]
+        ok_a, ok_b = v[:-2], v[2:]
+        gap_a, gap_b = c - a, c - b
+        between = ok_a & ok_b & (gap_a * gap_b < 0) & (np.abs(gap_a) > t[1:-1]) & (np.abs(gap_b) > t[1:-1])
+        one_side = ((ok_a & ~ok_b & (np.abs(gap_a) > t[1:-1])) | (~ok_a & ok_b & (np.abs(gap_b) > t[1:-1])))
+        np.moveaxis(out, axis, 0)[1:-1] |= v[1:-1] & (between | one_side)
+    return out
+
+
 def depth_breaks(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
     """(h, w) bool: samples beside a depth discontinuity (to a neighbour along either image axis)."""
     tol = base + per_m * depth

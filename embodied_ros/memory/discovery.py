@@ -39,6 +39,7 @@ from .depth_grid import (
     connected_groups,
     depth_breaks,
     grid_normals,
+    mixed_samples,
     grow_silhouettes,
     hidden_samples,
     label_runs,
@@ -85,6 +86,10 @@ class DiscoveryParams:
     # object; points within wall_tol metres of it belong to it.
     min_wall_span: float = 1.0
     wall_tol: float = 0.03
+    # A sample between its two neighbours along an image axis (or beside one, with no depth on the other side),
+    # more than mixed_base + mixed_per_m x depth from each, is a mixed ("flying") depth pixel: not used.
+    mixed_base: float = 0.01
+    mixed_per_m: float = 0.01
     # Neighbouring samples farther apart in depth than break_base + break_per_m x depth x (stride / 4)
     # metres lie on different surfaces.
     break_base: float = 0.02
@@ -117,6 +122,9 @@ class DiscoveryParams:
     contact_below: float = 0.05
     contact_above: float = 0.02
     min_contact: float = 0.3
+    # ... plus contact_per_m2 x depth^2 (m; the noise of a far surface and a thing's lowest samples grow with
+    # the square of the depth: 2.5 cm more at 2.5 m).
+    contact_per_m2: float = 0.004
     # ... or just below them in the image, samples of that height lie within contact_reach (m).
     contact_reach: float = 0.08
     # Where the support beside a piece was not seen, it still stands on one when its base is at the
@@ -129,7 +137,7 @@ class DiscoveryParams:
     # ... and that surface was seen within this distance (m) of the base elsewhere, or at least
     # shared_pieces other pieces of the frame end within shared_base (m) of the same height, spread
     # over min_support_span.
-    unseen_reach: float = 0.3
+    unseen_reach: float = 0.8
     shared_pieces: int = 2
     shared_base: float = 0.015
     # Support map cell (m) across, its height, and the frames that must see a surface in it.
@@ -256,6 +264,8 @@ class ObjectDiscovery:
                                          np.ones(us.shape)], axis=-1).astype(np.float32)}
         valid = np.isfinite(depth) & (depth >= p.min_depth) & (depth <= p.max_depth)
         d = np.where(valid, depth, 0.0).astype(np.float32)
+        valid &= ~mixed_samples(d, p.mixed_base, p.mixed_per_m)  # flying pixels: on no surface
+        d[~valid] = 0.0
         R = frame.T_world_camera[:3, :3].astype(np.float32)
         t = frame.T_world_camera[:3, 3].astype(np.float32)
         points = (self._rays[key] * d[..., None]) @ R.T + t
@@ -329,13 +339,13 @@ class ObjectDiscovery:
         return [left, right] if purity >= p.split_purity else everything
 
     def _seen_below(self, piece: np.ndarray, rows: np.ndarray, cols: np.ndarray, s: _Samples,
-                    labels: np.ndarray) -> float | None:
+                    labels: np.ndarray, slack: float) -> float | None:
         """The height of a surface the piece's base touches in the image (or None): just below its lowest
         samples, in at least ``min_contact`` of their columns, other samples at the base's height and
         within ``contact_reach`` of it horizontally (a worktop whose normals the noise tilts; a chair's
         backrest seen over the table's far edge ends well behind the edge)."""
         p = self.params
-        bottom = piece[:, 2].min()
+        bottom = _bottom(piece, cols)
         low = piece[:, 2] <= bottom + p.base_band
         h = labels.shape[0]
         found, heights = np.zeros(low.sum(), bool), []
@@ -344,7 +354,7 @@ class ObjectDiscovery:
             there = s.points[r, c].astype(np.float64)
             dz = there[:, 2] - piece[low, 2]
             ok = (s.valid[r, c] & (labels[r, c] != labels[rows[low], cols[low]]) & (dz >= -p.contact_below)
-                  & (dz <= p.contact_above)
+                  & (dz <= p.contact_above + slack)
                   & (np.linalg.norm(there[:, :2] - piece[low, :2], axis=1) <= p.contact_reach))
             found |= ok
             heights.append(there[ok, 2])
@@ -355,8 +365,8 @@ class ObjectDiscovery:
         return float(np.median(np.concatenate(heights)))
 
     def _unseen_support(self, base: np.ndarray, rows: np.ndarray, cols: np.ndarray, piece: np.ndarray,
-                        valid: np.ndarray, levels: np.ndarray, floor_z: float | None,
-                        bases: np.ndarray) -> float | None:
+                        s: _Samples, levels: np.ndarray, floor_z: float | None,
+                        bases: np.ndarray, slack: float) -> float | None:
         """The height of the support a piece stands on where none was seen beside it, or None: the floor
         (it goes on under everything), or an unseen surface (no depth just below the piece: a black
         worktop) of a height seen within ``unseen_reach`` of it, or on which other pieces of the frame
@@ -364,17 +374,21 @@ class ObjectDiscovery:
         height with nothing seen below them stand on something there)."""
         p = self.params
         bottom = float(base[:, 2].min())
-        if floor_z is not None and abs(bottom - floor_z) <= p.floor_tol:
+        if floor_z is not None and abs(bottom - floor_z) <= p.floor_tol + slack:
             return floor_z
-        low = piece[:, 2] <= bottom + p.base_band
-        r, c = rows[low] + 1, cols[low]  # the samples just below the base in the image
-        inside = r < valid.shape[0]
-        unseen = ~valid[r[inside], c[inside]]
+        r, c = _lowest_in_columns(rows, cols)
+        inside = r + 1 < s.valid.shape[0]
+        r, c = r[inside], c[inside]
+        far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth[r, c]
+        # The surface under it is not seen from here: no depth just below the piece in the image (a black
+        # worktop), or the view passes it to something farther (the wall under a shelf seen edge-on).
+        unseen = ~s.valid[r + 1, c] | (s.depth[r + 1, c] > s.depth[r, c] + far)
         if not len(unseen) or unseen.mean() < p.min_unseen_below:
             return None
-        near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + p.contact_above)]
+        above = p.contact_above + slack
+        near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + above)]
         reach = int(np.ceil(p.unseen_reach / p.support_cell))
-        if len(near) and self.supports.surface_near(base[:1], p.contact_below, p.contact_above, reach)[0]:
+        if len(near) and self.supports.surface_near(base[:1], p.contact_below, above, reach)[0]:
             return float(near[np.argmin(np.abs(near - bottom))])
         level = bases[np.abs(bases[:, 2] - bottom) <= p.shared_base]
         spread = np.ptp(np.vstack([level[:, :2], base[:1, :2]]), axis=0).max() if len(level) else 0.0
@@ -415,28 +429,33 @@ class ObjectDiscovery:
             top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
             if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
                 continue  # its top is hidden behind something nearer: cut, part of something larger
-            if on_wall(piece, walls, p.fixture_depth):
-                continue  # flat on a wall: a socket, a poster, a pocket: part of the room
-            pieces.append((piece, piece[piece[:, 2] <= lo[j, 2] + p.base_band], r, c, j))
+            fixture = on_wall(piece, walls, p.fixture_depth)  # a socket, a poster, a pocket: unless it stands
+            slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2  # on something (below)
+            pieces.append((piece, _base(piece, c, p.base_band), r, c, j, fixture, slack))
         if not pieces:
             return empty
         # Each piece's base must touch a support: one look-up for all of them.
         bases = np.concatenate([piece[1] for piece in pieces])
         owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
-        touching = self.supports.surface_near(bases, p.contact_below, p.contact_above)
+        slack = np.array([piece[6] for piece in pieces])
+        bases[:, 2] += slack[owner]  # a surface up to contact_above + slack over the base: the window moves up
+        touching = self.supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
         contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
         levels = self.supports.levels(p.level_cells)
         k = p.pixel_stride
         boxes, points, pixels, regions, under = [], [], [], [], []
         for j in range(len(pieces)):
-            piece, base, r, c, label = pieces[j]
+            piece, base, r, c, label, fixture, slack = pieces[j]
             if contact[j] >= p.min_contact:
-                support_z = self.supports.height_under(base[touching[owner == j]], p.contact_below, p.contact_above)
+                support_z = self.supports.height_under(bases[owner == j][touching[owner == j]],
+                                                       p.contact_below + slack, p.contact_above)
+            elif fixture:
+                continue  # flat on a wall and standing on nothing: part of the room
             else:
-                support_z = self._seen_below(piece, r, c, s, labels)
+                support_z = self._seen_below(piece, r, c, s, labels, slack)
                 if support_z is None:
                     others = lowest[lows != label]
-                    support_z = self._unseen_support(base, r, c, piece, s.valid, levels, floor_z, others)
+                    support_z = self._unseen_support(base, r, c, piece, s, levels, floor_z, others, slack)
                 if support_z is None:
                     continue
             above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
@@ -463,6 +482,29 @@ class ObjectDiscovery:
         return Detections3D(np.array(boxes), np.zeros(m, np.int64), np.full(m, p.score), (UNKNOWN_CLASS,),
                             frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64), points=tuple(points),
                             pixels=tuple(pixels), surround_z=np.array(under))
+
+
+def _lowest_in_columns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lowest sample in the image (largest row) of each image column of a piece: (rows, columns)."""
+    order = np.lexsort((-rows, cols))
+    firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
+    return rows[firsts], cols[firsts]
+
+
+def _bottom(piece: np.ndarray, cols: np.ndarray) -> float:
+    """The height (m) of a piece's base: the median of its lowest sample in each image column. Its very lowest
+    samples are the noisiest (the mixed depth of its bottom edge and the surface behind it lies lower)."""
+    order = np.lexsort((piece[:, 2], cols))
+    firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
+    return float(np.median(piece[firsts, 2]))
+
+
+def _base(piece: np.ndarray, cols: np.ndarray, band: float) -> np.ndarray:
+    """(B, 3) a piece's base: its samples within ``band`` of its bottom (``_bottom``), none of them below it."""
+    bottom = _bottom(piece, cols)
+    base = piece[piece[:, 2] <= bottom + band].copy()
+    base[:, 2] = np.maximum(base[:, 2], bottom)
+    return base
 
 
 def _rest_on(box: np.ndarray, support_z: float) -> np.ndarray:
