@@ -45,6 +45,7 @@ from .depth_grid import (
     label_runs,
     piece_edges,
 )
+from .flat_things import FlatParams, block_colours, flat_regions
 from .object_colour import to_lab
 from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
 
@@ -144,6 +145,8 @@ class DiscoveryParams:
     support_cell: float = 0.04
     support_layer: float = 0.02
     support_frames: int = 1
+    # Flat things on supports, found by their colour (memory/flat_things.py); None: not looked for.
+    flat: FlatParams | None = field(default_factory=FlatParams)
     # The score of one discovered object (memory.existence_hit x score is one look's evidence: 0.5
     # gives 0.625, p = 0.65, below the 0.7 published; a second look publishes it).
     score: float = 0.5
@@ -248,7 +251,9 @@ class ObjectDiscovery:
         far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
         labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
         hidden = hidden_samples(s.depth, labels, support | structure, p.hidden_gap, far)
-        return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls))
+        flats = [] if p.flat is None else flat_regions(
+            s.points, support, block_colours(frame.color, p.pixel_stride, s.valid.shape), floor_z, p.flat)
+        return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls), flats)
 
     # -- the frame's samples ----------------------------------------------------------------------
 
@@ -383,7 +388,12 @@ class ObjectDiscovery:
         # The surface under it is not seen from here: no depth just below the piece in the image (a black
         # worktop), or the view passes it to something farther (the wall under a shelf seen edge-on).
         unseen = ~s.valid[r + 1, c] | (s.depth[r + 1, c] > s.depth[r, c] + far)
-        if not len(unseen) or unseen.mean() < p.min_unseen_below:
+        if not len(unseen):
+            return None
+        hidden = s.valid[r + 1, c] & (s.depth[r + 1, c] < s.depth[r, c] - far)
+        if floor_z is not None and hidden.mean() >= p.min_unseen_below and piece[:, 2].max() - floor_z <= p.max_size:
+            return floor_z  # its base is hidden behind something nearer (a table's edge): on the floor the map knows
+        if unseen.mean() < p.min_unseen_below:
             return None
         above = p.contact_above + slack
         near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + above)]
@@ -397,17 +407,52 @@ class ObjectDiscovery:
         return None
 
     def _objects(self, frame: Frame, s: _Samples, labels: np.ndarray, n: int, hidden: np.ndarray,
-                 floor_z: float | None, walls: np.ndarray) -> Detections3D:
-        """The pieces (``labels``) that are objects; ``hidden``: samples with something in front of them;
-        ``walls``: (W, 4) the room's structure planes (``_plane``)."""
+                 floor_z: float | None, walls: np.ndarray, flats: list[tuple[np.ndarray, float]]) -> Detections3D:
+        """The pieces (``labels``) that are objects, and the flat things; ``hidden``: samples with something in
+        front of them; ``walls``: (W, 4) the room's structure planes (``_plane``); ``flats``: each flat thing's
+        samples (flat indices) and the height of its surface (memory/flat_things.py)."""
         p = self.params
-        empty = Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)
+        w = labels.shape[1]
+        things = self._standing(frame, s, labels, n, hidden, floor_z, walls)
+        for members, support_z in flats:
+            r, c = np.divmod(members, w)
+            region = s.points.reshape(-1, 3)[members].astype(np.float64)
+            for part in self._split_by_colour(region, r, c, frame):  # a magazine lying on leaflets
+                thing, rr, cc = region[part], r[part], c[part]
+                if len(thing) < p.flat.min_samples:
+                    continue
+                box = fit_upright_box(thing, pad=self._spacing(frame, s, rr, cc))
+                top = max(box[2] + 0.5 * box[5], support_z + p.flat.thickness)
+                box[2], box[5] = 0.5 * (top + support_z), top - support_z
+                things.append((box, thing, rr, cc, support_z))
+        if not things:
+            return Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)
+        k = p.pixel_stride
+        block = np.stack(np.meshgrid(np.arange(k), np.arange(k)), axis=-1).reshape(-1, 2)  # (k*k, 2)
+        pixels = [(np.stack([cc * k, rr * k], axis=1)[:, None, :] + block[None]).reshape(-1, 2).astype(np.int32)
+                  for _, _, rr, cc, _ in things]  # every pixel of its samples' cells: a small thing keeps a colour
+        regions = [[uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max() + 1, uv[:, 1].max() + 1] for uv in pixels]
+        m = len(things)
+        return Detections3D(np.array([t[0] for t in things]), np.zeros(m, np.int64), np.full(m, p.score),
+                            (UNKNOWN_CLASS,), frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64),
+                            points=tuple(t[1] for t in things), pixels=tuple(pixels),
+                            surround_z=np.array([t[4] for t in things]))
+
+    def _spacing(self, frame: Frame, s: _Samples, rr: np.ndarray, cc: np.ndarray) -> float:
+        """The distance (m) between neighbouring samples at the depth of these."""
+        return float(np.median(s.depth[rr, cc])) * self.params.pixel_stride / frame.K[0, 0]
+
+    def _standing(self, frame: Frame, s: _Samples, labels: np.ndarray, n: int, hidden: np.ndarray,
+                  floor_z: float | None, walls: np.ndarray) -> list[tuple]:
+        """The pieces that are things standing on a support: per thing (box, points, rows, columns, support
+        height)."""
+        p = self.params
         flat = labels.ravel()
         counts = np.bincount(flat, minlength=n + 1)
         ids = np.flatnonzero(counts >= p.min_points)
         ids = ids[ids > 0]
         if len(ids) == 0:
-            return empty
+            return []
         lo, hi, order, first = label_runs(labels, n, s.points)
         lo, hi = lo[ids], hi[ids]
         starts, ends = first[ids], first[ids] + counts[ids]
@@ -433,7 +478,7 @@ class ObjectDiscovery:
             slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2  # on something (below)
             pieces.append((piece, _base(piece, c, p.base_band), r, c, j, fixture, slack))
         if not pieces:
-            return empty
+            return []
         # Each piece's base must touch a support: one look-up for all of them.
         bases = np.concatenate([piece[1] for piece in pieces])
         owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
@@ -442,8 +487,7 @@ class ObjectDiscovery:
         touching = self.supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
         contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
         levels = self.supports.levels(p.level_cells)
-        k = p.pixel_stride
-        boxes, points, pixels, regions, under = [], [], [], [], []
+        things = []
         for j in range(len(pieces)):
             piece, base, r, c, label, fixture, slack = pieces[j]
             if contact[j] >= p.min_contact:
@@ -464,24 +508,12 @@ class ObjectDiscovery:
                 thing, rr, cc = piece[above][part], r[above][part], c[above][part]
                 if len(thing) < p.min_points:
                     continue
-                spacing = float(np.median(s.depth[rr, cc])) * k / frame.K[0, 0]  # between samples, at its depth
-                box = _rest_on(fit_upright_box(thing, pad=spacing), support_z)
+                box = _rest_on(fit_upright_box(thing, pad=self._spacing(frame, s, rr, cc)), support_z)
                 size = box[3:6]
                 if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
                     continue  # too large, too flat, or a pole
-                block = np.stack(np.meshgrid(np.arange(k), np.arange(k)), axis=-1).reshape(-1, 2)  # (k*k, 2)
-                uv = (np.stack([cc * k, rr * k], axis=1)[:, None, :] + block[None]).reshape(-1, 2).astype(np.int32)
-                boxes.append(box)
-                points.append(thing)
-                pixels.append(uv)  # every pixel of its samples' cells: a small thing keeps a colour after erosion
-                regions.append([uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max() + 1, uv[:, 1].max() + 1])
-                under.append(support_z)
-        if not boxes:
-            return empty
-        m = len(boxes)
-        return Detections3D(np.array(boxes), np.zeros(m, np.int64), np.full(m, p.score), (UNKNOWN_CLASS,),
-                            frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64), points=tuple(points),
-                            pixels=tuple(pixels), surround_z=np.array(under))
+                things.append((box, thing, rr, cc, support_z))
+        return things
 
 
 def _lowest_in_columns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
