@@ -28,9 +28,10 @@ def _eye(k: int) -> np.ndarray:
     return np.array([3.0 * math.cos(a), 3.0 * math.sin(a), 1.5])
 
 
-def _look(k: int, scene: list[np.ndarray], called_person: np.ndarray, at: np.ndarray = np.zeros(3)) -> FramePerception:
+def _look(k: int, scene: list[np.ndarray], called_person: np.ndarray, at: np.ndarray | None = None) -> FramePerception:
     """Look ``k`` at the scene (``at``: where the camera aims), with a "person" detection over ``called_person``."""
-    frame: Frame = render_frame(look_at(_eye(k), at + [0.0, 0.0, 0.6]), scene, index=k)
+    aim = (np.zeros(3) if at is None else at) + [0.0, 0.0, 0.6]
+    frame: Frame = render_frame(look_at(_eye(k), aim), scene, index=k)
     frame = Frame(frame.color, frame.depth, frame.K, frame.T_world_camera, stamp_ns=k * 500_000_000, index=k,
                   source_name="rendered")
     found = Detections2D(project_box(frame.T_world_camera, called_person)[None], np.zeros(1, np.int64),

@@ -59,27 +59,30 @@ def grid_normals(points: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.
 
 def mixed_samples(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
     """(h, w) bool: mixed ("flying") depth samples, blends of the two surfaces of a depth discontinuity that lie on
-    neither: along an image axis, the sample lies between its two neighbours' depths, more than ``base + per_m x
-    depth`` from each (or from the one neighbour there is, the other side having no depth). Left in, they make thin
-    false objects along the edges of monitors and door frames, and stretch the boxes of real things back to the
-    wall behind them or down into the surface they stand on.
+    neither. Along an image axis, a sample on a surface continues it: its inverse depth (linear across the image
+    on a plane, however slanted) is what the two samples before it on one side or the other predict, within
+    ``base + per_m x depth`` metres. A mixed sample continues neither side (a side without two samples of depth
+    predicts nothing), and departs from a neighbour by that much. Left in, they make thin false objects along the
+    edges of monitors and door frames, and stretch the boxes of real things back to the wall behind them or down
+    into the surface they stand on.
 
     Args:
         depth: (h, w) sampled depth, metres, 0 where invalid.
     """
-    tol = base + per_m * depth
     valid = depth > 0
+    inverse = np.where(valid, 1.0 / np.where(valid, depth, 1.0), 0.0)
+    metres = base + per_m * depth
+    tol = metres * inverse ** 2  # metres -> inverse metres at this depth
     out = np.zeros(depth.shape, bool)
     for axis in (0, 1):
-        d = np.moveaxis(depth, axis, 0)
+        u, d = np.moveaxis(inverse, axis, 0), np.moveaxis(depth, axis, 0)
         v = np.moveaxis(valid, axis, 0)
-        t = np.moveaxis(tol, axis, 0)
-        c, a, b = d[1:-1], d[:-2], d[2:]
-        ok_a, ok_b = v[:-2], v[2:]
-        gap_a, gap_b = c - a, c - b
-        between = ok_a & ok_b & (gap_a * gap_b < 0) & (np.abs(gap_a) > t[1:-1]) & (np.abs(gap_b) > t[1:-1])
-        one_side = ((ok_a & ~ok_b & (np.abs(gap_a) > t[1:-1])) | (~ok_a & ok_b & (np.abs(gap_b) > t[1:-1])))
-        np.moveaxis(out, axis, 0)[1:-1] |= v[1:-1] & (between | one_side)
+        t, m = np.moveaxis(tol, axis, 0)[2:-2], np.moveaxis(metres, axis, 0)[2:-2]
+        c, ok = u[2:-2], v[2:-2]
+        jump = ~v[1:-3] | ~v[3:-1] | (np.abs(d[1:-3] - d[2:-2]) > m) | (np.abs(d[3:-1] - d[2:-2]) > m)
+        before = v[:-4] & v[1:-3] & (np.abs(2 * u[1:-3] - u[:-4] - c) <= t)
+        after = v[4:] & v[3:-1] & (np.abs(2 * u[3:-1] - u[4:] - c) <= t)
+        np.moveaxis(out, axis, 0)[2:-2] |= ok & jump & ~before & ~after
     return out
 
 

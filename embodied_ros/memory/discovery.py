@@ -39,10 +39,10 @@ from .depth_grid import (
     connected_groups,
     depth_breaks,
     grid_normals,
-    mixed_samples,
     grow_silhouettes,
     hidden_samples,
     label_runs,
+    mixed_samples,
     piece_edges,
 )
 from .flat_things import FlatParams, block_colours, flat_regions
@@ -87,10 +87,10 @@ class DiscoveryParams:
     # object; points within wall_tol metres of it belong to it.
     min_wall_span: float = 1.0
     wall_tol: float = 0.03
-    # A sample between its two neighbours along an image axis (or beside one, with no depth on the other side),
-    # more than mixed_base + mixed_per_m x depth from each, is a mixed ("flying") depth pixel: not used.
+    # A sample at a depth step that continues the surface on neither side of it along an image axis, within
+    # mixed_base + mixed_per_m x depth (m), is a mixed ("flying") depth pixel: not used (depth_grid.mixed_samples).
     mixed_base: float = 0.01
-    mixed_per_m: float = 0.01
+    mixed_per_m: float = 0.02
     # Neighbouring samples farther apart in depth than break_base + break_per_m x depth x (stride / 4)
     # metres lie on different surfaces.
     break_base: float = 0.02
@@ -252,7 +252,7 @@ class ObjectDiscovery:
         labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
         hidden = hidden_samples(s.depth, labels, support | structure, p.hidden_gap, far)
         flats = [] if p.flat is None else flat_regions(
-            s.points, support, block_colours(frame.color, p.pixel_stride, s.valid.shape), floor_z, p.flat)
+            s.points, s.valid, support, block_colours(frame.color, p.pixel_stride, s.valid.shape), floor_z, p.flat)
         return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls), flats)
 
     # -- the frame's samples ----------------------------------------------------------------------
@@ -474,8 +474,8 @@ class ObjectDiscovery:
             top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
             if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
                 continue  # its top is hidden behind something nearer: cut, part of something larger
-            fixture = on_wall(piece, walls, p.fixture_depth)  # a socket, a poster, a pocket: unless it stands
-            slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2  # on something (below)
+            fixture = on_wall(piece, walls, p.fixture_depth)  # a socket, a poster, a pocket; or a thing on a shelf
+            slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2
             pieces.append((piece, _base(piece, c, p.base_band), r, c, j, fixture, slack))
         if not pieces:
             return []
@@ -493,15 +493,13 @@ class ObjectDiscovery:
             if contact[j] >= p.min_contact:
                 support_z = self.supports.height_under(bases[owner == j][touching[owner == j]],
                                                        p.contact_below + slack, p.contact_above)
-            elif fixture:
-                continue  # flat on a wall and standing on nothing: part of the room
-            else:
-                support_z = self._seen_below(piece, r, c, s, labels, slack)
+            else:  # the wall under a socket or a poster is no surface it stands on
+                support_z = None if fixture else self._seen_below(piece, r, c, s, labels, slack)
                 if support_z is None:
                     others = lowest[lows != label]
                     support_z = self._unseen_support(base, r, c, piece, s, levels, floor_z, others, slack)
                 if support_z is None:
-                    continue
+                    continue  # standing on nothing: part of something larger, or of the room
             above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
             for part in (sub for apart in connected_groups(r[above], c[above]) for sub in
                          self._split_by_colour(piece[above][apart], r[above][apart], c[above][apart], frame)):

@@ -46,6 +46,8 @@ class FlatParams:
     max_size: float = 0.6
     min_samples: int = 6
     enclosed: float = 0.7
+    # ... at the surface's height, within same_height (m).
+    same_height: float = 0.03
     # Surfaces within this height (m) of the floor are not looked at.
     floor_clearance: float = 0.05
     # The height (m) of a flat thing's box where the depth shows less (it lies within the surface's noise).
@@ -86,12 +88,13 @@ def _own_colours(lab: np.ndarray, p: FlatParams) -> np.ndarray:
     return np.array(out).reshape(-1, 3)
 
 
-def flat_regions(points: np.ndarray, support: np.ndarray, lab: np.ndarray, floor_z: float | None,
-                 p: FlatParams) -> list[tuple[np.ndarray, float]]:
+def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, lab: np.ndarray,
+                 floor_z: float | None, p: FlatParams) -> list[tuple[np.ndarray, float]]:
     """The flat things among a frame's support samples (module notes).
 
     Args:
         points: (h, w, 3) world points of the samples (z up).
+        valid: (h, w) bool, the samples with depth.
         support: (h, w) bool, the samples on supports.
         lab: (h, w, 3) the samples' CIELAB colours (``block_colours``).
         floor_z: the floor's height, when known.
@@ -133,11 +136,12 @@ def flat_regions(points: np.ndarray, support: np.ndarray, lab: np.ndarray, floor
         if side[0] < p.min_side or side[1] > p.max_size:
             continue
         around = _ring(rr, cc, h, w)
-        surface = flat[around]
-        k = int(np.bincount(surface).argmax())
-        own = (surface == k) & (k > 0) & ~foreign[around]
-        if k == 0 or own.sum() < p.enclosed * len(around):
-            continue  # at the surface's edge, or against something standing on it (its shadow)
+        k = int(np.bincount(flat[around], minlength=2)[1:].argmax()) + 1
+        # Around it, the surface's own colours at the surface's height (its own edge, a step of its thickness,
+        # may have no normal): not the surface's edge, nor something standing on it (beside its shadow).
+        own = valid.ravel()[around] & ~foreign[around] & (np.abs(z[around] - heights[k]) <= p.same_height)
+        if np.isnan(heights[k]) or own.sum() < p.enclosed * len(around):
+            continue
         out.append((members, float(heights[k])))
     return out
 
