@@ -140,6 +140,11 @@ class MemoryConfig:
     discover_unknown: bool = True
     # At most this many unknown objects in published_objects() (their own limit, not max_per_class).
     max_unknown: int = 100
+    # A discovered segment is evidence for the unknown object it fits only when it keeps that object's extent:
+    # it agrees with one of the object's latest segments (half the smaller box inside the larger, no extent
+    # more than this many times the other's). A smear of mixed depth changes with the view; two things seen as
+    # one are larger than either.
+    unknown_extent_ratio: float = 2.0
 
     # --- Movers (memory/movers.py): people and animals (classes.MOVER_CLASSES) never enter the static map;
     # those the evidence shows to be one are published as what the camera sees now (current_movers()).
@@ -168,6 +173,7 @@ class MemoryConfig:
         _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
         _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
         _check(self.max_unknown >= 0, "max_unknown must be at least 0", self.max_unknown)
+        _check(self.unknown_extent_ratio >= 1.0, "unknown_extent_ratio must be at least 1", self.unknown_extent_ratio)
         _check(0.0 < self.containment_threshold <= 1.0, "containment_threshold must be in (0, 1]",
                self.containment_threshold)
         _check(self.min_observations >= 1, "min_observations must be at least 1", self.min_observations)

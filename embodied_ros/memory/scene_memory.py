@@ -332,6 +332,7 @@ class SceneMemory:
             self._index.clear()
             self._floor.reset()
             self._movers.reset()
+            self._unknown.reset()
             if self._discovery is not None:
                 self._discovery.reset()
             self._fusion.completed_to = None
