@@ -35,6 +35,7 @@ from ..detections import Detections3D
 from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.fitting import fit_upright_box
+from ..geometry.iou import box_intersection_volume
 from .depth_grid import (
     connected_groups,
     depth_breaks,
@@ -45,7 +46,7 @@ from .depth_grid import (
     mixed_samples,
     piece_edges,
 )
-from .flat_things import FlatParams, block_colours, flat_regions
+from .flat_things import FlatParams, flat_regions
 from .object_colour import to_lab
 from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
 
@@ -251,8 +252,8 @@ class ObjectDiscovery:
         far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
         labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
         hidden = hidden_samples(s.depth, labels, support | structure, p.hidden_gap, far)
-        flats = [] if p.flat is None else flat_regions(
-            s.points, s.valid, support, block_colours(frame.color, p.pixel_stride, s.valid.shape), floor_z, p.flat)
+        flats = [] if p.flat is None else flat_regions(s.points, s.valid, support, frame.color, p.pixel_stride,
+                                                       floor_z, p.flat)
         return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls), flats)
 
     # -- the frame's samples ----------------------------------------------------------------------
@@ -414,6 +415,7 @@ class ObjectDiscovery:
         p = self.params
         w = labels.shape[1]
         things = self._standing(frame, s, labels, n, hidden, floor_z, walls)
+        standing = np.array([t[0] for t in things]).reshape(-1, 9)
         for members, support_z in flats:
             r, c = np.divmod(members, w)
             region = s.points.reshape(-1, 3)[members].astype(np.float64)
@@ -424,6 +426,8 @@ class ObjectDiscovery:
                 box = fit_upright_box(thing, pad=self._spacing(frame, s, rr, cc))
                 top = max(box[2] + 0.5 * box[5], support_z + p.flat.thickness)
                 box[2], box[5] = 0.5 * (top + support_z), top - support_z
+                if len(standing) and box_intersection_volume(box[None], standing)[0].max() > 0:
+                    continue  # the foot of a thing standing there (its colour reaches into the surface's band)
                 things.append((box, thing, rr, cc, support_z))
         if not things:
             return Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)

@@ -54,12 +54,13 @@ class FlatParams:
     thickness: float = 0.02
 
 
-def block_colours(color: np.ndarray, stride: int, shape: tuple[int, int]) -> np.ndarray:
-    """(h, w, 3) CIELAB of each sample's cell (the mean RGB of its ``stride`` x ``stride`` pixels: JPEG noise and
-    a pixel or two of misregistration average out), for a sampling grid of ``shape``."""
-    h, w = shape
-    block = color[:h * stride, :w * stride].reshape(h, stride, w, stride, 3).mean(axis=(1, 3))
-    return to_lab(np.round(block).astype(np.uint8).reshape(-1, 3)).reshape(h, w, 3)
+def block_colours(color: np.ndarray, stride: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(N, 3) CIELAB of the samples' cells at grid positions (rows, cols): the mean RGB of each sample's ``stride``
+    x ``stride`` pixels (JPEG noise and a pixel or two of misregistration average out)."""
+    h, w = color.shape[0] // stride, color.shape[1] // stride
+    cells = color[:h * stride, :w * stride].reshape(h, stride, w, stride, 3)[rows, :, cols]  # (N, stride, stride, 3)
+    mean = cells.reshape(len(rows), -1, 3).mean(axis=1)
+    return to_lab(np.round(mean).astype(np.uint8))
 
 
 def _scaled(lab: np.ndarray) -> np.ndarray:
@@ -71,8 +72,10 @@ def _scaled(lab: np.ndarray) -> np.ndarray:
 def _own_colours(lab: np.ndarray, p: FlatParams) -> np.ndarray:
     """(M, 3) the colours (``_scaled`` CIELAB) that hold at least ``own_share`` of a surface's samples ``lab``
     (N, 3 scaled): the means of the densest bin neighbourhoods, each taking its neighbours out of the count."""
-    keys = np.floor(lab / p.bin).astype(np.int64)
-    bins, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    keys = np.floor(lab / p.bin).astype(np.int64) + 64  # scaled CIELAB bins: each in 0..127
+    packed, inverse, counts = np.unique((keys[:, 0] << 14) | (keys[:, 1] << 7) | keys[:, 2], return_inverse=True,
+                                        return_counts=True)
+    bins = np.stack([packed >> 14, (packed >> 7) & 127, packed & 127], axis=1)
     inverse = inverse.reshape(-1)
     near = np.all(np.abs(bins[:, None, :] - bins[None, :, :]) <= 1, axis=2)  # (B, B)
     left = counts.astype(np.float64)
@@ -88,7 +91,7 @@ def _own_colours(lab: np.ndarray, p: FlatParams) -> np.ndarray:
     return np.array(out).reshape(-1, 3)
 
 
-def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, lab: np.ndarray,
+def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, color: np.ndarray, stride: int,
                  floor_z: float | None, p: FlatParams) -> list[tuple[np.ndarray, float]]:
     """The flat things among a frame's support samples (module notes).
 
@@ -96,7 +99,7 @@ def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, lab
         points: (h, w, 3) world points of the samples (z up).
         valid: (h, w) bool, the samples with depth.
         support: (h, w) bool, the samples on supports.
-        lab: (h, w, 3) the samples' CIELAB colours (``block_colours``).
+        color: (H, W, 3) uint8 RGB image the samples were taken from, every ``stride`` pixels.
         floor_z: the floor's height, when known.
         p: the rules.
 
@@ -109,11 +112,14 @@ def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, lab
         return []
     flat = surfaces.ravel()
     z = points[..., 2].ravel()
-    scaled = _scaled(lab.reshape(-1, 3))
+    large = np.flatnonzero(np.bincount(flat, minlength=n + 1)[1:] >= p.min_surface) + 1
+    on = np.flatnonzero(np.isin(flat, large))
+    scaled = np.zeros((h * w, 3))
+    scaled[on] = _scaled(block_colours(color, stride, *np.divmod(on, w)))
     foreign = np.zeros(h * w, bool)
     heights = np.full(n + 1, np.nan)
-    for k in np.flatnonzero(np.bincount(flat, minlength=n + 1)[1:] >= p.min_surface) + 1:
-        members = np.flatnonzero(flat == k)
+    for k in large:
+        members = on[flat[on] == k]
         heights[k] = np.median(z[members])
         if floor_z is not None and heights[k] - floor_z < p.floor_clearance:
             continue

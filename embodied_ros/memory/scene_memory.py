@@ -167,7 +167,7 @@ class SceneMemory:
             taken: set[int] = set()
             n_suppressed = self._take_detections(perception, np.flatnonzero(keep), views, created, updated, taken)
             spared: set[int] = set()
-            discovery_s, named_now = self._discover(perception, views, taken, created, updated, spared)
+            discovery_s, named_now, looked = self._discover(perception, views, taken, created, updated, spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
             merged = named_now + self._association.merge_pass(sorted(taken))
@@ -182,6 +182,7 @@ class SceneMemory:
                 missed=missed,
                 forgotten=forgotten,
                 discovery_s=discovery_s,
+                discovery_looked=looked,
             )
 
     def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],
@@ -259,7 +260,8 @@ class SceneMemory:
         return obj_id
 
     def _discover(self, perception: FramePerception, views: dict[int, Visibility], taken: set[int],
-                  created: list[int], updated: list[int], spared: set[int]) -> tuple[float, list[tuple[int, int]]]:
+                  created: list[int], updated: list[int],
+                  spared: set[int]) -> tuple[float, list[tuple[int, int]], bool]:
         """Take in the frame's unknown objects (memory/discovery.py): a segment that is part of a named
         object is left out; one that is an unknown object not yet taken this frame adds to it (the
         evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``.
@@ -268,15 +270,16 @@ class SceneMemory:
         ``spared`` (no evidence against them), and so does a segment over two of them (they are there).
 
         Returns:
-            The seconds it took, and the merges of unknown objects into named ones (removed, survivor).
+            The seconds it took, the merges of unknown objects into named ones (removed, survivor), and whether
+            discovery looked at the frame.
         """
         if self._discovery is None or perception.frame is None:
-            return 0.0, []
+            return 0.0, [], False
         start = time.perf_counter()
         found = self._discovery.discover(perception.frame, self._floor.z)
         if found is None:  # not a frame discovery looks at: it says nothing of the unknown objects in view
             spared |= {i for i in views if self._tracks[i].class_name == UNKNOWN_CLASS}
-            return time.perf_counter() - start, []
+            return time.perf_counter() - start, [], False
         if len(found) and not self._frame_id:
             self._frame_id = found.frame_id
         people = self._movers.current(int(perception.stamp_ns))
@@ -285,7 +288,7 @@ class SceneMemory:
             grown[:, 3:6] += 2 * _MOVER_MARGIN
             found = found.select(~points_in_boxes(found.boxes[:, :3], grown).any(axis=0))
         merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
-        return time.perf_counter() - start, merges
+        return time.perf_counter() - start, merges, True
 
     # ------------------------------------------------------------------ reading
 

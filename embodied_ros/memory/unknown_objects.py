@@ -82,7 +82,7 @@ class UnknownObjects:
         the same segment from every look; a smear of mixed depth along a monitor's edge lies along each view's
         rays, and two things seen as one are larger than either."""
         earlier = self._segments.get(obj_id)
-        return not earlier or any(extents_agree(box, e, self.config.unknown_extent_ratio) for e in earlier)
+        return not earlier or bool(extents_agree(box, np.array(earlier), self.config.unknown_extent_ratio).any())
 
     def reset(self) -> None:
         self._segments.clear()
@@ -168,26 +168,28 @@ class UnknownObjects:
         return (SKIP if len(holding) >= 2 else best), holding
 
 
-def extents_agree(a: np.ndarray, b: np.ndarray, ratio: float) -> bool:
-    """Whether two upright boxes (9,) have one extent: at least half the smaller lies in the larger, and their
-    extents (the footprint's two, sorted, and the height) differ by at most ``ratio`` times."""
-    ea = np.concatenate([np.sort(a[3:5]), a[5:6]])
-    eb = np.concatenate([np.sort(b[3:5]), b[5:6]])
-    if np.any(np.maximum(ea, eb) > ratio * np.minimum(ea, eb)):
-        return False
-    inside = box_intersection_volume(a[None], b[None])[0, 0]
-    return bool(inside >= 0.5 * min(float(np.prod(a[3:6])), float(np.prod(b[3:6]))))
+def extents_agree(box: np.ndarray, others: np.ndarray, ratio: float) -> np.ndarray:
+    """(M,) whether an upright box (9,) has the extent of each of the boxes (M, 9): at least half the smaller of the
+    two lies in the larger, and their extents (the footprint's two, sorted, and the height) differ by at most
+    ``ratio`` times."""
+    mine = np.concatenate([np.sort(box[3:5]), box[5:6]])
+    theirs = np.concatenate([np.sort(others[:, 3:5], axis=1), others[:, 5:6]], axis=1)
+    alike = np.all(np.maximum(mine, theirs) <= ratio * np.minimum(mine, theirs), axis=1)
+    inside = box_intersection_volume(box[None], others)[0]
+    smaller = np.minimum(float(np.prod(box[3:6])), np.prod(others[:, 3:6], axis=1))
+    return alike & (inside >= 0.5 * smaller)
 
 
 def _consensus(boxes: list[np.ndarray]) -> np.ndarray:
-    """The upright box (9,) its segments (9,) agree on: the yaw of the one with the largest summed IoU with the
-    others, and the median centre and extents along that box's axes."""
+    """The upright box (9,) its segments (9,) agree on: the median centre, and the median extents along the axes
+    of the segment whose centre lies nearest that."""
     b = np.array(boxes)
-    best = b[int(np.argmax(overlaps(b, b)[0].sum(axis=1)))]
+    centre = np.median(b[:, :3], axis=0)
+    best = b[int(np.argmin(np.linalg.norm(b[:, :3] - centre, axis=1)))]
     turn = b[:, 6] - best[6]
     c, s = np.abs(np.cos(turn)), np.abs(np.sin(turn))
     out = best.copy()
-    out[:3] = np.median(b[:, :3], axis=0)
+    out[:3] = centre
     out[3] = np.median(c * b[:, 3] + s * b[:, 4])  # each box's extent along the chosen axes
     out[4] = np.median(s * b[:, 3] + c * b[:, 4])
     out[5] = np.median(b[:, 5])
