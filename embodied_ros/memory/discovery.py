@@ -331,7 +331,7 @@ class ObjectDiscovery:
         total = np.cumsum(lab[order], axis=0)
         n = len(t)
         best, cut = 0.0, 0
-        for m in range(int(0.25 * n), int(0.75 * n) + 1, max(1, n // 40)):
+        for m in range(int(0.15 * n), int(0.85 * n) + 1, max(1, n // 40)):
             left, right = total[m - 1] / m, (total[-1] - total[m - 1]) / (n - m)
             gap = float(np.linalg.norm(left - right))
             if gap > best:

@@ -58,9 +58,10 @@ def block_colours(color: np.ndarray, stride: int, rows: np.ndarray, cols: np.nda
     """(N, 3) CIELAB of the samples' cells at grid positions (rows, cols): the mean RGB of each sample's ``stride``
     x ``stride`` pixels (JPEG noise and a pixel or two of misregistration average out)."""
     h, w = color.shape[0] // stride, color.shape[1] // stride
-    cells = color[:h * stride, :w * stride].reshape(h, stride, w, stride, 3)[rows, :, cols]  # (N, stride, stride, 3)
-    mean = cells.reshape(len(rows), -1, 3).mean(axis=1)
-    return to_lab(np.round(mean).astype(np.uint8))
+    step = max(stride // 2, 1)  # every other pixel of the cell: as good an average, a quarter of the work
+    cells = color[:h * stride, :w * stride].reshape(h, stride, w, stride, 3)[rows, ::step, cols, ::step]
+    total = cells.reshape(len(rows), -1, 3).sum(axis=1, dtype=np.uint32)
+    return to_lab(((total + cells.shape[1] * cells.shape[2] // 2) // (cells.shape[1] * cells.shape[2])).astype(np.uint8))
 
 
 def _scaled(lab: np.ndarray) -> np.ndarray:
@@ -129,11 +130,12 @@ def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, col
         gap = np.linalg.norm(scaled[members, None, :] - own[None], axis=2).min(axis=1)
         foreign[members[gap >= p.contrast]] = True
     groups, m = ndimage.label(foreign.reshape(h, w))
+    sizes = np.bincount(groups.ravel(), minlength=m + 1)
     out = []
     for g, where in enumerate(ndimage.find_objects(groups), start=1):
-        rr, cc = np.nonzero(groups[where] == g)
-        if len(rr) < p.min_samples:
+        if sizes[g] < p.min_samples:
             continue
+        rr, cc = np.nonzero(groups[where] == g)
         rr, cc = rr + where[0].start, cc + where[1].start
         if rr.min() == 0 or cc.min() == 0 or rr.max() == h - 1 or cc.max() == w - 1:
             continue  # cut by the image's edge
