@@ -128,3 +128,20 @@ def test_a_thing_whose_base_is_hidden_stands_on_the_floor() -> None:
         assert tower[0][2] - 0.5 * tower[0][5] < 0.03  # down to the floor, where its base is
         memory.update(_perception(frame))
     assert any(box_iou_3d(o.box[None], TOWER[None])[0, 0] > 0.3 for o in _unknown(memory))
+
+
+SMALL = np.array([0.2, 0.05, 0.81, 0.12, 0.1, 0.12, 0.0, 0.0, 0.0])  # a thing on the table ...
+BESIDE = np.array([0.38, 0.05, 0.81, 0.24, 0.1, 0.12, 0.0, 0.0, 0.0])  # ... and, in some looks, one touching it
+
+
+def test_a_thing_keeps_its_extent_across_looks() -> None:
+    """A segment that does not keep the extent of the object it fits (here a thing and its neighbour seen as one
+    piece; along a monitor's edge, a smear of mixed depth that lies along each view's rays) is no evidence of it:
+    the thing stays the size its own looks give it, and the pair makes no object of its own."""
+    target = TABLE[:3] + [0.0, 0.0, 0.3]
+    memory = SceneMemory()
+    for k, eye in enumerate(_eyes(4)):
+        scene = [TABLE, SMALL] if k % 2 == 0 else [TABLE, SMALL, BESIDE]
+        memory.update(_perception(render_frame(look_at(eye, target), scene, wall_y=WALL_Y, index=k)))
+    (thing,) = _unknown(memory)
+    assert box_iou_3d(thing.box[None], SMALL[None])[0, 0] > 0.4, thing.box

@@ -478,26 +478,26 @@ class ObjectDiscovery:
             top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
             if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
                 continue  # its top is hidden behind something nearer: cut, part of something larger
-            fixture = on_wall(piece, walls, p.fixture_depth)  # a socket, a poster, a pocket; or a thing on a shelf
             slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2
-            pieces.append((piece, _base(piece, c, p.base_band), r, c, j, fixture, slack))
+            pieces.append((piece, _base(piece, c, p.base_band), r, c, j, slack))
         if not pieces:
             return []
         # Each piece's base must touch a support: one look-up for all of them.
         bases = np.concatenate([piece[1] for piece in pieces])
         owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
-        slack = np.array([piece[6] for piece in pieces])
+        slack = np.array([piece[5] for piece in pieces])
         bases[:, 2] += slack[owner]  # a surface up to contact_above + slack over the base: the window moves up
         touching = self.supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
         contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
         levels = self.supports.levels(p.level_cells)
         things = []
         for j in range(len(pieces)):
-            piece, base, r, c, label, fixture, slack = pieces[j]
+            piece, base, r, c, label, slack = pieces[j]
             if contact[j] >= p.min_contact:
                 support_z = self.supports.height_under(bases[owner == j][touching[owner == j]],
                                                        p.contact_below + slack, p.contact_above)
-            else:  # the wall under a socket or a poster is no surface it stands on
+            else:  # on a wall (a socket, a poster, a pocket): the wall under it is no surface it stands on
+                fixture = on_wall(piece, walls, p.fixture_depth)
                 support_z = None if fixture else self._seen_below(piece, r, c, s, labels, slack)
                 if support_z is None:
                     others = lowest[lows != label]

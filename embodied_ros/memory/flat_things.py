@@ -60,8 +60,9 @@ def block_colours(color: np.ndarray, stride: int, rows: np.ndarray, cols: np.nda
     h, w = color.shape[0] // stride, color.shape[1] // stride
     step = max(stride // 2, 1)  # every other pixel of the cell: as good an average, a quarter of the work
     cells = color[:h * stride, :w * stride].reshape(h, stride, w, stride, 3)[rows, ::step, cols, ::step]
-    total = cells.reshape(len(rows), -1, 3).sum(axis=1, dtype=np.uint32)
-    return to_lab(((total + cells.shape[1] * cells.shape[2] // 2) // (cells.shape[1] * cells.shape[2])).astype(np.uint8))
+    n = cells.shape[1] * cells.shape[2]
+    total = cells.reshape(len(rows), n, 3).sum(axis=1, dtype=np.uint32)
+    return to_lab(((total + n // 2) // n).astype(np.uint8))
 
 
 def _scaled(lab: np.ndarray) -> np.ndarray:
