@@ -139,7 +139,7 @@ class DiscoveryParams:
     # ... and that surface was seen within this distance (m) of the base elsewhere, or at least
     # shared_pieces other pieces of the frame end within shared_base (m) of the same height, spread
     # over min_support_span.
-    unseen_reach: float = 0.8
+    unseen_reach: float = 0.3
     shared_pieces: int = 2
     shared_base: float = 0.015
     # Support map cell (m) across, its height, and the frames that must see a surface in it.
@@ -330,14 +330,11 @@ class ObjectDiscovery:
         order = np.argsort(t)
         total = np.cumsum(lab[order], axis=0)
         n = len(t)
-        best, cut = 0.0, 0
-        for m in range(int(0.15 * n), int(0.85 * n) + 1, max(1, n // 40)):
-            left, right = total[m - 1] / m, (total[-1] - total[m - 1]) / (n - m)
-            gap = float(np.linalg.norm(left - right))
-            if gap > best:
-                best, cut = gap, m
-        if best < p.split_colour:
+        m = np.arange(max(int(0.15 * n), 1), min(int(0.85 * n), n - 1) + 1)  # the cuts: left of each
+        gaps = np.linalg.norm(total[m - 1] / m[:, None] - (total[-1] - total[m - 1]) / (n - m)[:, None], axis=1)
+        if not len(m) or gaps.max() < p.split_colour:
             return everything
+        cut = int(m[int(np.argmax(gaps))])
         left, right = order[:cut], order[cut:]
         mean_l, mean_r = lab[left].mean(axis=0), lab[right].mean(axis=0)
         nearer_left = np.linalg.norm(lab - mean_l, axis=1) < np.linalg.norm(lab - mean_r, axis=1)

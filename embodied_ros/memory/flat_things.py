@@ -116,15 +116,16 @@ def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, col
     z = points[..., 2].ravel()
     large = np.flatnonzero(np.bincount(flat, minlength=n + 1)[1:] >= p.min_surface) + 1
     on = np.flatnonzero(np.isin(flat, large))
+    heights = np.full(n + 1, np.nan)
+    heights[large] = ndimage.median(z[on], flat[on], large)
+    if floor_z is not None:
+        large = large[heights[large] - floor_z >= p.floor_clearance]
+        on = on[np.isin(flat[on], large)]
     scaled = np.zeros((h * w, 3))
     scaled[on] = _scaled(block_colours(color, stride, *np.divmod(on, w)))
     foreign = np.zeros(h * w, bool)
-    heights = np.full(n + 1, np.nan)
     for k in large:
         members = on[flat[on] == k]
-        heights[k] = np.median(z[members])
-        if floor_z is not None and heights[k] - floor_z < p.floor_clearance:
-            continue
         own = _own_colours(scaled[members], p)
         if len(own) == 0:
             continue
