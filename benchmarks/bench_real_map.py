@@ -18,7 +18,7 @@ Memory variants: memory_variants.MEMORIES.
 
     .venv/bin/python benchmarks/bench_real_map.py [--scene redkitchen_walk] [--walks s1,s3,s10,s100,s200,first,last]
         [--detectors yolox-nano] [--memories full] [--passes 1] [--registration auto]
-        [--cache DIR] [--out DIR] [--per-class]
+        [--cache DIR] [--out DIR] [--per-class] [--baseline REF]
 
 Named figures score the named objects only; the class-agnostic column counts the required objects that
 any published object fits at IoU >= 0.25 whatever its class (unknown objects included), and the unknown
@@ -33,7 +33,10 @@ ceiling (the required objects that at least one single lifted detection fits: wh
 gives the map), which published objects differ between the walks of one memory (``sN`` against
 each other), and (``--per-class``) the matches per ground-truth class; ``--out`` also writes the
 contact sheet and top-down picture of every combination. ``--passes N`` replays each walk N times,
-each pass a minute after the previous one ended (a robot going round its room again).
+each pass a minute after the previous one ended (a robot going round its room again). ``--baseline REF`` runs
+the same benchmark on git REF's package first (a child process, the same cached detections, its pictures under
+``--out``/baseline) and ends with a before / after line per row. Discovery's time is given per frame and per
+frame it looked at (its own keyframes).
 """
 
 from __future__ import annotations
@@ -43,12 +46,15 @@ import hashlib
 import json
 import pickle
 import re
+import sys
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
+from baseline_runs import baseline_tree, print_result, run_child
 from memory_variants import MEMORIES
 
 import embodied_ros
@@ -174,11 +180,13 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
 
 
 def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth
-            ) -> tuple[ObjectViews, list[float], list[float], list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
+            ) -> tuple[ObjectViews, list[float], list[float], list[float], list[float],
+                       list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
-    times (s) without and of discovery, and the score (``_score``) after each pass."""
+    times (s) without and of discovery, of discovery on the frames it looked at (its keyframes), and the score
+    (``_score``) after each pass."""
     views = ObjectViews()
-    t_memory, t_discovery, t_structure = [], [], []
+    t_memory, t_discovery, t_structure, t_keyframe = [], [], [], []
     scores = []
     span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
     for k in range(passes):
@@ -191,6 +199,8 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
             t_memory.append(time.perf_counter() - t0 - result.discovery_s - structure_s)
             t_discovery.append(result.discovery_s)
             t_structure.append(structure_s)
+            if getattr(result, "discovery_looked", result.discovery_s > 5e-4):  # (a baseline may not say)
+                t_keyframe.append(result.discovery_s)
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
@@ -198,7 +208,7 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
             if structure_s > 0:  # a keyframe the structure looked at: a view of its parts
                 views.observe(perception.frame, ((o.id, o.box, np.zeros((0, 3))) for o in _structure(memory)))
         scores.append(_score(memory, truth))
-    return views, t_memory, t_discovery, t_structure, scores
+    return views, t_memory, t_discovery, t_structure, t_keyframe, scores
 
 
 def _structure(memory: SceneMemory) -> list:
@@ -297,6 +307,49 @@ def _rates(rows: list[Row]) -> list[str]:
     return lines
 
 
+def _summary(rows: list[Row]) -> list[dict]:
+    """Each row's figures, for the before / after table."""
+    return [{"detector": r.detector, "walk": r.walk, "memory": r.memory, "frames": r.n_frames,
+             "precision": r.iou.precision, "recall": r.iou.recall, "found": len(r.agnostic.found),
+             "agnostic": r.agnostic.recall, "unknown": sum(o.class_name == UNKNOWN_CLASS for o in r.objects),
+             "spurious": r.agnostic.count("spurious", [o.class_name for o in r.objects], UNKNOWN_CLASS),
+             "discovery": r.ms["discovery"], "keyframe": r.ms["keyframe"], "memory_ms": r.ms["memory"]}
+            for r in rows]
+
+
+def _baseline(ref: str) -> list[dict]:
+    """This benchmark, with the same arguments, on ``ref``'s package (its pictures under ``--out``/baseline)."""
+    argv, skip = [], False
+    for a in sys.argv[1:]:
+        if skip or a == "--baseline" or a.startswith("--baseline="):
+            skip = a == "--baseline"
+            continue
+        argv.append(a)
+    if "--out" in argv:
+        at = argv.index("--out") + 1
+        argv[at] = str(Path(argv[at]) / "baseline")
+    with tempfile.TemporaryDirectory() as tmp:
+        code = baseline_tree(ref, Path(tmp))
+        print(f"baseline {ref}: running ...", flush=True)
+        return run_child(code, __file__, [*argv, "--result"])  # type: ignore[return-value]
+
+
+def _before_after(before: list[dict], after: list[dict], ref: str) -> None:
+    """One line per row: named precision / recall, found as anything, unknown, spurious, discovery ms (per frame,
+    per keyframe), before (``ref``) and after (this code)."""
+    print(f"\nbefore ({ref}) -> after (this code): named prec/rec | found as anything | unknown (spurious) | "
+          "discovery ms/frame (ms/keyframe)")
+    old = {(b["detector"], b["walk"], b["memory"]): b for b in before}
+    for a in after:
+        b = old.get((a["detector"], a["walk"], a["memory"]))
+        if b is None:
+            continue
+        print(f"{a['detector']:14s} {a['walk']:6s} {a['memory']:6s} {b['precision']:.2f}/{b['recall']:.2f} -> "
+              f"{a['precision']:.2f}/{a['recall']:.2f} | {b['found']:2d} ({b['agnostic']:.2f}) -> {a['found']:2d} "
+              f"({a['agnostic']:.2f}) | {b['unknown']:2d} ({b['spurious']}) -> {a['unknown']:2d} ({a['spurious']}) | "
+              f"{b['discovery']:.1f} ({b['keyframe']:.1f}) -> {a['discovery']:.1f} ({a['keyframe']:.1f})")
+
+
 def main() -> None:
     data = default_data_dir()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -312,7 +365,11 @@ def main() -> None:
     p.add_argument("--cache", type=Path, default=None, help="keep the lifted detections here between runs")
     p.add_argument("--out", type=Path, default=None, help="write each combination's pictures here")
     p.add_argument("--per-class", action="store_true", help="matches per ground-truth class")
+    p.add_argument("--baseline", default="", metavar="REF",
+                   help="also run this benchmark on git REF's package, on the same detections: before / after")
+    p.add_argument("--result", action="store_true", help=argparse.SUPPRESS)  # a baseline child's summary line
     args = p.parse_args()
+    before = _baseline(args.baseline) if args.baseline else None
     scene = args.data / args.scene
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     truth = load_ground_truth(scene / "ground_truth.json")
@@ -335,14 +392,15 @@ def main() -> None:
         for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]
             memory = SceneMemory(**{**MEMORIES[name], **overrides})
-            views, t_memory, t_discovery, t_structure, scores = _replay(steps, memory, args.passes, truth)
+            views, t_memory, t_discovery, t_structure, t_keyframe, scores = _replay(steps, memory, args.passes, truth)
             n, iou, centre, agnostic = scores[-1]
             objects = memory.published_objects()
             parts = _structure(memory)
             rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
                             {**ms, "memory": 1e3 * float(np.mean(t_memory)),
                              "discovery": 1e3 * float(np.mean(t_discovery)),
-                             "structure": 1e3 * float(np.mean(t_structure))}, agnostic, objects,
+                             "structure": 1e3 * float(np.mean(t_structure)),
+                             "keyframe": 1e3 * float(np.mean(t_keyframe)) if t_keyframe else 0.0}, agnostic, objects,
                             [s[1] for s in scores], parts, _score_structure(parts, truth)))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
@@ -354,7 +412,7 @@ def main() -> None:
                                   title=f"{detector}, {name}, {walk}")
     print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
           f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
-          f"| structure: ctr cab shf false | ms/frame detect lift memory discovery structure")
+          f"| structure: ctr cab shf false | ms/frame detect lift memory discovery (a keyframe of it) structure")
     for r in rows:
         i, c, a = r.iou, r.centre, r.agnostic
         unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
@@ -365,7 +423,11 @@ def main() -> None:
               f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
               f"{_found(r, truth, 'counter'):>14s} {_found(r, truth, 'cabinet'):>3s} {_found(r, truth, 'shelf'):>3s} "
               f"{r.structure_score.n_false:5d} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} "
-              f"{r.ms['discovery']:9.1f} {r.ms['structure']:9.1f}")
+              f"{r.ms['discovery']:9.1f} ({r.ms['keyframe']:.1f}) {r.ms['structure']:9.1f}")
+    if args.result:
+        print_result(_summary(rows))
+    if before is not None:
+        _before_after(before, _summary(rows), args.baseline)
     rates = _rates(rows)
     if rates:
         print("\nthe same map at any rate: published objects one stride walk has and another has not")

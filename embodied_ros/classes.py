@@ -13,8 +13,9 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = [
-    "FRONTED_CLASSES", "LONG_FRONT", "ORIENTED_CLASSES", "ROOM_AXIS_CLASSES", "ROOM_FACING_CLASSES", "SEAT_CLASSES",
-    "SHORT_FRONT", "SUPPORT_CLASSES", "SURFACE_CLASSES", "WOODEN_CLASSES", "RelationType",
+    "FRONTED_CLASSES", "LONG_FRONT", "MOVER_CLASSES", "ORIENTED_CLASSES", "PERSON_CLASSES", "ROOM_AXIS_CLASSES",
+    "ROOM_FACING_CLASSES", "SEAT_CLASSES", "SHORT_FRONT", "SUPPORT_CLASSES", "SURFACE_CLASSES", "WOODEN_CLASSES",
+    "RelationType", "is_mover",
 ]
 
 
@@ -54,5 +55,17 @@ the table, however much of it the table's lifted detections took in."""
 # Classes whose box holds a backrest above the surface things rest on (grounding.relations.SEAT_HEIGHT).
 SEAT_CLASSES = frozenset({"chair", "sofa", "couch", "bench", "armchair", "toilet"})
 
+# Movers: people and animals are not part of the room. Their detections never enter the static map; they are
+# published as what the camera sees now (memory/movers.py).
+MOVER_CLASSES = frozenset({"person", "man", "woman", "child", "people", "pedestrian", "bird", "cat", "dog", "horse",
+                           "sheep", "cow", "elephant", "bear", "zebra", "giraffe"})
+PERSON_CLASSES = frozenset({"person", "man", "woman", "child", "people", "pedestrian"})
+"""The movers whose shape is a person's (MemoryConfig.person_min_height)."""
+
 # Classes usually made of wood: described as brown whenever brown fits their measured colour.
 WOODEN_CLASSES = frozenset({"chair", "diningtable", "dining table", "table", "desk", "bench", "shelf", "bookcase"})
+
+
+def is_mover(class_name: str) -> bool:
+    """Whether a class is a person's or an animal's (``MOVER_CLASSES``, names compared as ``class_key`` does)."""
+    return "".join(class_name.lower().split()) in MOVER_CLASSES

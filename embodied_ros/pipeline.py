@@ -182,7 +182,8 @@ def run(
                 views.observe(frame, ((o.id, o.box, np.zeros((0, 3))) for o in structure))
             with timer.stage("writing"):  # the detector's image detections go into the bag with the inputs
                 found = step.perception.detections_2d
-                writer.write(frame if found is None else with_detections(frame, found), memory.published_objects(),
+                writer.write(frame if found is None else with_detections(frame, found),
+                             [*memory.published_objects(), *memory.current_movers()],
                              mapper.occupancy.occupied_voxels(), structure)
             if processed in keep_for_pictures:
                 kept.append(frame)

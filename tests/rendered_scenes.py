@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from embodied_ros.frame import Frame
@@ -50,10 +52,14 @@ def _hit_plane(origin: np.ndarray, dirs: np.ndarray, point: np.ndarray, normal: 
     return np.where(t > 0, t, np.inf)
 
 
+Colour = tuple[int, int, int] | Callable[[np.ndarray], np.ndarray]
+
+
 def render_frame(T_world_camera: np.ndarray, boxes: list[np.ndarray], wall_y: float | None = None,
-                 index: int = 0, colors: list[tuple[int, int, int]] | None = None) -> Frame:
-    """Depth of boxes on the floor z = 0 (and optionally a wall at y = wall_y facing +y); ``colors``: an RGB
-    per box (the floor and the wall stay grey 128)."""
+                 index: int = 0, colors: list[Colour] | None = None) -> Frame:
+    """Depth of boxes on the floor z = 0 (and optionally a wall at y = wall_y facing +y); ``colors``: per box an
+    RGB, or a texture: a function of the (N, 3) world points a box shows to their (N, 3) RGB (the floor and the
+    wall stay grey 128)."""
     origin, dirs = _rays(T_world_camera)
     t = _hit_plane(origin, dirs, np.zeros(3), np.array([0.0, 0.0, 1.0]))
     if wall_y is not None:
@@ -62,7 +68,9 @@ def render_frame(T_world_camera: np.ndarray, boxes: list[np.ndarray], wall_y: fl
     for k, box in enumerate(boxes):
         hit = _hit_box(origin, dirs, box)
         if colors is not None:
-            color[hit < t] = colors[k]
+            seen = hit < t
+            paint = colors[k]
+            color[seen] = paint(origin + dirs[seen] * hit[seen, None]) if callable(paint) else paint
         t = np.minimum(t, hit)
     depth = np.where(np.isfinite(t) & (t < 8.0), t, 0.0).reshape(H, W).astype(np.float32)
     color = color.reshape(H, W, 3)

@@ -289,7 +289,11 @@ def test_launch_arguments_name_real_parameters() -> None:
 
 def _scene() -> tuple[list[SceneObject], OccupiedVoxels]:
     rng = np.random.default_rng(3)
-    objects = _objects(4)
+    objects = _objects(4) + [  # an unknown object and a person seen now: their own namespaces and fields
+        SceneObject(7, "object", 0.5, np.array([1, 2, 0.5, 0.2, 0.2, 0.1, 0, 0, 0]), (("object", 0.5),), 2, 0, 4, 10,
+                    20),
+        SceneObject(9, "person", 0.8, np.array([2, 0, 0.9, 0.5, 0.3, 1.7, 0.2, 0, 0]), (("person", 0.8),), 3, 1, 5, 30,
+                    10**9 + 40)]
     voxels = OccupiedVoxels(centers=rng.uniform(-2, 2, (500, 3)), labels=rng.integers(-1, 2, 500).astype(np.int16),
                             vocabulary=("cup", "chair"), log_odds=rng.uniform(1, 3, 500).astype(np.float32),
                             voxel_size=0.16)

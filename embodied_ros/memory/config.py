@@ -145,6 +145,29 @@ class MemoryConfig:
     # message field) and grounded over ("the cup on the counter").
     room_structure: bool = True
 
+    # A discovered segment is evidence for the unknown object it fits only when it keeps that object's extent:
+    # it agrees with one of the object's latest segments (half the smaller box inside the larger, no extent
+    # more than this many times the other's). A smear of mixed depth changes with the view; two things seen as
+    # one are larger than either.
+    unknown_extent_ratio: float = 2.0
+
+    # --- Movers (memory/movers.py): people and animals (classes.MOVER_CLASSES) never enter the static map;
+    # those the evidence shows to be one are published as what the camera sees now (current_movers()).
+    # A current mover is published until this many seconds after its latest detection.
+    mover_lifetime_s: float = 1.0
+    # A detection is a mover seen before when their centres lie within mover_reach metres, plus mover_speed
+    # m/s times the time between them.
+    mover_reach: float = 0.5
+    mover_speed: float = 1.5
+    # A mover is one (and published) when it moved: its centre went at least mover_min_move metres
+    # (horizontally) from where it was first seen; a static thing's lifted box shifts by less between views ...
+    mover_min_move: float = 0.4
+    # ... or when it has a person's shape: a person detection whose points span at least this height (m).
+    # A coat on a chair or a jacket on boxes that a detector calls "person" is neither: no person.
+    person_min_height: float = 1.0
+    # Movers not detected for this many seconds are forgotten (where one was first seen, whether it moved).
+    mover_forget_s: float = 10.0
+
     def __post_init__(self) -> None:
         try:
             object.__setattr__(self, "score_mode", ScoreMode(self.score_mode))
@@ -155,6 +178,7 @@ class MemoryConfig:
         _check(0.0 <= self.iou_threshold < 1.0, "iou_threshold must be in [0, 1)", self.iou_threshold)
         _check(self.max_per_class >= 1, "max_per_class must be at least 1", self.max_per_class)
         _check(self.max_unknown >= 0, "max_unknown must be at least 0", self.max_unknown)
+        _check(self.unknown_extent_ratio >= 1.0, "unknown_extent_ratio must be at least 1", self.unknown_extent_ratio)
         _check(0.0 < self.containment_threshold <= 1.0, "containment_threshold must be in (0, 1]",
                self.containment_threshold)
         _check(self.min_observations >= 1, "min_observations must be at least 1", self.min_observations)
@@ -177,6 +201,9 @@ class MemoryConfig:
         _check(self.existence_min < 0.0 < self.existence_max, "need existence_min < 0 < existence_max",
                (self.existence_min, self.existence_max))
         _check(self.forget_after_s >= 0.0, "forget_after_s must be >= 0 (seconds)", self.forget_after_s)
+        for name in ("mover_lifetime_s", "mover_reach", "mover_speed", "mover_min_move", "person_min_height",
+                     "mover_forget_s"):
+            _check(getattr(self, name) >= 0.0, f"{name} must be >= 0", getattr(self, name))
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,35 @@ def grid_normals(points: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.
     return normal, ok
 
 
+def mixed_samples(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
+    """(h, w) bool: mixed ("flying") depth samples, blends of the two surfaces of a depth discontinuity that lie on
+    neither. Along an image axis, a sample on a surface continues it: its inverse depth (linear across the image
+    on a plane, however slanted) is what the two samples before it on one side or the other predict, within
+    ``base + per_m x depth`` metres. A mixed sample continues neither side (a side without two samples of depth
+    predicts nothing), and departs from a neighbour by that much. Left in, they make thin false objects along the
+    edges of monitors and door frames, and stretch the boxes of real things back to the wall behind them or down
+    into the surface they stand on.
+
+    Args:
+        depth: (h, w) sampled depth, metres, 0 where invalid.
+    """
+    valid = depth > 0
+    inverse = np.where(valid, 1.0 / np.where(valid, depth, 1.0), 0.0)
+    metres = base + per_m * depth
+    tol = metres * inverse ** 2  # metres -> inverse metres at this depth
+    out = np.zeros(depth.shape, bool)
+    for axis in (0, 1):
+        u, d = np.moveaxis(inverse, axis, 0), np.moveaxis(depth, axis, 0)
+        v = np.moveaxis(valid, axis, 0)
+        t, m = np.moveaxis(tol, axis, 0)[2:-2], np.moveaxis(metres, axis, 0)[2:-2]
+        c, ok = u[2:-2], v[2:-2]
+        jump = ~v[1:-3] | ~v[3:-1] | (np.abs(d[1:-3] - d[2:-2]) > m) | (np.abs(d[3:-1] - d[2:-2]) > m)
+        before = v[:-4] & v[1:-3] & (np.abs(2 * u[1:-3] - u[:-4] - c) <= t)
+        after = v[4:] & v[3:-1] & (np.abs(2 * u[3:-1] - u[4:] - c) <= t)
+        np.moveaxis(out, axis, 0)[2:-2] |= ok & jump & ~before & ~after
+    return out
+
+
 def depth_breaks(depth: np.ndarray, base: float, per_m: float) -> np.ndarray:
     """(h, w) bool: samples beside a depth discontinuity (to a neighbour along either image axis)."""
     tol = base + per_m * depth

@@ -35,6 +35,7 @@ from ..detections import Detections3D
 from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.fitting import fit_upright_box
+from ..geometry.iou import box_intersection_volume
 from .depth_grid import (
     connected_groups,
     depth_breaks,
@@ -42,8 +43,10 @@ from .depth_grid import (
     grow_silhouettes,
     hidden_samples,
     label_runs,
+    mixed_samples,
     piece_edges,
 )
+from .flat_things import FlatParams, flat_regions
 from .object_colour import to_lab
 from .room_surfaces import SupportMap, WallPlanes, find_walls, on_wall
 from .structure_cells import FrameSurfaces
@@ -86,6 +89,10 @@ class DiscoveryParams:
     # object; points within wall_tol metres of it belong to it.
     min_wall_span: float = 1.0
     wall_tol: float = 0.03
+    # A sample at a depth step that continues the surface on neither side of it along an image axis, within
+    # mixed_base + mixed_per_m x depth (m), is a mixed ("flying") depth pixel: not used (depth_grid.mixed_samples).
+    mixed_base: float = 0.01
+    mixed_per_m: float = 0.02
     # Neighbouring samples farther apart in depth than break_base + break_per_m x depth x (stride / 4)
     # metres lie on different surfaces.
     break_base: float = 0.02
@@ -118,6 +125,9 @@ class DiscoveryParams:
     contact_below: float = 0.05
     contact_above: float = 0.02
     min_contact: float = 0.3
+    # ... plus contact_per_m2 x depth^2 (m; the noise of a far surface and a thing's lowest samples grow with
+    # the square of the depth: 2.5 cm more at 2.5 m).
+    contact_per_m2: float = 0.004
     # ... or just below them in the image, samples of that height lie within contact_reach (m).
     contact_reach: float = 0.08
     # Where the support beside a piece was not seen, it still stands on one when its base is at the
@@ -137,6 +147,8 @@ class DiscoveryParams:
     support_cell: float = 0.04
     support_layer: float = 0.02
     support_frames: int = 1
+    # Flat things on supports, found by their colour (memory/flat_things.py); None: not looked for.
+    flat: FlatParams | None = field(default_factory=FlatParams)
     # The score of one discovered object (memory.existence_hit x score is one look's evidence: 0.5
     # gives 0.625, p = 0.65, below the 0.7 published; a second look publishes it).
     score: float = 0.5
@@ -246,7 +258,9 @@ class ObjectDiscovery:
         far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth
         labels = grow_silhouettes(labels, s.depth, s.valid & breaks & ~support & ~structure, far)
         hidden = hidden_samples(s.depth, labels, support | structure, p.hidden_gap, far)
-        return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls))
+        flats = [] if p.flat is None else flat_regions(s.points, s.valid, support, frame.color, p.pixel_stride,
+                                                       floor_z, p.flat)
+        return self._objects(frame, s, labels, n, hidden, floor_z, self.walls.seen(walls), flats)
 
     # -- the frame's samples ----------------------------------------------------------------------
 
@@ -262,6 +276,8 @@ class ObjectDiscovery:
                                          np.ones(us.shape)], axis=-1).astype(np.float32)}
         valid = np.isfinite(depth) & (depth >= p.min_depth) & (depth <= p.max_depth)
         d = np.where(valid, depth, 0.0).astype(np.float32)
+        valid &= ~mixed_samples(d, p.mixed_base, p.mixed_per_m)  # flying pixels: on no surface
+        d[~valid] = 0.0
         R = frame.T_world_camera[:3, :3].astype(np.float32)
         t = frame.T_world_camera[:3, 3].astype(np.float32)
         points = (self._rays[key] * d[..., None]) @ R.T + t
@@ -320,14 +336,11 @@ class ObjectDiscovery:
         order = np.argsort(t)
         total = np.cumsum(lab[order], axis=0)
         n = len(t)
-        best, cut = 0.0, 0
-        for m in range(int(0.25 * n), int(0.75 * n) + 1, max(1, n // 40)):
-            left, right = total[m - 1] / m, (total[-1] - total[m - 1]) / (n - m)
-            gap = float(np.linalg.norm(left - right))
-            if gap > best:
-                best, cut = gap, m
-        if best < p.split_colour:
+        m = np.arange(max(int(0.15 * n), 1), min(int(0.85 * n), n - 1) + 1)  # the cuts: left of each
+        gaps = np.linalg.norm(total[m - 1] / m[:, None] - (total[-1] - total[m - 1]) / (n - m)[:, None], axis=1)
+        if not len(m) or gaps.max() < p.split_colour:
             return everything
+        cut = int(m[int(np.argmax(gaps))])
         left, right = order[:cut], order[cut:]
         mean_l, mean_r = lab[left].mean(axis=0), lab[right].mean(axis=0)
         nearer_left = np.linalg.norm(lab - mean_l, axis=1) < np.linalg.norm(lab - mean_r, axis=1)
@@ -335,13 +348,13 @@ class ObjectDiscovery:
         return [left, right] if purity >= p.split_purity else everything
 
     def _seen_below(self, piece: np.ndarray, rows: np.ndarray, cols: np.ndarray, s: _Samples,
-                    labels: np.ndarray) -> float | None:
+                    labels: np.ndarray, slack: float) -> float | None:
         """The height of a surface the piece's base touches in the image (or None): just below its lowest
         samples, in at least ``min_contact`` of their columns, other samples at the base's height and
         within ``contact_reach`` of it horizontally (a worktop whose normals the noise tilts; a chair's
         backrest seen over the table's far edge ends well behind the edge)."""
         p = self.params
-        bottom = piece[:, 2].min()
+        bottom = _bottom(piece, cols)
         low = piece[:, 2] <= bottom + p.base_band
         h = labels.shape[0]
         found, heights = np.zeros(low.sum(), bool), []
@@ -350,7 +363,7 @@ class ObjectDiscovery:
             there = s.points[r, c].astype(np.float64)
             dz = there[:, 2] - piece[low, 2]
             ok = (s.valid[r, c] & (labels[r, c] != labels[rows[low], cols[low]]) & (dz >= -p.contact_below)
-                  & (dz <= p.contact_above)
+                  & (dz <= p.contact_above + slack)
                   & (np.linalg.norm(there[:, :2] - piece[low, :2], axis=1) <= p.contact_reach))
             found |= ok
             heights.append(there[ok, 2])
@@ -361,8 +374,8 @@ class ObjectDiscovery:
         return float(np.median(np.concatenate(heights)))
 
     def _unseen_support(self, base: np.ndarray, rows: np.ndarray, cols: np.ndarray, piece: np.ndarray,
-                        valid: np.ndarray, levels: np.ndarray, floor_z: float | None,
-                        bases: np.ndarray) -> float | None:
+                        s: _Samples, levels: np.ndarray, floor_z: float | None,
+                        bases: np.ndarray, slack: float) -> float | None:
         """The height of the support a piece stands on where none was seen beside it, or None: the floor
         (it goes on under everything), or an unseen surface (no depth just below the piece: a black
         worktop) of a height seen within ``unseen_reach`` of it, or on which other pieces of the frame
@@ -370,17 +383,26 @@ class ObjectDiscovery:
         height with nothing seen below them stand on something there)."""
         p = self.params
         bottom = float(base[:, 2].min())
-        if floor_z is not None and abs(bottom - floor_z) <= p.floor_tol:
+        if floor_z is not None and abs(bottom - floor_z) <= p.floor_tol + slack:
             return floor_z
-        low = piece[:, 2] <= bottom + p.base_band
-        r, c = rows[low] + 1, cols[low]  # the samples just below the base in the image
-        inside = r < valid.shape[0]
-        unseen = ~valid[r[inside], c[inside]]
-        if not len(unseen) or unseen.mean() < p.min_unseen_below:
+        r, c = _lowest_in_columns(rows, cols)
+        inside = r + 1 < s.valid.shape[0]
+        r, c = r[inside], c[inside]
+        far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth[r, c]
+        # The surface under it is not seen from here: no depth just below the piece in the image (a black
+        # worktop), or the view passes it to something farther (the wall under a shelf seen edge-on).
+        unseen = ~s.valid[r + 1, c] | (s.depth[r + 1, c] > s.depth[r, c] + far)
+        if not len(unseen):
             return None
-        near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + p.contact_above)]
+        hidden = s.valid[r + 1, c] & (s.depth[r + 1, c] < s.depth[r, c] - far)
+        if floor_z is not None and hidden.mean() >= p.min_unseen_below and piece[:, 2].max() - floor_z <= p.max_size:
+            return floor_z  # its base is hidden behind something nearer (a table's edge): on the floor the map knows
+        if unseen.mean() < p.min_unseen_below:
+            return None
+        above = p.contact_above + slack
+        near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + above)]
         reach = int(np.ceil(p.unseen_reach / p.support_cell))
-        if len(near) and self.supports.surface_near(base[:1], p.contact_below, p.contact_above, reach)[0]:
+        if len(near) and self.supports.surface_near(base[:1], p.contact_below, above, reach)[0]:
             return float(near[np.argmin(np.abs(near - bottom))])
         level = bases[np.abs(bases[:, 2] - bottom) <= p.shared_base]
         spread = np.ptp(np.vstack([level[:, :2], base[:1, :2]]), axis=0).max() if len(level) else 0.0
@@ -389,17 +411,55 @@ class ObjectDiscovery:
         return None
 
     def _objects(self, frame: Frame, s: _Samples, labels: np.ndarray, n: int, hidden: np.ndarray,
-                 floor_z: float | None, walls: np.ndarray) -> Detections3D:
-        """The pieces (``labels``) that are objects; ``hidden``: samples with something in front of them;
-        ``walls``: (W, 4) the room's structure planes (``_plane``)."""
+                 floor_z: float | None, walls: np.ndarray, flats: list[tuple[np.ndarray, float]]) -> Detections3D:
+        """The pieces (``labels``) that are objects, and the flat things; ``hidden``: samples with something in
+        front of them; ``walls``: (W, 4) the room's structure planes (``_plane``); ``flats``: each flat thing's
+        samples (flat indices) and the height of its surface (memory/flat_things.py)."""
         p = self.params
-        empty = Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)
+        w = labels.shape[1]
+        things = self._standing(frame, s, labels, n, hidden, floor_z, walls)
+        standing = np.array([t[0] for t in things]).reshape(-1, 9)
+        for members, support_z in flats:
+            r, c = np.divmod(members, w)
+            region = s.points.reshape(-1, 3)[members].astype(np.float64)
+            for part in self._split_by_colour(region, r, c, frame):  # a magazine lying on leaflets
+                thing, rr, cc = region[part], r[part], c[part]
+                if len(thing) < p.flat.min_samples:
+                    continue
+                box = fit_upright_box(thing, pad=self._spacing(frame, s, rr, cc))
+                top = max(box[2] + 0.5 * box[5], support_z + p.flat.thickness)
+                box[2], box[5] = 0.5 * (top + support_z), top - support_z
+                if len(standing) and box_intersection_volume(box[None], standing)[0].max() > 0:
+                    continue  # the foot of a thing standing there (its colour reaches into the surface's band)
+                things.append((box, thing, rr, cc, support_z))
+        if not things:
+            return Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)
+        k = p.pixel_stride
+        block = np.stack(np.meshgrid(np.arange(k), np.arange(k)), axis=-1).reshape(-1, 2)  # (k*k, 2)
+        pixels = [(np.stack([cc * k, rr * k], axis=1)[:, None, :] + block[None]).reshape(-1, 2).astype(np.int32)
+                  for _, _, rr, cc, _ in things]  # every pixel of its samples' cells: a small thing keeps a colour
+        regions = [[uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max() + 1, uv[:, 1].max() + 1] for uv in pixels]
+        m = len(things)
+        return Detections3D(np.array([t[0] for t in things]), np.zeros(m, np.int64), np.full(m, p.score),
+                            (UNKNOWN_CLASS,), frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64),
+                            points=tuple(t[1] for t in things), pixels=tuple(pixels),
+                            surround_z=np.array([t[4] for t in things]))
+
+    def _spacing(self, frame: Frame, s: _Samples, rr: np.ndarray, cc: np.ndarray) -> float:
+        """The distance (m) between neighbouring samples at the depth of these."""
+        return float(np.median(s.depth[rr, cc])) * self.params.pixel_stride / frame.K[0, 0]
+
+    def _standing(self, frame: Frame, s: _Samples, labels: np.ndarray, n: int, hidden: np.ndarray,
+                  floor_z: float | None, walls: np.ndarray) -> list[tuple]:
+        """The pieces that are things standing on a support: per thing (box, points, rows, columns, support
+        height)."""
+        p = self.params
         flat = labels.ravel()
         counts = np.bincount(flat, minlength=n + 1)
         ids = np.flatnonzero(counts >= p.min_points)
         ids = ids[ids > 0]
         if len(ids) == 0:
-            return empty
+            return []
         lo, hi, order, first = label_runs(labels, n, s.points)
         lo, hi = lo[ids], hi[ids]
         starts, ends = first[ids], first[ids] + counts[ids]
@@ -421,54 +481,67 @@ class ObjectDiscovery:
             top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
             if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
                 continue  # its top is hidden behind something nearer: cut, part of something larger
-            if on_wall(piece, walls, p.fixture_depth):
-                continue  # flat on a wall: a socket, a poster, a pocket: part of the room
-            pieces.append((piece, piece[piece[:, 2] <= lo[j, 2] + p.base_band], r, c, j))
+            slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2
+            pieces.append((piece, _base(piece, c, p.base_band), r, c, j, slack))
         if not pieces:
-            return empty
+            return []
         # Each piece's base must touch a support: one look-up for all of them.
         bases = np.concatenate([piece[1] for piece in pieces])
         owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
-        touching = self.supports.surface_near(bases, p.contact_below, p.contact_above)
+        slack = np.array([piece[5] for piece in pieces])
+        bases[:, 2] += slack[owner]  # a surface up to contact_above + slack over the base: the window moves up
+        touching = self.supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
         contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
         levels = self.supports.levels(p.level_cells)
-        k = p.pixel_stride
-        boxes, points, pixels, regions, under = [], [], [], [], []
+        things = []
         for j in range(len(pieces)):
-            piece, base, r, c, label = pieces[j]
+            piece, base, r, c, label, slack = pieces[j]
             if contact[j] >= p.min_contact:
-                support_z = self.supports.height_under(base[touching[owner == j]], p.contact_below, p.contact_above)
-            else:
-                support_z = self._seen_below(piece, r, c, s, labels)
+                support_z = self.supports.height_under(bases[owner == j][touching[owner == j]],
+                                                       p.contact_below + slack, p.contact_above)
+            else:  # on a wall (a socket, a poster, a pocket): the wall under it is no surface it stands on
+                fixture = on_wall(piece, walls, p.fixture_depth)
+                support_z = None if fixture else self._seen_below(piece, r, c, s, labels, slack)
                 if support_z is None:
                     others = lowest[lows != label]
-                    support_z = self._unseen_support(base, r, c, piece, s.valid, levels, floor_z, others)
+                    support_z = self._unseen_support(base, r, c, piece, s, levels, floor_z, others, slack)
                 if support_z is None:
-                    continue
+                    continue  # standing on nothing: part of something larger, or of the room
             above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
             for part in (sub for apart in connected_groups(r[above], c[above]) for sub in
                          self._split_by_colour(piece[above][apart], r[above][apart], c[above][apart], frame)):
                 thing, rr, cc = piece[above][part], r[above][part], c[above][part]
                 if len(thing) < p.min_points:
                     continue
-                spacing = float(np.median(s.depth[rr, cc])) * k / frame.K[0, 0]  # between samples, at its depth
-                box = _rest_on(fit_upright_box(thing, pad=spacing), support_z)
+                box = _rest_on(fit_upright_box(thing, pad=self._spacing(frame, s, rr, cc)), support_z)
                 size = box[3:6]
                 if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
                     continue  # too large, too flat, or a pole
-                block = np.stack(np.meshgrid(np.arange(k), np.arange(k)), axis=-1).reshape(-1, 2)  # (k*k, 2)
-                uv = (np.stack([cc * k, rr * k], axis=1)[:, None, :] + block[None]).reshape(-1, 2).astype(np.int32)
-                boxes.append(box)
-                points.append(thing)
-                pixels.append(uv)  # every pixel of its samples' cells: a small thing keeps a colour after erosion
-                regions.append([uv[:, 0].min(), uv[:, 1].min(), uv[:, 0].max() + 1, uv[:, 1].max() + 1])
-                under.append(support_z)
-        if not boxes:
-            return empty
-        m = len(boxes)
-        return Detections3D(np.array(boxes), np.zeros(m, np.int64), np.full(m, p.score), (UNKNOWN_CLASS,),
-                            frame.world_frame, boxes_2d=np.array(regions, dtype=np.float64), points=tuple(points),
-                            pixels=tuple(pixels), surround_z=np.array(under))
+                things.append((box, thing, rr, cc, support_z))
+        return things
+
+
+def _lowest_in_columns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lowest sample in the image (largest row) of each image column of a piece: (rows, columns)."""
+    order = np.lexsort((-rows, cols))
+    firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
+    return rows[firsts], cols[firsts]
+
+
+def _bottom(piece: np.ndarray, cols: np.ndarray) -> float:
+    """The height (m) of a piece's base: the median of its lowest sample in each image column. Its very lowest
+    samples are the noisiest (the mixed depth of its bottom edge and the surface behind it lies lower)."""
+    order = np.lexsort((piece[:, 2], cols))
+    firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
+    return float(np.median(piece[firsts, 2]))
+
+
+def _base(piece: np.ndarray, cols: np.ndarray, band: float) -> np.ndarray:
+    """(B, 3) a piece's base: its samples within ``band`` of its bottom (``_bottom``), none of them below it."""
+    bottom = _bottom(piece, cols)
+    base = piece[piece[:, 2] <= bottom + band].copy()
+    base[:, 2] = np.maximum(base[:, 2], bottom)
+    return base
 
 
 def _rest_on(box: np.ndarray, support_z: float) -> np.ndarray:

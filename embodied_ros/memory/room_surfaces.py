@@ -16,6 +16,7 @@ frames are kept (``WallPlanes``): what lies flat on one is a fixture of the room
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -73,9 +74,7 @@ class SupportMap:
         ``below`` under to ``above`` over a cell (keys add field by field: no field leaves its bits),
         and the number of layers below."""
         down, up = int(np.ceil(below / self.layer)), int(np.ceil(above / self.layer))
-        ijk = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1),
-                                   np.arange(-down, up + 1), indexing="ij"), axis=-1).reshape(-1, 3)
-        return pack_voxels(ijk) - pack_voxels(np.zeros((1, 3), np.int64)), down
+        return _neighbour_steps(down, up, reach), down
 
     def _found(self, points: np.ndarray, below: float, above: float, reach: int) -> tuple[np.ndarray, np.ndarray]:
         """(N, S) bool: which of the neighbour cells (``_steps``) of each point hold a surface, and (S,)
@@ -164,6 +163,17 @@ class WallPlanes:
         """(W, 4) the planes of this frame and those seen in at least ``min_frames`` frames."""
         known = self.rows[self.rows[:, 4] >= min_frames, :4]
         return np.vstack([np.array(planes).reshape(-1, 4), known])
+
+
+@lru_cache(maxsize=64)
+def _neighbour_steps(down: int, up: int, reach: int) -> np.ndarray:
+    """(S,) packed key differences to the cells within ``reach`` horizontally and ``down`` layers under to ``up``
+    over a cell (``SupportMap._steps``; the same few neighbourhoods are asked for again and again)."""
+    ijk = np.stack(np.meshgrid(np.arange(-reach, reach + 1), np.arange(-reach, reach + 1),
+                               np.arange(-down, up + 1), indexing="ij"), axis=-1).reshape(-1, 3)
+    steps = pack_voxels(ijk) - pack_voxels(np.zeros((1, 3), np.int64))
+    steps.setflags(write=False)
+    return steps
 
 
 def find_walls(points: np.ndarray, normal: np.ndarray, has_normal: np.ndarray, valid: np.ndarray,

@@ -48,14 +48,17 @@ from typing import Any
 
 import numpy as np
 
+from ..classes import is_mover
 from ..detections import FramePerception
 from ..errors import FrameError, InputError, json_error_line, os_error_line
+from ..geometry.boxes import points_in_boxes
 from .amodal import FloorEstimate
 from .association import Association, Queries, point_keys
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS, ObjectDiscovery
 from .existence import objects_in_view, take_misses
 from .fusion import Fusion, Observation, cut_by_edge
+from .movers import Movers
 from .object_colour import detection_samples
 from .publishing import build_snapshot, published
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
@@ -70,6 +73,7 @@ __all__ = ["MemorySnapshot", "SceneMemory", "SceneObject", "UpdateResult"]
 FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 4  # 2: geometry and existence evidence per object; 3: that evidence per place; 4: per look
 # (the mean of its frames) and the recesses. 1 to 3 still load
+_MOVER_MARGIN = 0.1  # metres around a person's box in which discovered segments are the person's
 _V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 
@@ -102,6 +106,7 @@ class SceneMemory:
         cfg = self.config
         self._discovery = ObjectDiscovery() if cfg.discover_unknown or cfg.room_structure else None
         self._structure = RoomStructure(cfg, self._take_id) if cfg.room_structure else None
+        self._movers = Movers(self.config, self._take_id)
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> SceneMemory:
@@ -158,12 +163,16 @@ class SceneMemory:
             valid = np.all(np.isfinite(det.boxes), axis=1) & np.all(det.boxes[:, 3:6] > 0, axis=1)
             valid &= np.isfinite(det.scores)
             keep = valid & (det.scores >= self.config.score_threshold)
+            moving = np.array([is_mover(n) for n in det.class_names], dtype=bool)[det.labels]
+            self._observe_movers(perception, np.flatnonzero(keep & moving))
+            keep &= ~moving  # people and animals are not part of the room
             created: list[int] = []
             updated: list[int] = []
             taken: set[int] = set()
             n_suppressed = self._take_detections(perception, np.flatnonzero(keep), views, created, updated, taken)
             spared: set[int] = set()
-            discovery_s, structure_s, named_now = self._discover(perception, views, taken, created, updated, spared)
+            discovery_s, structure_s, named_now, looked = self._discover(perception, views, taken, created, updated,
+                                                                        spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
             merged = named_now + self._association.merge_pass(sorted(taken))
@@ -179,6 +188,7 @@ class SceneMemory:
                 forgotten=forgotten,
                 discovery_s=discovery_s,
                 structure_s=structure_s,
+                discovery_looked=looked,
             )
 
     def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],
@@ -232,12 +242,20 @@ class SceneMemory:
             used.append(k)
         return n_suppressed
 
+    def _observe_movers(self, perception: FramePerception, idx: np.ndarray) -> None:
+        """The frame's detections of people and animals (``idx``) go to the movers (memory/movers.py)."""
+        det = perception.detections
+        heights = np.array([np.ptp(det.points[i][:, 2]) if det.points is not None and len(det.points[i])
+                            else det.boxes[i, 5] for i in idx])
+        self._movers.observe(det.boxes[idx], [det.class_names[i] for i in det.labels[idx]], det.scores[idx],
+                             heights, int(perception.frame_index), int(perception.stamp_ns), perception.viewpoint)
+
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
         if not set(names) <= set(self._vocabulary):
             self._vocabulary += tuple(n for n in dict.fromkeys(names) if n not in self._vocabulary)
 
     def _take_id(self) -> int:
-        """The next id of the counter (objects and the room's structure share it: no id names two things)."""
+        """The next id of the counter (objects, the room's structure and movers share it: no id names two things)."""
         obj_id = self._next_id
         self._next_id += 1
         return obj_id
@@ -250,7 +268,7 @@ class SceneMemory:
 
     def _discover(self, perception: FramePerception, views: dict[int, Visibility], taken: set[int],
                   created: list[int], updated: list[int],
-                  spared: set[int]) -> tuple[float, float, list[tuple[int, int]]]:
+                  spared: set[int]) -> tuple[float, float, list[tuple[int, int]], bool]:
         """Take in the frame's unknown objects (memory/discovery.py): a segment that is part of a named
         object is left out; one that is an unknown object not yet taken this frame adds to it (the
         evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``. The room's
@@ -260,18 +278,23 @@ class SceneMemory:
         ``spared`` (no evidence against them), and so does a segment over two of them (they are there).
 
         Returns:
-            The seconds discovery took, those the structure took, and the merges of unknown objects into
-            named ones (removed, survivor).
+            The seconds discovery took, those the structure took, the merges of unknown objects into named ones
+            (removed, survivor), and whether discovery looked at the frame.
         """
         if self._discovery is None or perception.frame is None:
-            return 0.0, 0.0, []
+            return 0.0, 0.0, [], False
         start = time.perf_counter()
         found = self._discovery.discover(perception.frame, self._floor.z)
         if found is None:  # not a frame discovery looks at: it says nothing of the unknown objects in view
             spared |= {i for i in views if self._tracks[i].class_name == UNKNOWN_CLASS}
-            return time.perf_counter() - start, 0.0, []
+            return time.perf_counter() - start, 0.0, [], False
         if len(found) and not self._frame_id:
             self._frame_id = found.frame_id
+        people = self._movers.current(int(perception.stamp_ns))
+        if people and len(found):  # what a person or an animal shows is not a thing of the room
+            grown = np.array([o.box for o in people])
+            grown[:, 3:6] += 2 * _MOVER_MARGIN
+            found = found.select(~points_in_boxes(found.boxes[:, :3], grown).any(axis=0))
         merges = []
         if self.config.discover_unknown:
             merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
@@ -282,7 +305,7 @@ class SceneMemory:
             self._structure.observe(self._discovery.surfaces, self._discovery.supports, self._floor.z, perception,
                                     named.reshape(-1, 9))
             structure_s = self._structure.seconds
-        return time.perf_counter() - start - structure_s, structure_s, merges
+        return time.perf_counter() - start - structure_s, structure_s, merges, True
 
     # ------------------------------------------------------------------ reading
 
@@ -305,6 +328,12 @@ class SceneMemory:
         objects: what the ``structure`` namespace, field and list show and grounding speaks about."""
         with self._lock:
             return self._structure.published() if self._structure is not None else []
+
+    def current_movers(self) -> list[SceneObject]:
+        """The people and animals seen now (memory/movers.py): detected within ``mover_lifetime_s`` of the
+        latest frame, shown by evidence to be movers; never among the map's objects."""
+        with self._lock:
+            return self._movers.current(self._last_frame[1])
 
     def get(self, obj_id: int) -> SceneObject | None:
         """The object with id ``obj_id``, or None if there is none (never was, merged away or forgotten)."""
@@ -333,6 +362,8 @@ class SceneMemory:
             self._tracks.clear()
             self._index.clear()
             self._floor.reset()
+            self._movers.reset()
+            self._unknown.reset()
             if self._discovery is not None:
                 self._discovery.reset()
             if self._structure is not None:

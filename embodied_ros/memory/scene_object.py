@@ -90,6 +90,7 @@ class UpdateResult:
         forgotten: ids of objects removed because their evidence fell too low.
         discovery_s: seconds spent finding and taking in the frame's unknown objects (memory/discovery.py).
         structure_s: seconds spent on the room's structure (memory/structure.py; not in ``discovery_s``).
+        discovery_looked: whether discovery looked at this frame (a keyframe of its own: the camera moved).
     """
 
     created: tuple[int, ...] = ()
@@ -102,6 +103,7 @@ class UpdateResult:
     forgotten: tuple[int, ...] = ()
     discovery_s: float = field(default=0.0, compare=False)  # a timing, not part of what the update did
     structure_s: float = field(default=0.0, compare=False)
+    discovery_looked: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True, eq=False)

@@ -21,6 +21,7 @@ from .spatial_index import SpatialHashGrid
 from .track import Track
 
 SKIP = -1  # a discovered segment that is part of a named object, or two unknown ones seen as one
+_SEGMENTS_KEPT = 8  # per unknown object, the boxes of its latest segments (what its extent is compared with)
 _NAMED_PART = 0.5  # ... when this fraction of its voxels lies within one voxel of the named object's
 _BRIDGE_SHARE = 0.25  # ... or this fraction within one voxel of each of two unknown objects' voxels
 
@@ -35,6 +36,7 @@ class UnknownObjects:
         self._index = index
         self._fusion = fusion
         self._create = create  # a new object of one detection; returns its id
+        self._segments: dict[int, list[np.ndarray]] = {}  # per unknown object, its latest segments' boxes
 
     def take_in(self, found: Detections3D, perception: FramePerception, taken: set[int], created: list[int],
                 updated: list[int], spared: set[int]) -> list[tuple[int, int]]:
@@ -51,6 +53,9 @@ class UnknownObjects:
             if obj_id == SKIP:
                 spared.update(holding)  # two things seen as one: both are there, neither is missed
                 continue
+            if obj_id is not None and not self._consistent(obj_id, found.boxes[k]):
+                spared.add(obj_id)  # not its extent (a smear of mixed depth, or it and its neighbour): no evidence
+                continue
             detection = Observation(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
                                    float(found.surround_z[k]))
             if obj_id is None:
@@ -63,7 +68,24 @@ class UnknownObjects:
             if track.wants_colour():
                 track.add_colour(sample_colour(perception.frame.color, found.pixels[k]), float(found.scores[k]))
             taken.add(obj_id)
+            segments = self._segments[obj_id] = [*self._segments.get(obj_id, [])[1 - _SEGMENTS_KEPT:], found.boxes[k]]
+            if len(segments) >= 2:  # the segment the others agree with most: the thing as a whole view shows it
+                track.place_box(_consensus(segments))  # (the union of every view's voxels is wider: the views' poses
+                self._index.update(obj_id, track.box)  # and the mixed depth at its edges disagree by centimetres)
+        for gone in [i for i in self._segments if i not in self._tracks]:
+            del self._segments[gone]
         return self.name_unknown(taken)
+
+    def _consistent(self, obj_id: int, box: np.ndarray) -> bool:
+        """Whether a segment keeps the extent of the unknown object it fits: it agrees with one of the object's
+        earlier segments (``extents_agree``); an object with none yet (just loaded) takes any. A thing gives much
+        the same segment from every look; a smear of mixed depth along a monitor's edge lies along each view's
+        rays, and two things seen as one are larger than either."""
+        earlier = self._segments.get(obj_id)
+        return not earlier or bool(extents_agree(box, np.array(earlier), self.config.unknown_extent_ratio).any())
+
+    def reset(self) -> None:
+        self._segments.clear()
 
     def confident_named(self, track: Track) -> bool:
         """Whether a track is a named object the memory publishes (and not furniture things rest on)."""
@@ -145,3 +167,31 @@ class UnknownObjects:
                     and union_plausible(track.box, box, UNKNOWN_CLASS):
                 best, best_fit = track.id, fit
         return (SKIP if len(holding) >= 2 else best), holding
+
+
+def extents_agree(box: np.ndarray, others: np.ndarray, ratio: float) -> np.ndarray:
+    """(M,) whether an upright box (9,) has the extent of each of the boxes (M, 9): at least half the smaller of the
+    two lies in the larger, and their extents (the footprint's two, sorted, and the height) differ by at most
+    ``ratio`` times."""
+    mine = np.concatenate([np.sort(box[3:5]), box[5:6]])
+    theirs = np.concatenate([np.sort(others[:, 3:5], axis=1), others[:, 5:6]], axis=1)
+    alike = np.all(np.maximum(mine, theirs) <= ratio * np.minimum(mine, theirs), axis=1)
+    inside = box_intersection_volume(box[None], others)[0]
+    smaller = np.minimum(float(np.prod(box[3:6])), np.prod(others[:, 3:6], axis=1))
+    return alike & (inside >= 0.5 * smaller)
+
+
+def _consensus(boxes: list[np.ndarray]) -> np.ndarray:
+    """The upright box (9,) its segments (9,) agree on: the median centre, and the median extents along the axes
+    of the segment whose centre lies nearest that."""
+    b = np.array(boxes)
+    centre = np.median(b[:, :3], axis=0)
+    best = b[int(np.argmin(np.linalg.norm(b[:, :3] - centre, axis=1)))]
+    turn = b[:, 6] - best[6]
+    c, s = np.abs(np.cos(turn)), np.abs(np.sin(turn))
+    out = best.copy()
+    out[:3] = centre
+    out[3] = np.median(c * b[:, 3] + s * b[:, 4])  # each box's extent along the chosen axes
+    out[4] = np.median(s * b[:, 3] + c * b[:, 4])
+    out[5] = np.median(b[:, 5])
+    return out

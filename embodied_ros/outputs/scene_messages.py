@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..classes import is_mover
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners, box_rotations
 from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
@@ -18,16 +19,21 @@ from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vec
 from ..messages.types import msg_class
 from .colors import OCCUPANCY_GREY, class_color, class_color_float
 
-MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True, "structure": True}
+MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True, "structure": True,
+                     "people": True}
 """Every marker namespace (one per layer, so RViz can toggle each) -> whether config/embodied.rviz shows it.
 
 The one list of them: the shipped RViz config's MarkerArray display names exactly these (a test checks), so
 a new layer is added here and there together. ``unknown_objects`` holds the class-agnostic objects (what no
 detector names but the geometry shows: memory/discovery.py), boxes and labels, so they get their own switch
 and never mix with the named classes' boxes; ``structure`` holds the room's floor, walls, counters, shelves and
-cabinets (memory/structure.py), boxes and labels; ``occupancy`` is off because
-the ``~/occupancy`` cloud shows the same voxels as small points that do not hide the boxes.
+cabinets (memory/structure.py), boxes and labels; ``people`` holds the people and animals seen now
+(memory/movers.py: never part of the static map; their markers live ``MOVER_LIFETIME_S``); ``occupancy`` is off
+because the ``~/occupancy`` cloud shows the same voxels as small points that do not hide the boxes.
 """
+MOVER_LIFETIME_S = 1.0
+"""Lifetime (s) of a person's or an animal's markers: they are where the camera saw them now, so RViz drops them
+when no newer scene arrives (a stalled node shows no ghost)."""
 LINE_WIDTH = 0.02
 """Box edge width in metres: about 3 px at the shipped view's 5 m; wider lines cover the labels behind them."""
 TEXT_HEIGHT = 0.10
@@ -170,6 +176,11 @@ def view_centre(objects: Sequence[ObjectLike], occupancy: OccupiedVoxels | None)
     return (points.min(axis=0) + points.max(axis=0)) / 2
 
 
+def _duration(seconds: float) -> Any:
+    nanoseconds = int(round(seconds * 1e9))
+    return msg_class("builtin_interfaces/msg/Duration")(sec=nanoseconds // 10**9, nanosec=nanoseconds % 10**9)
+
+
 def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: int, **fields: Any) -> Any:
     Marker = msg_class("visualization_msgs/msg/Marker")
     defaults: dict[str, Any] = dict(
@@ -181,7 +192,7 @@ def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: 
         pose=pose_msg(np.eye(3), np.zeros(3)),
         scale=vector3_msg(np.ones(3)),
         color=_rgba((1.0, 1.0, 1.0)),
-        lifetime=msg_class("builtin_interfaces/msg/Duration")(sec=0, nanosec=0),
+        lifetime=_duration(0.0),
         frame_locked=False,
         points=[],
         colors=[],
@@ -201,19 +212,27 @@ def _marker(ns: str, marker_id: int, marker_type: int, frame_id: str, stamp_ns: 
 
 def marker_ids(obj: ObjectLike, structure: bool = False) -> tuple[str, int, str, int]:
     """(box namespace, box id, label namespace, label id) of an object's markers: unknown objects (class
-    "object") and the room's structure (``structure``) have a namespace of their own each, their label's id
-    ``-1 - id`` beside the box's ``id``."""
+    "object"), the room's structure (``structure``) and movers (people, animals) have a namespace of their own
+    each, their label's id ``-1 - id`` beside the box's ``id``."""
     if structure:
         return "structure", int(obj.id), "structure", -1 - int(obj.id)
     if obj.class_name == UNKNOWN_CLASS:
         return "unknown_objects", int(obj.id), "unknown_objects", -1 - int(obj.id)
+    if is_mover(obj.class_name):
+        return "people", int(obj.id), "people", -1 - int(obj.id)
     return "boxes", int(obj.id), "labels", int(obj.id)
 
 
+def marker_lifetime_s(obj: ObjectLike) -> float:
+    """Seconds RViz keeps an object's markers without a newer scene: 0 (for ever) for the map's objects,
+    ``MOVER_LIFETIME_S`` for people and animals seen now."""
+    return MOVER_LIFETIME_S if is_mover(obj.class_name) else 0.0
+
+
 def is_named(obj: ObjectLike) -> bool:
-    """Whether an object has a class to report (SceneObjectArray.objects, Detection3DArray); unknown
-    objects go in SceneObjectArray.unknown_objects."""
-    return obj.class_name != UNKNOWN_CLASS
+    """Whether an object is a named object of the map (SceneObjectArray.objects, Detection3DArray); unknown
+    objects go in SceneObjectArray.unknown_objects, people and animals seen now in its ``people``."""
+    return obj.class_name != UNKNOWN_CLASS and not is_mover(obj.class_name)
 
 
 def marker_array(
@@ -239,15 +258,16 @@ def marker_array(
     for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
         rgb = class_color_float(obj.class_name)
         box_ns, box_id, label_ns, label_id = marker_ids(obj, i >= n_objects)
+        life = _duration(marker_lifetime_s(obj))
         markers.append(
             _marker(box_ns, box_id, _LINE_LIST, frame_id, stamp_ns,
                     scale=vector3_msg((line_width, 0.0, 0.0)), color=_rgba(rgb),
-                    points=[_point(p) for p in edges[i]])
+                    points=[_point(p) for p in edges[i]], lifetime=life)
         )
         markers.append(
             _marker(label_ns, label_id, _TEXT_VIEW_FACING, frame_id, stamp_ns, pose=pose_msg(np.eye(3), label_pos),
                     scale=vector3_msg((SPACE_WIDTH * text_height, 0.0, text_height)),
-                    color=_rgba(rgb), text=label_text(obj))
+                    color=_rgba(rgb), text=label_text(obj), lifetime=life)
         )
     leaders, owners = label_leaders(objects, labels, text_height)
     if len(leaders):  # the labels' leader lines, structure's among them
@@ -296,7 +316,8 @@ def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: in
 def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int,
                        structure: Sequence[ObjectLike] = ()) -> Any:
     """embodied_ros/SceneObjectArray: the full 9-DoF boxes, ids and observation history; named objects in
-    ``objects``, unknown ones (class "object") in ``unknown_objects``, the room's structure in ``structure``."""
+    ``objects``, unknown ones (class "object") in ``unknown_objects``, people and animals seen now in ``people``,
+    the room's structure in ``structure``."""
     SceneObject = msg_class("embodied_ros/msg/SceneObject")
     n_objects = len(objects)
     objects = [*objects, *structure]
@@ -311,10 +332,11 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
         )
         for o in objects
     ]
-    named = [m for m, o in zip(items[:n_objects], objects[:n_objects], strict=True) if is_named(o)]
-    unknown = [m for m, o in zip(items[:n_objects], objects[:n_objects], strict=True) if not is_named(o)]
-    return msg_class("embodied_ros/msg/SceneObjectArray")(header=header_msg(frame_id, stamp_ns), objects=named,
-                                                          unknown_objects=unknown, structure=items[n_objects:])
+    ours = list(zip(items[:n_objects], objects[:n_objects], strict=True))
+    return msg_class("embodied_ros/msg/SceneObjectArray")(
+        header=header_msg(frame_id, stamp_ns), objects=[m for m, o in ours if is_named(o)],
+        unknown_objects=[m for m, o in ours if o.class_name == UNKNOWN_CLASS],
+        people=[m for m, o in ours if is_mover(o.class_name)], structure=items[n_objects:])
 
 
 CLOUD_DTYPE = np.dtype([("x", "<f4"), ("y", "<f4"), ("z", "<f4"), ("rgb", "<u4"), ("intensity", "<f4")])

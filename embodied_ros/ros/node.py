@@ -236,7 +236,8 @@ class EmbodiedPerceptionNode(Node):
             start = time.perf_counter()
             if self.context.ok():
                 objects, voxels = self.mapper.memory.published_objects(), self.mapper.occupancy.occupied_voxels()
-                self.scene.publish_objects(objects, voxels, world, stamp, self.mapper.memory.published_structure())
+                self.scene.publish_objects([*objects, *self.mapper.memory.current_movers()], voxels, world, stamp,
+                                           self.mapper.memory.published_structure())
                 self.view.publish(frame, perception, objects, voxels, world)
                 if self.pub_scene_graph.get_subscription_count() > 0:
                     self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.mapper,

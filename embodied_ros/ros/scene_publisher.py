@@ -8,7 +8,7 @@ Same content as the offline bag's messages (outputs/scene_messages.py builds tho
 dataclasses, one Python object per point); here marker points, voxel colours and the cloud go
 in as arrays. ``~/markers``: DELETEALL, then one LINE_LIST box and one label per object and per part of the
 room's structure, then the occupancy CUBE_LIST (namespaces ``boxes``, ``labels``, ``unknown_objects``,
-``structure``, ``occupancy``; ids are the objects' ids);
+``structure``, ``people``, ``occupancy``; ids are the objects' ids; people's markers have a short lifetime);
 ``~/objects``: our SceneObjectArray; ``~/detections``: vision_msgs/Detection3DArray (when
 installed); ``~/occupancy``: PointCloud2 (x y z rgb intensity).
 """
@@ -20,8 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from ..classes import is_mover
 from ..geometry.boxes import as_boxes, box_rotations
 from ..geometry.transforms import quat_xyzw_from_matrix
+from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
 from ..outputs.colors import class_color_float
 from ..outputs.scene_messages import (
@@ -38,6 +40,7 @@ from ..outputs.scene_messages import (
     label_positions,
     label_text,
     marker_ids,
+    marker_lifetime_s,
     voxel_rgba,
 )
 from .cdr import header, serialize, stamp
@@ -77,12 +80,14 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     for i, (obj, points, label) in enumerate(zip(objects, edges, labels, strict=True)):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
         box_ns, box_id, label_ns, label_id = marker_ids(obj, i >= n_objects)
+        life = int(round(marker_lifetime_s(obj) * 1e9))
+        lifetime = {"sec": life // 10**9, "nanosec": life % 10**9}
         markers.append({"header": head, "ns": box_ns, "id": box_id, "type": _LINE_LIST, "pose": identity,
-                        "scale": {"x": LINE_WIDTH}, "color": colour, "points": points})
+                        "scale": {"x": LINE_WIDTH}, "color": colour, "points": points, "lifetime": lifetime})
         markers.append({"header": head, "ns": label_ns, "id": label_id, "type": _TEXT_VIEW_FACING,
                         "pose": {"position": _vector(label), "orientation": {"w": 1.0}},
                         "scale": {"x": SPACE_WIDTH * TEXT_HEIGHT, "z": TEXT_HEIGHT}, "color": colour,
-                        "text": label_text(obj)})
+                        "text": label_text(obj), "lifetime": lifetime})
     leaders, owners = label_leaders(objects, labels)
     if len(leaders):
         colours = np.array([(*class_color_float(objects[k].class_name), 1.0) for k in np.repeat(owners, 2)])
@@ -100,7 +105,8 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
 def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int,
                        structure: Sequence[ObjectLike] = ()) -> dict[str, Any]:
     """embodied_ros/SceneObjectArray fields: the full 9-DoF boxes, ids and observation history; named
-    objects in ``objects``, unknown ones (class "object") in ``unknown_objects``, the room's ``structure``."""
+    objects in ``objects``, unknown ones (class "object") in ``unknown_objects``, people and animals seen now
+    in ``people``, the room's ``structure``."""
     n_objects = len(objects)
     objects = [*objects, *structure]
     items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
@@ -108,11 +114,10 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
               "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
               "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
-    named = [is_named(o) for o in objects[:n_objects]]
-    ours = items[:n_objects]
-    return {"header": header(frame_id, stamp_ns), "objects": [m for m, n in zip(ours, named, strict=True) if n],
-            "unknown_objects": [m for m, n in zip(ours, named, strict=True) if not n],
-            "structure": items[n_objects:]}
+    ours = list(zip(items[:n_objects], objects[:n_objects], strict=True))
+    return {"header": header(frame_id, stamp_ns), "objects": [m for m, o in ours if is_named(o)],
+            "unknown_objects": [m for m, o in ours if o.class_name == UNKNOWN_CLASS],
+            "people": [m for m, o in ours if is_mover(o.class_name)], "structure": items[n_objects:]}
 
 
 def detection3d_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: int) -> dict[str, Any]:
