@@ -127,6 +127,7 @@ class Fusion:
             prior = shape_prior(track.class_name)
             if prior is not None and prior.on_floor:
                 self.fit(track)
+                track.refit_settled(self.config)
                 self._index.update(track.id, track.box)
 
     def _add_points(self, track: Track, points: np.ndarray | None, frame: Frame | None) -> None:
