@@ -16,6 +16,7 @@ from ..geometry.iou import box_intersection_volume, box_iou_2d
 from .class_shapes import parts_may_touch, union_plausible
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
+from .neighbours import kept_apart
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, unpack_voxels, voxel_keys
 from .spatial_index import SpatialHashGrid
 from .track import Track
@@ -210,6 +211,10 @@ class Association:
                 fit = max(fit, i2d)
         if not hit or (lifted and not union_plausible(track.box, q.boxes[i], track.class_name)):
             return None
+        if lifted and q.tracks is not None and not (same or union_plausible(track.box, q.boxes[i], name)):
+            return None  # the merged object takes the class with most evidence: either one's must fit it
+        if q.tracks is not None and kept_apart(q.tracks[i], track):
+            return None
         return fit
 
     # ------------------------------------------------------------------ merging
@@ -242,7 +247,8 @@ class Association:
                 if c == track.id or c in hits or other.class_name != track.class_name or other.geometry is None \
                         or track.class_name == UNKNOWN_CLASS:
                     continue
-                if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name):
+                if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name) \
+                        and not kept_apart(track, other):
                     hits.append(c)
         return out
 

@@ -150,6 +150,11 @@ class MemoryConfig:
     # ... and by at least this much (m): a little more than one geometry voxel, the noise of a lift.
     settle_absolute: float = 0.045
 
+    # Once an object was detected from this many looks, its box is fitted to the voxels that many looks
+    # covered (memory/extent_fusion.py): one look's bad lift (the table around a cup, a neighbour) does not
+    # grow it. 1 fits all of its voxels, as before.
+    extent_min_looks: int = 2
+
     # Find the unknown objects in each frame's depth (memory/discovery.py: compact things resting on a
     # support that no named object holds), tracked with the evidence rules above as class "object".
     discover_unknown: bool = True
@@ -189,6 +194,7 @@ class MemoryConfig:
                (self.existence_min, self.existence_max))
         _check(self.settle_relative >= 0.0 and self.settle_absolute >= 0.0,
                "settle_relative and settle_absolute must be >= 0", (self.settle_relative, self.settle_absolute))
+        _check(self.extent_min_looks >= 1, "extent_min_looks must be at least 1", self.extent_min_looks)
         _check(self.forget_after_s >= 0.0, "forget_after_s must be >= 0 (seconds)", self.forget_after_s)
 
 

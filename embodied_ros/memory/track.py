@@ -12,6 +12,7 @@ from .box_fusion import fuse_boxes
 from .class_shapes import plausible_size, plausible_support
 from .config import MemoryConfig, ScoreMode
 from .existence import ExistenceEvidence, Place
+from .extent_fusion import LookSupport
 from .object_colour import ColourAccumulator, ColourSample, colour_name
 from .object_geometry import ObjectGeometry
 from .scene_object import SceneObject
@@ -46,6 +47,7 @@ class Track:
         recesses: of its latest detections, how far (m) the middle of its points lay below the
             surface around it (memory.class_shapes.plausible_support).
         settling: which of its boxes the map shows, agreed by two looks (memory/settling.py).
+        support: per voxel of its geometry, the looks that covered it (memory/extent_fusion.py).
     """
 
     id: int
@@ -68,6 +70,7 @@ class Track:
     existence: ExistenceEvidence = field(default_factory=ExistenceEvidence)
     recesses: list[float] = field(default_factory=list)
     settling: BoxSettling = field(default_factory=BoxSettling)
+    support: LookSupport = field(default_factory=LookSupport)
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
@@ -124,6 +127,7 @@ class Track:
             keep.add_recess(r)
         keep.colour.merge(gone.colour)
         keep.settling.absorb(gone.settling)
+        keep.support.merge(gone.support)
         if gone.geometry is not None:
             if keep.geometry is None:
                 keep.geometry = gone.geometry
@@ -230,7 +234,7 @@ class Track:
             "geometry": None if self.geometry is None else self.geometry.to_dict(),
             "colour": self.colour.to_json(),
             "existence": self.existence.to_dict(), "recesses": list(self.recesses),
-            "settling": self.settling.to_dict(),
+            "settling": self.settling.to_dict(), "support": self.support.to_dict(),
         }
 
     @classmethod
@@ -238,7 +242,7 @@ class Track:
         """Read ``to_dict``'s form; files without existence evidence get ``default_log_odds``, and files
         from before settling show each box as it was (it was published so)."""
         geometry = o.get("geometry")
-        settling = o.get("settling")
+        settling, support = o.get("settling"), o.get("support")
         log_odds = float(o.get("log_odds", default_log_odds))
         existence = o.get("existence")
         return cls(
@@ -253,4 +257,5 @@ class Track:
             ExistenceEvidence.starting_at(log_odds) if existence is None else ExistenceEvidence.from_dict(existence),
             [float(r) for r in o.get("recesses", ())],
             BoxSettling.settled_at(o["box"]) if settling is None else BoxSettling.from_dict(settling),
+            LookSupport() if support is None else LookSupport.from_dict(support),
         )
