@@ -34,7 +34,7 @@ import numpy as np
 from ..classes import ROOM_FACING_CLASSES
 from ..errors import ModelError
 from ..memory.object_colour import colour_similarity
-from ..memory.scene_object import MemorySnapshot
+from ..memory.scene_object import MemorySnapshot, SceneObject
 from .colours import CHECKABLE_MATERIALS, colour_fits, material_fits
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
 from .phrases import (
@@ -609,7 +609,7 @@ class Grounder:
                     if holds[k] and (score[k] >= 0.01 * score[best] or ordinal is not None)]
         grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in picked_k]
         message = (grounded[0].explanation + (f" ({seen_from.strip()})" if seen_from else "")
-                   + f" (confidence {grounded[0].object.confidence:.2f})"
+                   + f" (confidence {grounded[0].object.confidence:.2f}{_growing(grounded[0].object)})"
                    + _label_note(parsed.target.text, by_label) + _suffix(notes))
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"
@@ -683,6 +683,11 @@ def _name(snapshot: MemorySnapshot, i: int) -> str:
     if name == UNNAMED_CLASS:  # a thing the map holds without knowing what it is
         return f"unnamed object #{int(snapshot.ids[i])}"
     return f"{name} #{int(snapshot.ids[i])}"
+
+
+def _growing(obj: SceneObject) -> str:
+    """What to add to an answer whose box is not settled (memory/settling.py): where it is, probably."""
+    return "" if obj.settled else "; its box is still growing: probably there"
 
 
 def _suffix(notes: list[str]) -> str:

@@ -30,9 +30,10 @@ from ..outputs.scene_messages import (
     SPACE_WIDTH,
     TEXT_HEIGHT,
     ObjectLike,
-    box_edge_points,
+    box_line_points,
     cloud_points,
     is_named,
+    is_settled,
     label_leaders,
     label_positions,
     label_text,
@@ -68,7 +69,7 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     white = {"r": 1.0, "g": 1.0, "b": 1.0, "a": 1.0}
     markers: list[dict[str, Any]] = [{"header": head, "action": _DELETEALL, "type": _LINE_LIST, "pose": identity,
                                       "scale": {"x": 1.0, "y": 1.0, "z": 1.0}, "color": white}]
-    edges = box_edge_points(objects)
+    edges = box_line_points(objects)
     labels = label_positions(objects)
     for obj, points, label in zip(objects, edges, labels, strict=True):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
@@ -98,8 +99,9 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
     objects in ``objects``, unknown ones (class "object") in ``unknown_objects``."""
     items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
               "box": np.asarray(o.box, dtype=np.float64).reshape(9), "pose": pose, "size": _vector(o.box[3:6]),
-              "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
-              "last_seen": stamp(o.last_seen_ns)}
+              "n_observations": int(o.n_observations), "n_looks": int(o.n_looks),
+              "confidence": float(getattr(o, "confidence", 1.0)), "settled": is_settled(o),
+              "first_seen": stamp(o.first_seen_ns), "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
     named = [is_named(o) for o in objects]
     return {"header": header(frame_id, stamp_ns), "objects": [m for m, n in zip(items, named, strict=True) if n],
