@@ -264,7 +264,9 @@ def _rates(rows: list[Row]) -> list[str]:
 def _baseline_row(args: argparse.Namespace, detector: str, walk: str, name: str, overrides: dict, truth,
                   scene: Path) -> Row:
     """One walk replayed with ``--baseline``'s object map (replay_stream.py in a fresh interpreter)."""
-    if not hasattr(args, "baseline_code"):
+    if not hasattr(args, "baseline_code") and Path(args.baseline, "embodied_ros").is_dir():
+        args.baseline_code = Path(args.baseline).resolve()  # a tree already extracted (git archive REF)
+    elif not hasattr(args, "baseline_code"):
         args.baseline_tmp = tempfile.TemporaryDirectory(prefix="bench_real_map_")
         args.baseline_code = baseline_tree(args.baseline, Path(args.baseline_tmp.name))
     steps = _walk(walk, len(_frame_numbers(scene)))
@@ -278,7 +280,7 @@ def _baseline_row(args: argparse.Namespace, detector: str, walk: str, name: str,
                for o in (stream[-1][2] if stream else [])]
     n, iou, centre, agnostic = _score(objects, truth)
     nan = float("nan")
-    return Row(detector, walk, f"{name}@{args.baseline}", len(stream), n, iou, centre,
+    return Row(detector, walk, f"{name}@{Path(args.baseline).name}", len(stream), n, iou, centre,
                {"detect": nan, "lift": nan, "memory": nan, "discovery": nan}, agnostic, objects, [iou], stream)
 
 
@@ -297,7 +299,8 @@ def main() -> None:
     p.add_argument("--cache", type=Path, default=None, help="keep the lifted detections here between runs")
     p.add_argument("--out", type=Path, default=None, help="write each combination's pictures here")
     p.add_argument("--per-class", action="store_true", help="matches per ground-truth class")
-    p.add_argument("--baseline", default="", help="git ref: also replay every walk with its object map (needs --cache)")
+    p.add_argument("--baseline", default="", help="git ref (or a folder of its git archive): also replay every walk "
+                   "with its object map (needs --cache)")
     p.add_argument("--true-boxes", action="store_true", help="each true object's box over time")
     args = p.parse_args()
     if args.baseline and args.cache is None:

@@ -129,10 +129,11 @@ class MemoryConfig:
     forget_after_s: float = 2.0
     # Only objects at least this confident (probability) are published; 0 publishes all.
     publish_confidence: float = 0.7
-    # ... and an object appears on the map only once it is this confident (and its box settled: below),
-    # then stays until it falls below publish_confidence: sure enough to act on before it is shown, and
-    # not retracted for a look that says a little less (memory/settling.py).
-    appear_confidence: float = 0.8
+    # ... and an object appears on the map only once it is this much more confident (0.8 by default) and
+    # its box has settled (below), then stays until it falls below publish_confidence: sure enough to act
+    # on before it is shown, and not retracted for a look that says a little less (memory/settling.py).
+    # With publish_confidence 0 every object appears.
+    appear_margin: float = 0.1
     # In view: at least this fraction of the object's sample points seen at their own depth ...
     view_fraction: float = 0.5
     # ... and its seen region at least this many pixels on its shorter side (smaller than that,
@@ -180,7 +181,7 @@ class MemoryConfig:
         _check(self.geometry_voxel >= 0.0, "geometry_voxel must be >= 0 (metres; 0 = off)", self.geometry_voxel)
         _check(self.geometry_max_voxels >= 8, "geometry_max_voxels must be at least 8", self.geometry_max_voxels)
         for name in ("geometry_match", "geometry_merge", "geometry_touch", "geometry_min_ratio", "image_match",
-                     "view_fraction", "publish_confidence", "appear_confidence"):
+                     "view_fraction", "publish_confidence", "appear_margin"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
         _check(self.existence_hit > 0.0 and self.existence_hit_whole > 0.0,
                "existence_hit and existence_hit_whole must be positive", (self.existence_hit, self.existence_hit_whole))

@@ -6,8 +6,9 @@ them, and a lift that takes in the table around a cup, or the magazine beside a 
 place in every one. So each voxel also counts the looks that covered it (``LookSupport``: a look is a place
 and a visit to it, as existence counts evidence, memory/existence.py), and once an object has been detected
 from two looks its box is fitted to the voxels two looks covered (``fit_extent``): the box grows where a
-second look confirms it, whatever the frame rate. A part that only one look saw (the far half of a table
-from a single place) waits for another look; with too few such voxels the box keeps all of its voxels.
+second look confirms it, whatever the frame rate. With too few such voxels the box keeps all of its voxels.
+This is for objects seen whole: an object most of whose views the image's edge cut (a table seen in halves
+from close by) is the union of its parts, each of which one look may show.
 """
 
 from __future__ import annotations

@@ -107,13 +107,15 @@ class Fusion:
         self._index.update(keep.id, keep.box)
 
     def fit(self, track: Track) -> None:
-        """The track's box from its geometry (the voxels two looks covered, once two looks detected it:
-        memory/extent_fusion.py), completed with its class's shape prior, facing its views."""
+        """The track's box from its geometry, completed with its class's shape prior, facing its views. An
+        object seen whole, from more than one look, is fitted to the voxels several looks covered
+        (memory/extent_fusion.py); one seen in parts cut by the image's edge is the union of its parts."""
         if track.geometry is None or not is_yaw_only(track.box):
             return
         looks = self.config.extent_min_looks
+        whole = track.n_cut < 0.5 * track.n_obs
         box = fit_extent(track.geometry, track.support, *core_rule(track, self.config),
-                         looks if track.existence.n_looks >= looks else 1)
+                         looks if whole and track.existence.n_looks >= looks else 1)
         if box is None:
             return
         if self.config.amodal:

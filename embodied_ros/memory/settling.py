@@ -19,9 +19,10 @@ act on that box. So the map shows a box only once a look other than the one that
 Growth therefore needs the support of two looks, and so does a shrink: a box that one look doubled stays
 what it was, and a one-look false object is never shown.
 
-An object appears on the map when it is sure enough to act on (``appear_confidence``) and its box has
-settled, and it stays until its confidence falls below ``publish_confidence``: an object near the bar does
-not flicker in and out with each look, and what appears is rarely retracted.
+An object appears on the map when it is sure enough to act on (``publish_confidence`` plus
+``appear_margin``) and its box has settled, and it stays until its confidence falls below
+``publish_confidence``: an object near the bar does not flicker in and out with each look, and what
+appears is rarely retracted.
 """
 
 from __future__ import annotations

@@ -167,8 +167,8 @@ class Track:
 
     def follow_publication(self, config: MemoryConfig) -> None:
         """Whether it is on the map, after its confidence or box changed (BoxSettling.follow)."""
-        self.settling.follow(self.confidence, max(config.appear_confidence, config.publish_confidence),
-                             config.publish_confidence)
+        bar = config.publish_confidence
+        self.settling.follow(self.confidence, min(1.0, bar + config.appear_margin) if bar > 0 else 0.0, bar)
         self.cached = None
 
     def add_miss(self) -> None:
