@@ -280,8 +280,10 @@ def _baseline_row(args: argparse.Namespace, detector: str, walk: str, name: str,
                for o in (stream[-1][2] if stream else [])]
     n, iou, centre, agnostic = _score(objects, truth)
     nan = float("nan")
-    return Row(detector, walk, f"{name}@{Path(args.baseline).name}", len(stream), n, iou, centre,
-               {"detect": nan, "lift": nan, "memory": nan, "discovery": nan}, agnostic, objects, [iou], stream)
+    ms = {"detect": nan, "lift": nan, "memory": result.get("memory_ms", nan),
+          "discovery": result.get("discovery_ms", nan)}
+    return Row(detector, walk, f"{name}@{Path(args.baseline).name}", len(stream), n, iou, centre, ms, agnostic,
+               objects, [iou], stream)
 
 
 def main() -> None:

@@ -5,7 +5,8 @@ ref's object map is scored by this code's streaming score in the same run. It im
 version since the object map has (SceneMemory, FramePerception, open_source), streams the frames from
 the recording instead of holding them, and prints one ``RESULT <json>`` line (baseline_runs.py):
 
-    {"snapshots": [[stamp_ns, [x, y, z] camera, [[id, class, box(9), score, confidence, settled], ...]], ...]}
+    {"snapshots": [[stamp_ns, [x, y, z] camera, [[id, class, box(9), score, confidence, settled], ...]], ...],
+     "memory_ms": mean milliseconds of an update without discovery, "discovery_ms": of discovery}
 
 ``settled`` is null where the map does not say (SceneObject has no ``settled``).
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import time
 from pathlib import Path
 
+import numpy as np
 from baseline_runs import print_result
 
 from embodied_ros.detections import FramePerception
@@ -38,8 +41,10 @@ def published_row(memory: SceneMemory, perception: FramePerception) -> list:
     return [int(perception.stamp_ns), eye, objects]
 
 
-def replay(scene: Path, registration: str, detections: dict, walk: range, memory: SceneMemory) -> list[list]:
-    """Feed the walk's frames (positions in file order) to ``memory``; every published map, in order."""
+def replay(scene: Path, registration: str, detections: dict, walk: range, memory: SceneMemory,
+           seconds: list[tuple[float, float]] | None = None) -> list[list]:
+    """Feed the walk's frames (positions in file order) to ``memory``; every published map, in order;
+    ``seconds`` gets each update's seconds without discovery and of discovery."""
     wanted = set(walk)
     rows = []
     source = open_source(scene, RecordingOptions(registration=Registration(registration)))
@@ -50,7 +55,12 @@ def replay(scene: Path, registration: str, detections: dict, walk: range, memory
             d2, d3 = detections[k]
             perception = FramePerception(frame.index, frame.stamp_ns, d3, d2,
                                          viewpoint=frame.T_world_camera[:3, 3].copy(), frame=frame)
-            memory.update(perception)
+            t0 = time.perf_counter()
+            result = memory.update(perception)
+            took = time.perf_counter() - t0
+            if seconds is not None:
+                discovery = float(getattr(result, "discovery_s", 0.0))
+                seconds.append((took - discovery, discovery))
             rows.append(published_row(memory, perception))
     return rows
 
@@ -67,7 +77,10 @@ def main() -> None:
         detections, _ = pickle.load(f)  # noqa: S301 - bench_real_map's own cache file
     start, stop, step = (int(v) for v in args.walk.split(":"))
     memory = SceneMemory(**json.loads(args.memory))
-    print_result({"snapshots": replay(args.scene, args.registration, detections, range(start, stop, step), memory)})
+    seconds: list[tuple[float, float]] = []
+    rows = replay(args.scene, args.registration, detections, range(start, stop, step), memory, seconds)
+    ms = 1e3 * np.mean(np.array(seconds).reshape(-1, 2), axis=0) if seconds else [float("nan")] * 2
+    print_result({"snapshots": rows, "memory_ms": float(ms[0]), "discovery_ms": float(ms[1])})
 
 
 if __name__ == "__main__":
