@@ -99,15 +99,16 @@ def look_id(look: tuple[int, ...] | None) -> int:
 
 
 def fit_extent(geometry: ObjectGeometry, support: LookSupport | None, min_count: int, min_ratio: float,
-               min_looks: int) -> np.ndarray | None:
-    """The upright (9,) box of the object's own voxels (ObjectGeometry.core) that at least ``min_looks``
-    looks covered; with fewer than 4 of those, of its own voxels (ObjectGeometry.fit_box); None when the
+               min_looks: int) -> tuple[np.ndarray | None, bool]:
+    """The upright (9,) box of the object's own voxels (ObjectGeometry.core) that at least ``min_looks`` (> 1)
+    looks covered, and True: a box several looks agree on, voxel by voxel. With ``min_looks`` 1 or fewer than
+    4 such voxels, the box of its own voxels (ObjectGeometry.fit_box) and False; (None, False) when the
     geometry has fewer than 4 voxels."""
     if support is None or min_looks <= 1:
-        return geometry.fit_box(min_count, min_ratio)
+        return geometry.fit_box(min_count, min_ratio), False
     core = geometry.core(min_count, min_ratio) & (support.of(geometry.keys) >= min_looks)
     if np.count_nonzero(core) < 4:
-        return geometry.fit_box(min_count, min_ratio)
+        return geometry.fit_box(min_count, min_ratio), False
     points = geometry.sums[core] / np.maximum(geometry.hits[core], 1)[:, None]
     # Centroids of points lie inside the surface, but less than a voxel's centre does: half a voxel.
-    return fit_upright_box(points, pad=0.5 * geometry.voxel_size)
+    return fit_upright_box(points, pad=0.5 * geometry.voxel_size), True

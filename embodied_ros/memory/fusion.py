@@ -114,8 +114,8 @@ class Fusion:
             return
         looks = self.config.extent_min_looks
         whole = track.n_cut < 0.5 * track.n_obs
-        box = fit_extent(track.geometry, track.support, *core_rule(track, self.config),
-                         looks if whole and track.existence.n_looks >= looks else 1)
+        box, track.looks_agree = fit_extent(track.geometry, track.support, *core_rule(track, self.config),
+                                            looks if whole and track.existence.n_looks >= looks else 1)
         if box is None:
             return
         if self.config.amodal:

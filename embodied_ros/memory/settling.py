@@ -99,9 +99,12 @@ class BoxSettling:
             return BoxState.UNSETTLED
         return BoxState.GROWING if self.pending else BoxState.SETTLED
 
-    def observe(self, box: np.ndarray, look: LookKey | None, relative: float, absolute: float) -> None:
+    def observe(self, box: np.ndarray, look: LookKey | None, relative: float, absolute: float,
+                agreed: bool = False) -> None:
         """The object's box after an update that came from ``look``. None: the looks are not known (no
-        viewpoint, or evidence kept in one sum), so nothing can confirm the box: it is shown as it is."""
+        viewpoint, or evidence kept in one sum), so nothing can confirm the box: it is shown as it is.
+        ``agreed``: the box was fitted to voxels several looks covered (memory/extent_fusion.py), so
+        looks agree on it already."""
         box = np.array(box, dtype=np.float64).reshape(BOX_DIM)
         if look is None:
             self.shown, self.look_box, self.pending = box.copy(), box, False
@@ -111,7 +114,7 @@ class BoxSettling:
                 self.previous = self.look_box
             self.look = look
         self.look_box = box
-        if self.previous is not None and boxes_agree(box, self.previous, relative, absolute):
+        if agreed or (self.previous is not None and boxes_agree(box, self.previous, relative, absolute)):
             self.shown = box.copy()
         self.pending = self.shown is None or not boxes_agree(box, self.shown, relative, absolute)
 

@@ -48,6 +48,8 @@ class Track:
             surface around it (memory.class_shapes.plausible_support).
         settling: which of its boxes the map shows, agreed by two looks (memory/settling.py).
         support: per voxel of its geometry, the looks that covered it (memory/extent_fusion.py).
+        looks_agree: its latest fit took only voxels that several looks covered (its box is agreed by
+            looks, voxel by voxel: memory/settling.py shows it at once).
     """
 
     id: int
@@ -71,6 +73,7 @@ class Track:
     recesses: list[float] = field(default_factory=list)
     settling: BoxSettling = field(default_factory=BoxSettling)
     support: LookSupport = field(default_factory=LookSupport)
+    looks_agree: bool = False
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
@@ -157,7 +160,7 @@ class Track:
         """Compare its box, after an update from ``look``, with the box the look before left
         (memory/settling.py); without ``config.settle_boxes`` every box is shown as it is."""
         self.settling.observe(self.box, look if config.settle_boxes else None, config.settle_relative,
-                              config.settle_absolute)
+                              config.settle_absolute, self.looks_agree)
         self.cached = None
 
     def refit_settled(self, config: MemoryConfig) -> None:
