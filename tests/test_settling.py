@@ -15,7 +15,7 @@ from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.settling import BoxSettling, BoxState, boxes_agree
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
-NAMES = ("cup", "book", "microwave", "tvmonitor")
+NAMES = ("cup", "book", "microwave", "tvmonitor", "laptop")
 S = 1_000_000_000
 HZ = 30
 
@@ -147,17 +147,18 @@ def test_a_box_that_one_looks_bad_lift_would_double_stays() -> None:
     assert first is not None and box_iou_3d(first[None], book[None])[0, 0] > 0.6
 
 
-def _monitors_look(memory: SceneMemory, index: int, eye: np.ndarray, pair: bool, monitors: list[np.ndarray]
-                   ) -> int:
-    """Three frames from ``eye``: the detector boxes each monitor (``pair`` False) or both in one box."""
+def _monitors_look(memory: SceneMemory, index: int, eye: np.ndarray, pair: bool, monitors: list[np.ndarray],
+                   pair_name: str = "tvmonitor") -> int:
+    """Three frames from ``eye``: the detector boxes each monitor (``pair`` False) or both in one box, of class
+    ``pair_name``."""
     T = look_at(eye, np.array([0.0, 3.0, 1.2]))
     boxes = [project_box(T, m) for m in monitors]
     if pair:
         boxes = [np.r_[np.minimum(*[b[:2] for b in boxes]), np.maximum(*[b[2:] for b in boxes])]]
     for _ in range(3):
         frame = render_frame(T, monitors, index=index)
-        dets = Detections2D(np.array(boxes), np.full(len(boxes), NAMES.index("tvmonitor")), np.full(len(boxes), 0.8),
-                            NAMES)
+        name = pair_name if pair else "tvmonitor"
+        dets = Detections2D(np.array(boxes), np.full(len(boxes), NAMES.index(name)), np.full(len(boxes), 0.8), NAMES)
         memory.update(FramePerception(index, int(index * S / 3), lift_detections(frame, dets, LiftingParams()), dets,
                                       viewpoint=eye, frame=frame))
         index += 1
@@ -178,6 +179,19 @@ def test_two_neighbouring_monitors_stay_two() -> None:
             centres = sorted(o.box[0] for o in published)  # one over each screen, as wide as one
             assert centres == pytest.approx([m[0] for m in monitors], abs=0.05), look
             assert all(max(o.box[3], o.box[4]) < 0.6 for o in published)
+
+
+def test_two_monitors_on_the_map_are_not_merged_by_a_box_of_another_class_over_both() -> None:
+    """The same two monitors, then a look in which the detector calls the pair one "laptop": that box joins one
+    of them, and its points (not a monitor's) lie on both; the two on the map are not merged."""
+    monitors = [_box(-0.255, 3.0, 1.2, 0.5, 0.05, 0.35), _box(0.255, 3.0, 1.2, 0.5, 0.05, 0.35)]
+    memory = SceneMemory(discover_unknown=False)
+    index = 0
+    for look in range(4):
+        index = _monitors_look(memory, index, np.array([-1.0 + 0.3 * look, 0.5, 1.3]), look >= 3, monitors, "laptop")
+        screens = [o for o in memory.published_objects() if o.class_name == "tvmonitor"]
+        if look >= 2:
+            assert len(screens) == 2 and all(max(o.box[3], o.box[4]) < 0.6 for o in screens), look
 
 
 def test_settling_and_look_support_survive_save_and_load(tmp_path) -> None:
