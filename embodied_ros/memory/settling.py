@@ -10,7 +10,8 @@ act on that box. So the map shows a box only once a look other than the one that
 * whenever the object is updated, its box is compared with the box of the look before the current one:
   when they agree (``boxes_agree``: every corner of each within a tolerance of the other, the tolerance
   a share of the extent along that axis and never below a little more than a voxel), the box has settled,
-  and it becomes the box the map shows;
+  and it becomes the box the map shows; so has a box fitted only to voxels that two looks covered
+  (memory/extent_fusion.py), which two looks agree on voxel by voxel;
 * a box that has not settled since it changed is not shown: the map keeps showing the last settled box
   (its object is "growing": ``BoxState.GROWING``) until another look confirms the new extent; an object
   whose box never settled is not published at all (``BoxState.UNSETTLED``): a one-look detection, however
