@@ -49,12 +49,12 @@ def print_stream_table(runs: Sequence[tuple[str, StreamScore]], truth: Sequence[
     false object's share, and the ``top`` false objects that stayed longest."""
     names = {g.id: f"{g.class_name} {g.id}" for g in truth}
     print(f"\n{'run':40s} {'msgs':>5s} {'looks':>5s} | {'prec(t)':>7s} {'msgs w/ false':>14s} {'longest':>7s} "
-          f"{'false ids':>9s} | longest-lived false objects")
+          f"{'false ids':>9s} {'true retracted':>14s} | longest-lived false objects")
     for label, s in runs:
         n_false = int(s.has_false.sum())
         print(f"{label:40s} {s.n_snapshots:5d} {s.n_looks:5d} | {s.mean_precision:7.3f} "
               f"{n_false:5d} ({100 * s.false_share:4.1f} %) {100 * s.longest_false_share:5.1f} % "
-              f"{len(s.false_objects):9d} | {_false_line(s, names, top)}")
+              f"{len(s.false_objects):9d} {len(s.retracted):14d} | {_false_line(s, names, top)}")
 
 
 def print_true_boxes(runs: Sequence[tuple[str, StreamScore]], truth: Sequence[GroundTruthObject]) -> None:

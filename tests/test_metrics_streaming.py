@@ -50,6 +50,9 @@ def test_a_false_object_costs_while_it_stays_and_is_counted_in_seconds_and_looks
     table, mug = s.true_objects
     assert (table.id, table.gt_id, len(table.iou_truth)) == (0, 0, 5) and table.iou_final == pytest.approx([1.0] * 5)
     assert (mug.id, mug.gt_id) == (1, 1) and mug.iou_final[0] == pytest.approx(0.2) and mug.iou_truth[-1] == 1.0
+    assert s.retracted == []
+    gone = score_stream([_snap(0.0, [(0, "table", TABLE)]), _snap(1.0, [])], TRUTH)  # taken off the map
+    assert [t.id for t in gone.retracted] == [0]
 
 
 def test_looks_are_places_and_visits_as_the_memory_counts_them() -> None:

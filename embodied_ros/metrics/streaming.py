@@ -96,6 +96,7 @@ class StreamScore:
         first_match_looks: annotated id -> camera looks from the start to that snapshot.
         start_ns: stamp of the first snapshot.
         n_looks: camera looks over the whole run.
+        end_ns: stamp of the last snapshot.
     """
 
     precision: np.ndarray
@@ -106,6 +107,7 @@ class StreamScore:
     first_match_looks: dict[int, int]
     start_ns: int
     n_looks: int
+    end_ns: int = 0
 
     @property
     def n_snapshots(self) -> int:
@@ -121,6 +123,12 @@ class StreamScore:
     def false_share(self) -> float:
         """Share of the snapshots holding a false or duplicate named object."""
         return float(self.has_false.mean()) if len(self.has_false) else 0.0
+
+    @property
+    def retracted(self) -> list[TrueObject]:
+        """True objects taken off the map before the last snapshot (a retraction a robot would see)."""
+        end = self.end_ns
+        return [t for t in self.true_objects if t.stamps and t.stamps[-1] < end]
 
     @property
     def longest_false_share(self) -> float:
@@ -215,4 +223,4 @@ def score_stream(snapshots: Sequence[Snapshot], ground_truth: Sequence[GroundTru
     return StreamScore(precision, has_false, sorted(false.values(), key=lambda f: (-f.snapshots, f.id)), trues,
                        {g: stamps[k] for g, k in first_match.items()},
                        {g: int(looks[k]) for g, k in first_match.items()}, stamps[0] if n else 0,
-                       int(looks.max()) + 1 if n else 0)
+                       int(looks.max()) + 1 if n else 0, stamps[-1] if n else 0)
