@@ -132,7 +132,7 @@ class MemoryConfig:
     # ... and an object appears on the map only once it is this much more confident (0.8 by default) and
     # its box has settled (below), then stays until it falls below publish_confidence: sure enough to act
     # on before it is shown, and not retracted for a look that says a little less (memory/settling.py).
-    # With publish_confidence 0 every object appears.
+    # With publish_confidence 0 every object appears; unknown objects (discovery's) appear at the bar.
     appear_margin: float = 0.1
     # In view: at least this fraction of the object's sample points seen at their own depth ...
     view_fraction: float = 0.5

@@ -11,6 +11,7 @@ from ..geometry.boxes import BOX_DIM
 from .box_fusion import fuse_boxes
 from .class_shapes import plausible_size, plausible_support
 from .config import MemoryConfig, ScoreMode
+from .discovery import UNKNOWN_CLASS
 from .existence import ExistenceEvidence, Place
 from .extent_fusion import LookSupport
 from .object_colour import ColourAccumulator, ColourSample, colour_name
@@ -169,9 +170,12 @@ class Track:
         self.follow_publication(config)
 
     def follow_publication(self, config: MemoryConfig) -> None:
-        """Whether it is on the map, after its confidence or box changed (BoxSettling.follow)."""
+        """Whether it is on the map, after its confidence or box changed (BoxSettling.follow). An unknown
+        object appears at the bar itself: discovery's evidence is the geometry's, not a detector's score
+        hovering near the bar, and a second look from another place is what makes it sure."""
         bar = config.publish_confidence
-        self.settling.follow(self.confidence, min(1.0, bar + config.appear_margin) if bar > 0 else 0.0, bar)
+        margin = 0.0 if self.class_name == UNKNOWN_CLASS else config.appear_margin
+        self.settling.follow(self.confidence, min(1.0, bar + margin) if bar > 0 else 0.0, bar)
         self.cached = None
 
     def add_miss(self) -> None:
