@@ -37,6 +37,12 @@ each pass a minute after the previous one ended (a robot going round its room ag
 the same benchmark on git REF's package first (a child process, the same cached detections, its pictures under
 ``--out``/baseline) and ends with a before / after line per row. Discovery's time is given per frame and per
 frame it looked at (its own keyframes).
+
+Every published map along the way is scored too (metrics/streaming.py, printed by stream_report.py): the
+time-averaged named precision, the messages holding a false object, the longest-lived false objects, each
+true object's box over time. ``--stream-baseline REF`` replays the same walks with a git ref's object map
+(replay_stream.py in a fresh interpreter on ``git archive REF``; needs ``--cache``) and prints its rows
+beside this code's, with the publication delay of this code against it.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ from pathlib import Path
 import numpy as np
 from baseline_runs import baseline_tree, print_result, run_child
 from memory_variants import MEMORIES
+from replay_stream import published_row
+from stream_report import print_delays, print_stream_table, print_true_boxes, score_rows
 
 import embodied_ros
 from embodied_ros.cli import default_data_dir
@@ -63,7 +71,7 @@ from embodied_ros.detections import FramePerception
 from embodied_ros.frame import Frame
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.discovery import UNKNOWN_CLASS
-from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.memory.scene_memory import SceneMemory, SceneObject
 from embodied_ros.metrics.object_map import (
     AgnosticScore,
     MapScore,
@@ -111,6 +119,7 @@ class Row:
     passes: list[MapScore] = field(default_factory=list)  # IoU score after each pass
     structure: list = field(default_factory=list)  # the published structure
     structure_score: MapScore | None = None
+    stream: list = field(default_factory=list)  # every published map (replay_stream.published_row)
 
 
 def _frame_numbers(scene: Path) -> list[int]:
@@ -179,12 +188,12 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
             reached_by_detections(boxes, names, truth, MatchMode.CENTRE))
 
 
-def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth
+def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth, stream: list
             ) -> tuple[ObjectViews, list[float], list[float], list[float], list[float],
                        list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
-    times (s) without and of discovery, of discovery on the frames it looked at (its keyframes), and the score
-    (``_score``) after each pass."""
+    times (s) without and of discovery, of the structure, of discovery on the frames it looked at (its
+    keyframes), and the score (``_score``) after each pass; ``stream`` gets every published map."""
     views = ObjectViews()
     t_memory, t_discovery, t_structure, t_keyframe = [], [], [], []
     scores = []
@@ -201,13 +210,14 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
             t_structure.append(structure_s)
             if getattr(result, "discovery_looked", result.discovery_s > 5e-4):  # (a baseline may not say)
                 t_keyframe.append(result.discovery_s)
+            stream.append(published_row(memory, perception))
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
                                              for o in touched if o is not None))
             if structure_s > 0:  # a keyframe the structure looked at: a view of its parts
                 views.observe(perception.frame, ((o.id, o.box, np.zeros((0, 3))) for o in _structure(memory)))
-        scores.append(_score(memory, truth))
+        scores.append(_score(memory.published_objects(), truth))
     return views, t_memory, t_discovery, t_structure, t_keyframe, scores
 
 
@@ -244,9 +254,8 @@ def _structure_line(row: Row, truth) -> str:
     return f"{'; '.join(out)}; false {row.structure_score.n_false}; walls {walls}, floor {floors}"
 
 
-def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore, AgnosticScore]:
+def _score(everything: list, truth) -> tuple[int, MapScore, MapScore, AgnosticScore]:
     """The published named objects' count and scores, and the class-agnostic score of all published."""
-    everything = memory.published_objects()
     objects = [o for o in everything if o.class_name != UNKNOWN_CLASS]
     boxes = np.array([o.box for o in objects]).reshape(-1, 9)
     names = [o.class_name for o in objects]
@@ -350,6 +359,32 @@ def _before_after(before: list[dict], after: list[dict], ref: str) -> None:
               f"{b['discovery']:.1f} ({b['keyframe']:.1f}) -> {a['discovery']:.1f} ({a['keyframe']:.1f})")
 
 
+def _baseline_row(args: argparse.Namespace, detector: str, walk: str, name: str, overrides: dict, truth,
+                  scene: Path) -> Row:
+    """One walk replayed with ``--baseline``'s object map (replay_stream.py in a fresh interpreter)."""
+    if not hasattr(args, "baseline_code") and Path(args.stream_baseline, "embodied_ros").is_dir():
+        args.stream_baseline_code = Path(args.stream_baseline).resolve()  # a tree already extracted (git archive REF)
+    elif not hasattr(args, "baseline_code"):
+        args.stream_baseline_tmp = tempfile.TemporaryDirectory(prefix="bench_real_map_")
+        args.stream_baseline_code = baseline_tree(args.stream_baseline, Path(args.stream_baseline_tmp.name))
+    steps = _walk(walk, len(_frame_numbers(scene)))
+    cache = args.cache / f"{detector}_{_cache_key(detector, scene, args.registration)}.pkl"
+    result = run_child(args.stream_baseline_code, str(Path(__file__).with_name("replay_stream.py")), [
+        "--scene", str(scene.resolve()), "--detections", str(cache.resolve()), "--registration", args.registration,
+        "--walk", f"{steps.start}:{steps.stop}:{steps.step}",
+        "--memory", json.dumps({**MEMORIES[name], **overrides})])
+    stream = result["snapshots"]
+    objects = [SceneObject(o[0], o[1], o[3], np.array(o[2]), (), 0, 0, 0, 0, 0, confidence=o[4])
+               for o in (stream[-1][2] if stream else [])]
+    n, iou, centre, agnostic = _score(objects, truth)
+    nan = float("nan")
+    ms = {"detect": nan, "lift": nan, "memory": result.get("memory_ms", nan),
+          "discovery": result.get("discovery_ms", nan), "structure": nan,
+          "keyframe": nan}
+    return Row(detector, walk, f"{name}@{Path(args.stream_baseline).name}", len(stream), n, iou, centre, ms, agnostic,
+               objects, [iou], stream)
+
+
 def main() -> None:
     data = default_data_dir()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -369,6 +404,14 @@ def main() -> None:
                    help="also run this benchmark on git REF's package, on the same detections: before / after")
     p.add_argument("--result", action="store_true", help=argparse.SUPPRESS)  # a baseline child's summary line
     args = p.parse_args()
+    before = _baseline(args.baseline) if args.baseline else None
+    p.add_argument("--stream-baseline", default="", metavar="REF",
+                   help="git ref (or a folder of its git archive): also replay every walk with its object map and "
+                        "score every published map of both (needs --cache)")
+    p.add_argument("--true-boxes", action="store_true", help="each true object's box over time")
+    args = p.parse_args()
+    if args.stream_baseline and args.cache is None:
+        p.error("--stream-baseline needs --cache (its replay reads the lifted detections from there)")
     before = _baseline(args.baseline) if args.baseline else None
     scene = args.data / args.scene
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
@@ -392,16 +435,20 @@ def main() -> None:
         for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]
             memory = SceneMemory(**{**MEMORIES[name], **overrides})
-            views, t_memory, t_discovery, t_structure, t_keyframe, scores = _replay(steps, memory, args.passes, truth)
+            stream: list = []
+            views, t_memory, t_discovery, t_structure, t_keyframe, scores = _replay(steps, memory, args.passes, truth,
+                                                                                    stream)
             n, iou, centre, agnostic = scores[-1]
             objects = memory.published_objects()
             parts = _structure(memory)
+            if args.stream_baseline:
+                rows.append(_baseline_row(args, detector, walk, name, overrides, truth, scene))
             rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
                             {**ms, "memory": 1e3 * float(np.mean(t_memory)),
                              "discovery": 1e3 * float(np.mean(t_discovery)),
                              "structure": 1e3 * float(np.mean(t_structure)),
                              "keyframe": 1e3 * float(np.mean(t_keyframe)) if t_keyframe else 0.0}, agnostic, objects,
-                            [s[1] for s in scores], parts, _score_structure(parts, truth)))
+                            [s[1] for s in scores], parts, _score_structure(parts, truth), stream))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 tag = f"{detector}_{name}_{walk}"
@@ -410,14 +457,14 @@ def main() -> None:
                 cams = np.array([s.frame.T_world_camera[:3, 3] for s in steps])
                 save_top_down_map(args.out / f"top_down_{tag}.png", objects + parts, None, cams,
                                   title=f"{detector}, {name}, {walk}")
-    print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
+    print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':14s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
           f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
           f"| structure: ctr cab shf false | ms/frame detect lift memory discovery (a keyframe of it) structure")
     for r in rows:
         i, c, a = r.iou, r.centre, r.agnostic
         unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
         names = [o.class_name for o in r.objects]
-        print(f"{r.detector:24s} {r.walk:6s} {r.n_frames:6d} {r.memory:9s} {r.n:4d} | {i.precision:23.2f} "
+        print(f"{r.detector:24s} {r.walk:6s} {r.n_frames:6d} {r.memory:14s} {r.n:4d} | {i.precision:23.2f} "
               f"{i.recall:5.2f} {len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} "
               f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {a.recall:19.2f} "
               f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
@@ -463,6 +510,20 @@ def main() -> None:
         missed = [f"{g.class_name} {g.id}" for g in truth if not g.optional and g.id not in r.agnostic.found]
         print(f"{r.detector} / {r.walk} / {r.memory}: not found as anything: {', '.join(missed)}")
         print(f"{r.detector} / {r.walk} / {r.memory}: structure: {_structure_line(r, truth)}")
+    _print_streams(rows, truth, args.true_boxes)
+
+
+def _print_streams(rows: list[Row], truth, true_boxes: bool) -> None:
+    """The streaming score of every row, and (with a baseline) this code's publication delay against it."""
+    scored = {(r.detector, r.walk, r.memory): score_rows(r.stream, truth) for r in rows}
+    runs = [(f"{d} {w} {m}", s) for (d, w, m), s in scored.items()]
+    print_stream_table(runs, truth)
+    if true_boxes:
+        print_true_boxes(runs, truth)
+    pairs = [(f"{d} {w} {m} against {m2}", before, after) for (d, w, m), after in scored.items()
+             for (d2, w2, m2), before in scored.items() if (d2, w2) == (d, w) and m2.startswith(m + "@")]
+    if pairs:
+        print_delays(pairs, truth)
 
 
 if __name__ == "__main__":

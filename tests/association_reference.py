@@ -23,6 +23,7 @@ from embodied_ros.memory.association import (
     sampled_blocks,
 )
 from embodied_ros.memory.class_shapes import union_plausible
+from embodied_ros.memory.neighbours import kept_apart
 from embodied_ros.memory.discovery import UNKNOWN_CLASS
 from embodied_ros.memory.track import Track
 from embodied_ros.memory.visibility import Visibility
@@ -97,5 +98,9 @@ class ReferenceAssociation(Association):
                 hit |= i2d >= cfg.image_match
                 fit = max(fit, i2d)
         if not hit or (lifted and not union_plausible(track.box, q.boxes[i], track.class_name)):
+            return None
+        if lifted and q.tracks is not None and not (same or union_plausible(track.box, q.boxes[i], name)):
+            return None
+        if q.tracks is not None and kept_apart(q.tracks[i], track):
             return None
         return fit

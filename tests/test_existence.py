@@ -88,12 +88,16 @@ def test_a_detection_recurring_from_one_place_gains_little() -> None:
     assert _look(flicker, EYE, 0, 1.0, 30.0, 0.3, detected=lambda k: k == 0) < 0.5
 
 
-def test_one_strong_whole_view_of_a_place_seen_once_is_published() -> None:
+def test_one_strong_whole_view_is_confident_and_a_second_look_that_agrees_publishes_it() -> None:
     strong, weak = SceneMemory(), SceneMemory()
     _look(strong, EYE, 0, 1.0, 1.0, 0.6)
     _look(weak, EYE, 0, 1.0, 1.0, 0.4)
+    (obj,) = strong.objects()
+    assert obj.n_looks == 1 and obj.n_observations == 1 and 0.7 <= obj.confidence < 0.75  # it was seen once ...
+    assert strong.published_objects() == []  # ... and one look is not yet a box two looks agree on
+    _look(strong, EYE + [0.6, 0.0, 0.0], S, 1.0, 1.0, 0.6)  # from another place
     (obj,) = strong.published_objects()
-    assert obj.n_looks == 1 and obj.n_observations == 1 and 0.7 <= obj.confidence < 0.75  # it was seen once
+    assert obj.n_looks == 2 and obj.settled and obj.confidence > 0.8
     assert weak.objects() and weak.published_objects() == []
     # The same detection of a crate the image's edge cuts: a part, not enough on its own.
     T = look_at(EYE, CRATE[:3] + [1.0, 0.0, 0.0])  # the crate at the image's left edge

@@ -178,7 +178,9 @@ def test_published_objects_cap_per_class():
     confident = SceneMemory(min_observations=1)  # by default one fair sighting is not yet confidence
     confident.update(_frame(0, chairs, [0.5] * 15, ["chair"] * 15))
     assert confident.published_objects() == []
-    confident.update(_frame(1, chairs, [0.5] * 15, ["chair"] * 15))  # a second one is
+    confident.update(_frame(1, chairs, [0.5] * 15, ["chair"] * 15))  # a second one is (p 0.78) ...
+    assert confident.objects()[0].confidence > 0.7 and confident.published_objects() == []
+    confident.update(_frame(2, chairs, [0.5] * 15, ["chair"] * 15))  # ... but a chair appears once 0.8 sure
     assert len(confident.published_objects()) == 10
 
 

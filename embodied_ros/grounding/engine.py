@@ -34,7 +34,7 @@ import numpy as np
 
 from ..classes import RelationType
 from ..errors import ModelError
-from ..memory.scene_object import MemorySnapshot
+from ..memory.scene_object import MemorySnapshot, SceneObject
 from .attributes import attribute_scores
 from .clause_scores import score_clause
 from .completeness import rank_doubt
@@ -454,7 +454,7 @@ class Grounder:
                     if holds[k] and (score[k] >= 0.01 * score[best] or ordinal is not None)]
         grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in picked_k]
         message = (grounded[0].explanation + (f" ({seen_from.strip()})" if seen_from else "")
-                   + f" (confidence {grounded[0].object.confidence:.2f})"
+                   + f" (confidence {grounded[0].object.confidence:.2f}{_growing(grounded[0].object)})"
                    + _label_note(parsed.target.text, by_label) + _suffix(notes))
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"
@@ -488,3 +488,8 @@ def _structure(clause: RelationClause) -> str:
 def _threshold(clause: RelationClause) -> float:
     """The score below which a clause fails: a negated one fails when the relation holds."""
     return 1.0 - satisfied_threshold(clause.relation) if clause.negated else satisfied_threshold(clause.relation)
+
+
+def _growing(obj: SceneObject) -> str:
+    """What to add to an answer whose box is not settled (memory/settling.py): where it is, probably."""
+    return "" if getattr(obj, "settled", True) else "; its box is still growing: probably there"

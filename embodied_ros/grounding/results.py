@@ -67,6 +67,7 @@ class GroundingResult:
             o = g.object
             return {"id": o.id, "class_name": o.class_name, "score": round(g.score, 4),
                     "detection_score": round(o.score, 4), "confidence": round(float(o.confidence), 4),
+                    "settled": bool(getattr(o, "settled", True)),
                     "colour": o.colour_name, "box": [round(float(v), 4) for v in o.box],
                     "explanation": g.explanation, "anchor_ids": list(g.anchor_ids)}
 

@@ -17,6 +17,7 @@ from ..geometry.iou import box_intersection_volume, box_iou_2d
 from .class_shapes import parts_may_touch, union_plausible, unions_plausible
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
+from .neighbours import kept_apart
 from .object_geometry import ObjectGeometry, fraction_in, near_fraction, neighbourhoods, unpack_voxels, voxel_keys
 from .spatial_index import SpatialHashGrid
 from .track import Track
@@ -239,6 +240,13 @@ class Association:
                 hit[k] |= i2d[k] >= cfg.image_match
                 fit[k] = max(fit[k], i2d[k])
         ok = hit & ~(lifted & ~plausible) & ~decided
+        if q.tracks is not None:  # a merge (memory/neighbours.py, memory/settling.py)
+            for k in np.flatnonzero(ok).tolist():
+                i = int(qi[k])
+                if lifted[k] and not same[k] and not union_plausible(tracks[k].box, q.boxes[i], names[k]):
+                    ok[k] = False  # the merged object takes the class with most evidence: either one's must fit it
+                elif kept_apart(q.tracks[i], tracks[k]):
+                    ok[k] = False
         if q.tracks is not None:
             both = unknown_q & unknown_t
             fit = np.where(both, iou, fit)
@@ -281,7 +289,8 @@ class Association:
                 if c == track.id or c in hits or other.class_name != track.class_name or other.geometry is None \
                         or track.class_name == UNKNOWN_CLASS:
                     continue
-                if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name):
+                if self._parts_of_one(track, other) and union_plausible(track.box, other.box, track.class_name) \
+                        and not kept_apart(track, other):
                     hits.append(c)
         return out
 

@@ -129,11 +129,32 @@ class MemoryConfig:
     forget_after_s: float = 2.0
     # Only objects at least this confident (probability) are published; 0 publishes all.
     publish_confidence: float = 0.7
+    # ... and an object appears on the map only once it is this much more confident (0.8 by default) and
+    # its box has settled (below), then stays until it falls below publish_confidence: sure enough to act
+    # on before it is shown, and not retracted for a look that says a little less (memory/settling.py).
+    # With publish_confidence 0 every object appears; unknown objects (discovery's) appear at the bar.
+    appear_margin: float = 0.1
     # In view: at least this fraction of the object's sample points seen at their own depth ...
     view_fraction: float = 0.5
     # ... and its seen region at least this many pixels on its shorter side (smaller than that,
     # a detector cannot be expected to find it).
     view_min_px: float = 30.0
+
+    # --- Boxes settle across looks (memory/settling.py): the map shows an object's box once a look other
+    # than the one that made it agrees with it, and keeps showing that box until another look confirms a
+    # change, so one frame's bad lift or a merge of neighbours does not move a published box; an object
+    # whose box never settled is not published. False shows every box as it is, as before.
+    settle_boxes: bool = True
+    # Two boxes agree when every corner of each lies within the other grown by this share of its extent
+    # along each axis ...
+    settle_relative: float = 0.15
+    # ... and by at least this much (m): a little more than one geometry voxel, the noise of a lift.
+    settle_absolute: float = 0.045
+
+    # Once an object was detected from this many looks, its box is fitted to the voxels that many looks
+    # covered (memory/extent_fusion.py): one look's bad lift (the table around a cup, a neighbour) does not
+    # grow it. 1 fits all of its voxels, as before.
+    extent_min_looks: int = 2
 
     # Find the unknown objects in each frame's depth (memory/discovery.py: compact things resting on a
     # support that no named object holds), tracked with the evidence rules above as class "object".
@@ -188,7 +209,7 @@ class MemoryConfig:
         _check(self.geometry_voxel >= 0.0, "geometry_voxel must be >= 0 (metres; 0 = off)", self.geometry_voxel)
         _check(self.geometry_max_voxels >= 8, "geometry_max_voxels must be at least 8", self.geometry_max_voxels)
         for name in ("geometry_match", "geometry_merge", "geometry_touch", "geometry_min_ratio", "image_match",
-                     "view_fraction", "publish_confidence"):
+                     "view_fraction", "publish_confidence", "appear_margin"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
         _check(self.existence_hit > 0.0 and self.existence_hit_whole > 0.0,
                "existence_hit and existence_hit_whole must be positive", (self.existence_hit, self.existence_hit_whole))
@@ -200,6 +221,9 @@ class MemoryConfig:
                "existence_miss and existence_through must be <= 0", (self.existence_miss, self.existence_through))
         _check(self.existence_min < 0.0 < self.existence_max, "need existence_min < 0 < existence_max",
                (self.existence_min, self.existence_max))
+        _check(self.settle_relative >= 0.0 and self.settle_absolute >= 0.0,
+               "settle_relative and settle_absolute must be >= 0", (self.settle_relative, self.settle_absolute))
+        _check(self.extent_min_looks >= 1, "extent_min_looks must be at least 1", self.extent_min_looks)
         _check(self.forget_after_s >= 0.0, "forget_after_s must be >= 0 (seconds)", self.forget_after_s)
         for name in ("mover_lifetime_s", "mover_reach", "mover_speed", "mover_min_move", "person_min_height",
                      "mover_forget_s"):

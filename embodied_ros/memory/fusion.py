@@ -22,7 +22,10 @@ from .box_fusion import canonical_box, face_box, is_yaw_only
 from .class_shapes import shape_prior
 from .config import MemoryConfig
 from .existence import ExistenceEvidence, place_of
+from .extent_fusion import fit_extent, look_id
+from .neighbours import without_neighbours
 from .object_geometry import voxel_keys
+from .settling import look_of
 from .spatial_index import SpatialHashGrid
 from .track import Track
 from .visibility import classify_points
@@ -82,7 +85,7 @@ class Fusion:
                       existence=ExistenceEvidence.starting_at(self.config.existence_prior))
         self._hit(track, det, perception)
         track.add_recess(det.recess)
-        self._add_points(track, det.points, perception.frame)
+        self._add_points(track, self._own_points(det, obj_id), perception)
         self._seen_from(track, det.score, perception)
         self._tracks[obj_id] = track
         self._index.insert(obj_id, track.box)
@@ -94,7 +97,7 @@ class Fusion:
                              self.config)
         self._hit(track, det, perception)
         track.add_recess(det.recess)
-        self._add_points(track, det.points, perception.frame)
+        self._add_points(track, self._own_points(det, track.id), perception)
         self._seen_from(track, det.score, perception)
         self._index.update(track.id, track.box)
 
@@ -106,10 +109,15 @@ class Fusion:
         self._index.update(keep.id, keep.box)
 
     def fit(self, track: Track) -> None:
-        """The track's box from its geometry, completed with its class's shape prior, facing its views."""
+        """The track's box from its geometry, completed with its class's shape prior, facing its views. An
+        object seen whole, from more than one look, is fitted to the voxels several looks covered
+        (memory/extent_fusion.py); one seen in parts cut by the image's edge is the union of its parts."""
         if track.geometry is None or not is_yaw_only(track.box):
             return
-        box = track.geometry.fit_box(*core_rule(track, self.config))
+        looks = self.config.extent_min_looks
+        whole = track.n_cut < 0.5 * track.n_obs
+        box, track.looks_agree = fit_extent(track.geometry, track.support, *core_rule(track, self.config),
+                                            looks if whole and track.existence.n_looks >= looks else 1)
         if box is None:
             return
         if self.config.amodal:
@@ -129,15 +137,24 @@ class Fusion:
             prior = shape_prior(track.class_name)
             if prior is not None and prior.on_floor:
                 self.fit(track)
+                track.refit_settled(self.config)
                 self._index.update(track.id, track.box)
 
-    def _add_points(self, track: Track, points: np.ndarray | None, frame: Frame | None) -> None:
+    def _own_points(self, det: Observation, obj_id: int) -> np.ndarray | None:
+        """The detection's points without those of a neighbour of its class on the map (memory/neighbours.py)."""
+        return without_neighbours(det.points, det.name, obj_id, self._tracks, self._index,
+                                  self.config.geometry_min_ratio)
+
+    def _add_points(self, track: Track, points: np.ndarray | None, perception: FramePerception) -> None:
         """Grow the track's geometry with a detection's points, count which of its voxels the frame
-        saw, and refit its box to the object's own voxels."""
+        saw and the look that covered them, and refit its box to the object's own voxels."""
         if points is None or not self.config.geometry_voxel or len(points) == 0:
             return
+        frame = perception.frame
         geometry = track.grown_geometry(self.config.geometry_voxel, self.config.geometry_max_voxels)
         covered = geometry.add(points)
+        track.support.add(points, geometry.voxel_size, look_id(look_of(track, perception.viewpoint, self.config)))
+        track.support.prune(geometry)
         if frame is not None:
             seen = classify_points(geometry.centroids(), 0.0, frame).seen
             if not np.isfinite(points).all():  # the keys of every point, as before (add leaves those out)

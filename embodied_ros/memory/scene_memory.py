@@ -62,6 +62,7 @@ from .movers import Movers
 from .object_colour import detection_samples
 from .publishing import build_snapshot, published
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
+from .settling import settle_tracks
 from .spatial_index import SpatialHashGrid
 from .structure import RoomStructure
 from .track import Track
@@ -176,6 +177,8 @@ class SceneMemory:
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
             merged = named_now + self._association.merge_pass(sorted(taken))
+            changed = taken | set(created) | set(updated) | {kept for _, kept in merged}
+            settle_tracks(self._tracks, changed, missed, perception.viewpoint, self.config)
             new = set(created)
             return UpdateResult(
                 created=tuple(i for i in created if i in self._tracks),

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..geometry.boxes import BOX_DIM
+from .settling import BoxState
 
 
 @dataclass(frozen=True, eq=False)
@@ -18,7 +19,8 @@ class SceneObject:
         id: stable integer id, never reused by the memory.
         class_name: the class with the most evidence (ties keep the earlier winner).
         score: confidence in [0, 1] (running max or moving average, see ScoreMode).
-        box: (9,) float64 world-frame 9-DoF box, metres and radians (read-only).
+        box: (9,) float64 world-frame 9-DoF box, metres and radians (read-only): the box the map shows,
+            the latest that two looks agreed on (memory/settling.py; before any did, the object's own).
         class_scores: (class name, evidence) pairs, most evidence first; evidence is the sum
             of the scores of the detections of that class fused into the object.
         n_observations: detections fused into the object (one per frame at most).
@@ -35,6 +37,10 @@ class SceneObject:
         n_looks: independent looks among the observations: the places the camera saw it from
             whose latest look holds evidence of it (memory/existence.py); the same for a 30 Hz and
             a 3 Hz stream of one walk, where ``n_observations`` grows with the frame rate.
+        box_state: whether ``box`` has settled (two looks agreed on it, and nothing changed since),
+            is shown while a change awaits another look (growing), or never settled (not published).
+        appeared: the memory put it on the map (sure enough to act on, its box settled) and has not
+            retracted it since (memory/settling.py); only such objects are published.
     """
 
     id: int
@@ -51,6 +57,13 @@ class SceneObject:
     colour_lab: tuple[float, float, float] | None = None
     colour_name: str | None = None
     n_looks: int = 1
+    box_state: BoxState = BoxState.SETTLED
+    appeared: bool = True
+
+    @property
+    def settled(self) -> bool:
+        """Whether its box is settled: two looks agreed on the box shown and nothing changed it since."""
+        return self.box_state is BoxState.SETTLED
 
     def __post_init__(self) -> None:
         box = np.array(self.box, dtype=np.float64).reshape(BOX_DIM)
@@ -71,7 +84,8 @@ class SceneObject:
 def _fields(obj: SceneObject) -> tuple[Any, ...]:
     return (obj.id, obj.class_name, obj.score, obj.box, obj.class_scores, obj.n_observations,
             obj.first_seen_frame, obj.last_seen_frame, obj.first_seen_ns, obj.last_seen_ns, obj.confidence,
-            obj.colour_lab, obj.colour_name, obj.n_looks)
+            obj.colour_lab, obj.colour_name, obj.n_looks, obj.box_state,
+            obj.appeared)
 
 
 @dataclass(frozen=True)
@@ -138,10 +152,12 @@ class MemorySnapshot:
     def published(self, max_per_class: int, min_observations: int = 1,
                   min_confidence: float = 0.0, limits: dict[str, int] | None = None) -> list[SceneObject]:
         """At most ``max_per_class`` objects per class (``limits``: other limits for some classes), each
-        class's highest scores, best first, among those seen at least ``min_observations`` times and at
-        least ``min_confidence`` confident (unconfirmed objects never take a place in a class's limit)."""
+        class's highest scores, best first, among those seen at least ``min_observations`` times, at
+        least ``min_confidence`` confident, with a box that has settled once, and put on the map by the
+        memory (``appeared``; unconfirmed objects never take a place in a class's limit)."""
         confirmed = np.array([o.n_observations >= min_observations and o.confidence >= min_confidence
-                              for o in self.objects], dtype=bool)
+                              and o.box_state is not BoxState.UNSETTLED and o.appeared for o in self.objects],
+                             dtype=bool)
         if not confirmed.any():
             return []
         classes, codes = np.unique(np.array(self.class_names), return_inverse=True)

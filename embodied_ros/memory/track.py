@@ -11,10 +11,13 @@ from ..geometry.boxes import BOX_DIM
 from .box_fusion import fuse_boxes
 from .class_shapes import plausible_size, plausible_support
 from .config import MemoryConfig, ScoreMode
+from .discovery import UNKNOWN_CLASS
 from .existence import ExistenceEvidence, Place
+from .extent_fusion import LookSupport
 from .object_colour import ColourAccumulator, ColourSample, colour_name
 from .object_geometry import ObjectGeometry
 from .scene_object import SceneObject
+from .settling import BoxSettling, LookKey
 
 IMPLAUSIBLE_CONFIDENCE = 0.1  # a 40 cm "cup" is not a cup, however often it was called one
 COMPATIBLE_SHARE = 0.25
@@ -44,6 +47,10 @@ class Track:
         existence: the evidence behind ``log_odds``, per place it was looked at from.
         recesses: of its latest detections, how far (m) the middle of its points lay below the
             surface around it (memory.class_shapes.plausible_support).
+        settling: which of its boxes the map shows, agreed by two looks (memory/settling.py).
+        support: per voxel of its geometry, the looks that covered it (memory/extent_fusion.py).
+        looks_agree: its latest fit took only voxels that several looks covered (its box is agreed by
+            looks, voxel by voxel: memory/settling.py shows it at once).
     """
 
     id: int
@@ -65,6 +72,9 @@ class Track:
     colour: ColourAccumulator = field(default_factory=ColourAccumulator)
     existence: ExistenceEvidence = field(default_factory=ExistenceEvidence)
     recesses: list[float] = field(default_factory=list)
+    settling: BoxSettling = field(default_factory=BoxSettling)
+    support: LookSupport = field(default_factory=LookSupport)
+    looks_agree: bool = False
     cached: SceneObject | None = field(default=None, repr=False)
 
     @property
@@ -120,6 +130,8 @@ class Track:
         for r in gone.recesses:
             keep.add_recess(r)
         keep.colour.merge(gone.colour)
+        keep.settling.absorb(gone.settling)
+        keep.support.merge(gone.support)
         if gone.geometry is not None:
             if keep.geometry is None:
                 keep.geometry = gone.geometry
@@ -143,6 +155,27 @@ class Track:
         self.existence.add(value, place, int(stamp_ns), config.existence_revisit_s, config.existence_max_places,
                            config.existence_min, config.existence_max, hit)
         self.log_odds = self.existence.log_odds(config.existence_min, config.existence_max)
+        self.cached = None
+
+    def settle(self, look: LookKey | None, config: MemoryConfig) -> None:
+        """Compare its box, after an update from ``look``, with the box the look before left
+        (memory/settling.py); without ``config.settle_boxes`` every box is shown as it is."""
+        self.settling.observe(self.box, look if config.settle_boxes else None, config.settle_relative,
+                              config.settle_absolute, self.looks_agree)
+        self.cached = None
+
+    def refit_settled(self, config: MemoryConfig) -> None:
+        """Its box changed with the whole map (the floor moved): a settled box moves with it."""
+        self.settling.refit(self.box)
+        self.follow_publication(config)
+
+    def follow_publication(self, config: MemoryConfig) -> None:
+        """Whether it is on the map, after its confidence or box changed (BoxSettling.follow). An unknown
+        object appears at the bar itself: discovery's evidence is the geometry's, not a detector's score
+        hovering near the bar, and a second look from another place is what makes it sure."""
+        bar = config.publish_confidence
+        margin = 0.0 if self.class_name == UNKNOWN_CLASS else config.appear_margin
+        self.settling.follow(self.confidence, min(1.0, bar + margin) if bar > 0 else 0.0, bar)
         self.cached = None
 
     def add_miss(self) -> None:
@@ -187,10 +220,12 @@ class Track:
         if self.cached is None:
             evidence = tuple(sorted(((n, float(v)) for n, v in self.evidence.items()), key=lambda p: (-p[1], p[0])))
             lab = self.colour.lab()
+            shown = self.settling.shown
             self.cached = SceneObject(
-                self.id, self.class_name, float(self.score), self.box.copy(), evidence, self.n_obs,
-                self.first_frame, self.last_frame, self.first_ns, self.last_ns, confidence=self.confidence,
+                self.id, self.class_name, float(self.score), (self.box if shown is None else shown).copy(), evidence,
+                self.n_obs, self.first_frame, self.last_frame, self.first_ns, self.last_ns, confidence=self.confidence,
                 colour_lab=lab, colour_name=colour_name(lab), n_looks=max(1, self.existence.n_looks),
+                box_state=self.settling.state, appeared=self.settling.appeared,
             )
         return self.cached
 
@@ -206,12 +241,15 @@ class Track:
             "geometry": None if self.geometry is None else self.geometry.to_dict(),
             "colour": self.colour.to_json(),
             "existence": self.existence.to_dict(), "recesses": list(self.recesses),
+            "settling": self.settling.to_dict(), "support": self.support.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, o: dict[str, Any], default_log_odds: float) -> Track:
-        """Read ``to_dict``'s form; files without existence evidence get ``default_log_odds``."""
+        """Read ``to_dict``'s form; files without existence evidence get ``default_log_odds``, and files
+        from before settling show each box as it was (it was published so)."""
         geometry = o.get("geometry")
+        settling, support = o.get("settling"), o.get("support")
         log_odds = float(o.get("log_odds", default_log_odds))
         existence = o.get("existence")
         return cls(
@@ -225,4 +263,6 @@ class Track:
             ColourAccumulator.from_json(o.get("colour")),
             ExistenceEvidence.starting_at(log_odds) if existence is None else ExistenceEvidence.from_dict(existence),
             [float(r) for r in o.get("recesses", ())],
+            BoxSettling.settled_at(o["box"]) if settling is None else BoxSettling.from_dict(settling),
+            LookSupport() if support is None else LookSupport.from_dict(support),
         )

@@ -18,8 +18,9 @@ def objects_document(objects: Sequence[Any], frame_id: str, extra: dict[str, Any
 
     Each object (and each part of the structure, in its own list ``structure``: floor, wall, counter, shelf,
     cabinet): id, class, score, confidence (that it exists), box (9-DoF), class_scores, first/last seen
-    frame and stamp, number of detections and of independent looks (places it was seen from), colour word
-    (None when never sampled).
+    frame and stamp, number of detections and of independent looks (places it was seen from), whether its box
+    is settled (two looks agreed on it and nothing changed it since: memory/settling.py), colour word (None
+    when never sampled).
     """
     return {
         "format_version": FORMAT_VERSION,
@@ -46,6 +47,7 @@ def _entry(o: Any) -> dict[str, Any]:
         "last_seen_ns": int(o.last_seen_ns),
         "n_observations": int(o.n_observations),
         "n_looks": int(getattr(o, "n_looks", o.n_observations)),
+        "settled": bool(getattr(o, "settled", True)),
         "colour": o.colour_name,
     }
 

@@ -95,6 +95,27 @@ def _voxel_colors(occupancy: OccupiedVoxels) -> list[Any]:
     return [ColorRGBA(r=r, g=g, b=b, a=a) for r, g, b, a in voxel_rgba(occupancy).tolist()]
 
 
+def is_settled(obj: ObjectLike) -> bool:
+    """Whether an object's box is settled (memory/settling.py); objects that do not say are."""
+    return bool(getattr(obj, "settled", True))
+
+
+def _dashes(segments: np.ndarray, n: int = 4, share: float = 0.6) -> np.ndarray:
+    """(S, 2, 3) segments -> (S * n, 2, 3): each cut into ``n`` dashes covering ``share`` of its length."""
+    t0 = (np.arange(n) + 0.5 * (1 - share)) / n
+    t = np.stack([t0, t0 + share / n], axis=1)  # (n, 2) fractions along a segment
+    a, b = segments[:, None, None, 0], segments[:, None, None, 1]  # (S, 1, 1, 3)
+    return (a + t[None, :, :, None] * (b - a)).reshape(-1, 2, 3)
+
+
+def box_line_points(objects: Sequence[ObjectLike]) -> list[np.ndarray]:
+    """Per object, the LINE_LIST end points of its box: the 12 edges (24, 3), dashed (96, 3) while its box is
+    growing (``is_settled`` false): RViz shows that the box may still change."""
+    edges = box_edge_points(objects)
+    return [e if is_settled(o) else _dashes(e.reshape(-1, 2, 3)).reshape(-1, 3)
+            for o, e in zip(objects, edges, strict=True)]
+
+
 def box_edge_points(objects: Sequence[ObjectLike]) -> np.ndarray:
     """(N, 24, 3) world points: the 12 edges of each object's box as LINE_LIST end-point pairs."""
     if not objects:
@@ -253,7 +274,7 @@ def marker_array(
     markers = [_marker("", 0, _LINE_LIST, frame_id, stamp_ns, action=_DELETEALL)]
     n_objects = len(objects)
     objects = [*objects, *structure]
-    edges = box_edge_points(objects)
+    edges = box_line_points(objects)
     labels = label_positions(objects, text_height)
     for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
         rgb = class_color_float(obj.class_name)
@@ -327,7 +348,7 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
             box=np.asarray(o.box, dtype=np.float64).reshape(9),
             pose=pose_msg(box_rotations(o.box)[0], np.asarray(o.box)[0:3]),
             size=vector3_msg(np.asarray(o.box)[3:6]), n_observations=int(o.n_observations),
-            n_looks=int(o.n_looks),
+            n_looks=int(o.n_looks), confidence=float(getattr(o, "confidence", 1.0)), settled=is_settled(o),
             first_seen=time_msg(o.first_seen_ns), last_seen=time_msg(o.last_seen_ns),
         )
         for o in objects

@@ -33,9 +33,10 @@ from ..outputs.scene_messages import (
     SPACE_WIDTH,
     TEXT_HEIGHT,
     ObjectLike,
-    box_edge_points,
+    box_line_points,
     cloud_points,
     is_named,
+    is_settled,
     label_leaders,
     label_positions,
     label_text,
@@ -75,7 +76,7 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
                                       "scale": {"x": 1.0, "y": 1.0, "z": 1.0}, "color": white}]
     n_objects = len(objects)
     objects = [*objects, *structure]
-    edges = box_edge_points(objects)
+    edges = box_line_points(objects)
     labels = label_positions(objects)
     for i, (obj, points, label) in enumerate(zip(objects, edges, labels, strict=True)):
         colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
@@ -111,8 +112,9 @@ def scene_object_array(objects: Sequence[ObjectLike], frame_id: str, stamp_ns: i
     objects = [*objects, *structure]
     items = [{"id": int(o.id), "class_name": o.class_name, "score": float(o.score),
               "box": np.asarray(o.box, dtype=np.float64).reshape(9), "pose": pose, "size": _vector(o.box[3:6]),
-              "n_observations": int(o.n_observations), "n_looks": int(o.n_looks), "first_seen": stamp(o.first_seen_ns),
-              "last_seen": stamp(o.last_seen_ns)}
+              "n_observations": int(o.n_observations), "n_looks": int(o.n_looks),
+              "confidence": float(getattr(o, "confidence", 1.0)), "settled": is_settled(o),
+              "first_seen": stamp(o.first_seen_ns), "last_seen": stamp(o.last_seen_ns)}
              for o, pose in zip(objects, _poses(objects), strict=True)]
     ours = list(zip(items[:n_objects], objects[:n_objects], strict=True))
     return {"header": header(frame_id, stamp_ns), "objects": [m for m, o in ours if is_named(o)],
