@@ -23,8 +23,8 @@ from embodied_ros.memory.association import (
     sampled_blocks,
 )
 from embodied_ros.memory.class_shapes import union_plausible
-from embodied_ros.memory.neighbours import kept_apart
 from embodied_ros.memory.discovery import UNKNOWN_CLASS
+from embodied_ros.memory.neighbours import kept_apart
 from embodied_ros.memory.track import Track
 from embodied_ros.memory.visibility import Visibility
 
