@@ -138,6 +138,15 @@ def place_of(viewpoint: np.ndarray | None, edge: float) -> Place | None:
     return int(x), int(y), int(z)
 
 
+def surface_samples(track: Track) -> tuple[np.ndarray, float]:
+    """(P, 3) world points of an object for visibility tests and the depth tolerance (m) they need: voxel
+    centroids of its geometry (0), or points inside its box when it has none (half its largest extent: the
+    box's own front surface hides its inside)."""
+    if track.geometry is not None and len(track.geometry) >= 4:
+        return track.geometry.sample(_VIEW_SAMPLES), 0.0
+    return box_samples(track.box), 0.5 * float(track.box[3:6].max())
+
+
 def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGrid) -> dict[int, Visibility]:
     """How the objects near the camera fall in this frame, by id."""
     R, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
@@ -148,13 +157,9 @@ def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGr
         return {}
     samples, tolerances = [], []
     for i in ids:
-        track = tracks[i]
-        if track.geometry is not None and len(track.geometry) >= 4:
-            samples.append(track.geometry.sample(_VIEW_SAMPLES))
-            tolerances.append(0.0)
-        else:  # box samples: the box's own front surface hides its inside
-            samples.append(box_samples(track.box))
-            tolerances.append(0.5 * float(track.box[3:6].max()))
+        points, tolerance = surface_samples(tracks[i])
+        samples.append(points)
+        tolerances.append(tolerance)
     # Objects none of whose samples can fall in the image are not in view: skipped, as their
     # Visibility would say nothing (no sample seen, hidden or seen through).
     bounds = np.array([[s.min(axis=0), s.max(axis=0)] for s in samples])

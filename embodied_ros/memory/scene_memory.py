@@ -51,6 +51,7 @@ from ..detections import FramePerception
 from ..errors import FrameError, InputError, json_error_line, os_error_line
 from .amodal import FloorEstimate
 from .association import Association, Queries, point_keys
+from .changes import ChangeConfig, ChangeTracker
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS, ObjectDiscovery
 from .existence import objects_in_view, take_misses
@@ -82,7 +83,8 @@ class SceneMemory:
         ConfigError: if a parameter cannot work.
     """
 
-    def __init__(self, config: MemoryConfig | None = None, **overrides: Any) -> None:
+    def __init__(self, config: MemoryConfig | None = None, changes: ChangeConfig | None = None,
+                 **overrides: Any) -> None:
         self.config = replace(config or MemoryConfig(), **overrides)  # MemoryConfig: the one place for defaults
         self._lock = threading.RLock()
         self._tracks: dict[int, Track] = {}
@@ -98,11 +100,13 @@ class SceneMemory:
         self._n_updates = 0
         self._snapshot: MemorySnapshot | None = None
         self._discovery = ObjectDiscovery() if self.config.discover_unknown else None
+        # What changed (memory/changes.py): removed, new and moved objects, and their history.
+        self.changes = ChangeTracker(changes or ChangeConfig(), self.config, self._drop, self._renumber)
 
     @classmethod
-    def from_config(cls, config: MemoryConfig) -> SceneMemory:
-        """A memory with the parameters of ``config``."""
-        return cls(config)
+    def from_config(cls, config: MemoryConfig, changes: ChangeConfig | None = None) -> SceneMemory:
+        """A memory with the parameters of ``config`` (and ``changes``' rules for what changed)."""
+        return cls(config, changes)
 
     def __len__(self) -> int:
         return len(self._tracks)
@@ -163,6 +167,8 @@ class SceneMemory:
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
             merged = named_now + self._association.merge_pass(sorted(taken))
+            changes, renamed = self.changes.step(perception, self._tracks, views, taken, forgotten, merged)
+            merged += renamed
             new = set(created)
             return UpdateResult(
                 created=tuple(i for i in created if i in self._tracks),
@@ -174,6 +180,7 @@ class SceneMemory:
                 missed=missed,
                 forgotten=forgotten,
                 discovery_s=discovery_s,
+                changes=tuple(changes),
             )
 
     def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],
@@ -226,6 +233,19 @@ class SceneMemory:
             taken.add(obj_id)
             used.append(k)
         return n_suppressed
+
+    def _drop(self, obj_id: int) -> None:
+        """Let an object go (it was removed from the room)."""
+        del self._tracks[obj_id]
+        self._index.remove(obj_id)
+
+    def _renumber(self, obj_id: int, new_id: int) -> None:
+        """The object ``obj_id`` takes the id ``new_id`` (a moved object keeps the id it had)."""
+        track = self._tracks.pop(obj_id)
+        self._index.remove(obj_id)
+        track.id, track.cached = new_id, None
+        self._tracks[new_id] = track
+        self._index.insert(new_id, track.box)
 
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
         if not set(names) <= set(self._vocabulary):
@@ -303,6 +323,7 @@ class SceneMemory:
             if self._discovery is not None:
                 self._discovery.reset()
             self._fusion.completed_to = None
+            self.changes.reset()
             self._frame_id = ""
             self._last_frame = (-1, 0)
             self._n_updates = 0
@@ -324,11 +345,13 @@ class SceneMemory:
                 "floor_z": self._floor.z,
                 "next_id": self._next_id,
                 "objects": [self._tracks[i].to_dict() for i in sorted(self._tracks)],
+                "changes": self.changes.to_dict(),
             }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> SceneMemory:
-        """Rebuild a memory from ``to_dict()``'s document; keyword arguments override its parameters.
+    def from_dict(cls, data: dict[str, Any], changes: ChangeConfig | None = None, **overrides: Any) -> SceneMemory:
+        """Rebuild a memory from ``to_dict()``'s document; keyword arguments override its parameters. What
+        changed after the load is told against the loaded objects (memory/changes.py).
 
         Raises:
             InputError: if the document is not a scene memory of a known version.
@@ -343,7 +366,7 @@ class SceneMemory:
             config = MemoryConfig(**{k: v for k, v in data["config"].items() if k in known})
         except (KeyError, TypeError, AttributeError) as err:
             raise InputError(f"scene memory document has no valid config: {err}") from None
-        memory = cls.from_config(replace(config, **overrides))
+        memory = cls.from_config(replace(config, **overrides), changes)
         try:
             memory._frame_id = str(data["frame_id"])
             memory._vocabulary = tuple(str(n) for n in data.get("vocabulary", ()))
@@ -355,6 +378,7 @@ class SceneMemory:
                 memory._tracks[track.id] = track
                 memory._index.insert(track.id, track.box)
             memory._next_id = max(int(data["next_id"]), max(memory._tracks, default=-1) + 1)
+            memory.changes.load(data.get("changes"), memory._tracks)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise InputError(f"scene memory document is malformed: {type(err).__name__}: {err}") from None
         return memory
@@ -367,7 +391,7 @@ class SceneMemory:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> SceneMemory:
+    def load(cls, path: str | os.PathLike[str], changes: ChangeConfig | None = None, **overrides: Any) -> SceneMemory:
         """Read a memory written by ``save``; keyword arguments override its parameters.
 
         Raises:
@@ -380,7 +404,7 @@ class SceneMemory:
         except ValueError as err:
             raise InputError(f"{path}: cannot read the scene memory: {json_error_line(err)}") from None
         try:
-            return cls.from_dict(data, **overrides)
+            return cls.from_dict(data, changes, **overrides)
         except InputError as err:
             raise InputError(f"{path}: {err}") from None
 

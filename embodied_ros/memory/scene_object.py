@@ -89,6 +89,7 @@ class UpdateResult:
             place seen through).
         forgotten: ids of objects removed because their evidence fell too low.
         discovery_s: seconds spent finding and taking in the frame's unknown objects (memory/discovery.py).
+        changes: the change events this frame made (memory/change_events.ChangeEvent: removed, new, moved).
     """
 
     created: tuple[int, ...] = ()
@@ -100,6 +101,7 @@ class UpdateResult:
     missed: tuple[int, ...] = ()
     forgotten: tuple[int, ...] = ()
     discovery_s: float = field(default=0.0, compare=False)  # a timing, not part of what the update did
+    changes: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

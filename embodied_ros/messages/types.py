@@ -30,7 +30,7 @@ VISION_MSGS: dict[str, str] = {
     "vision_msgs/msg/Detection3DArray": "std_msgs/Header header\nvision_msgs/Detection3D[] detections\n",
 }
 
-OWN_MSGS = ("SceneObject", "SceneObjectArray")
+OWN_MSGS = ("SceneObject", "SceneObjectArray", "SceneChange")
 
 
 def own_msg_text(name: str) -> str:

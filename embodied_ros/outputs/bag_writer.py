@@ -18,9 +18,11 @@ from typing import Any
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 
 from ..frame import Frame
+from ..memory.change_events import ChangeEvent
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
 from ..messages.types import msg_class, typestore
+from .change_messages import change_markers, scene_change_msg
 from .image_encoding import depth_to_compressed, rgb_to_compressed
 from .scene_messages import (
     ObjectLike,
@@ -46,6 +48,8 @@ class OutputTopics:
     depth: str = "/depth_to_rgb/image_raw/compressedDepth"  # sensor_msgs/CompressedImage, 16UC1 mm in PNG
     camera_info: str = "/rgb/camera_info"  # sensor_msgs/CameraInfo
     tf: str = "/tf"  # tf2_msgs/TFMessage: world -> camera at every frame
+    changes: str = "/embodied/changes"  # embodied_ros/SceneChange: each change event, when it was made
+    change_markers: str = "/embodied/change_markers"  # visualization_msgs/MarkerArray: the recent changes
 
 
 _TYPES = {
@@ -57,6 +61,8 @@ _TYPES = {
     "depth": "sensor_msgs/msg/CompressedImage",
     "camera_info": "sensor_msgs/msg/CameraInfo",
     "tf": "tf2_msgs/msg/TFMessage",
+    "changes": "embodied_ros/msg/SceneChange",
+    "change_markers": "visualization_msgs/msg/MarkerArray",
 }
 
 
@@ -113,6 +119,14 @@ class SceneBagWriter:
         self._write("detections", stamp_ns, detection3d_array(objects, frame_id, stamp_ns))
         self._write("objects", stamp_ns, scene_object_array(objects, frame_id, stamp_ns))
         self._write("occupancy", stamp_ns, occupancy_cloud(occupancy, frame_id, stamp_ns))
+
+    def write_changes(self, stamp_ns: int, frame_id: str, new: Sequence[ChangeEvent],
+                      shown: Sequence[ChangeEvent] | None) -> None:
+        """The change events made at this instant, and (``shown`` not None) the markers of the recent changes."""
+        for event in new:
+            self._write("changes", stamp_ns, scene_change_msg(event, frame_id))
+        if shown is not None:
+            self._write("change_markers", stamp_ns, change_markers(shown, frame_id, stamp_ns))
 
     def close(self) -> Path:
         """Finish the bag; returns the path of scene.mcap."""

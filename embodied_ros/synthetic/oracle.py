@@ -4,6 +4,7 @@ way to run the whole pipeline (memory, occupancy, outputs) on a generated scene 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 
@@ -54,3 +55,63 @@ class GroundTruthPerceptor:
         det = self.scene.as_detections(ids, self.score)
         occ = self.scene.occupancy(i) if self.occupancy else None
         return FramePerception(i, frame.stamp_ns, det, occupancy=occ, timings_s={"oracle": time.perf_counter() - t})
+
+
+class LiftedGroundTruthPerceptor:
+    """A 2D detector that is the scene's truth, lifted through the frame's depth like a real detector's boxes.
+
+    For each object with at least ``min_pixels`` pixels in the frame's instance image
+    (``frame.extras["instance"]``, object id + 1 per pixel, and ``frame.extras["classes"]``, each object's
+    class, as synthetic/revisit.py's frames carry them) it gives the 2D box around its pixels, then
+    network/lifting.py makes 3D boxes with points, as on real recordings: the memory then keeps the objects'
+    geometry and sees their surfaces, not their boxes. ``miss_rate`` drops detections (drawn per frame and
+    object from ``seed``) and scores vary in ``scores``: a detector is not perfect.
+    """
+
+    name = "synthetic-oracle-2d"
+    class_names: tuple[str, ...] = OBJECT_CLASSES
+
+    def __init__(self, min_pixels: int = 150, miss_rate: float = 0.0, scores: tuple[float, float] = (0.6, 0.95),
+                 seed: int = 0, lifting: Any = None) -> None:
+        from ..network.lifting import LiftingParams
+
+        self.min_pixels = int(min_pixels)
+        self.miss_rate = float(miss_rate)
+        self.scores = scores
+        self.seed = int(seed)
+        self.params = lifting if lifting is not None else LiftingParams()
+
+    def perceive(self, frame: Frame) -> FramePerception:
+        """The frame's objects as 2D detections, lifted to world boxes with their points.
+
+        Raises:
+            FrameError: if the frame carries no instance image.
+        """
+        from scipy import ndimage
+
+        from ..detections import Detections2D
+        from ..network.lifting import lift_detections
+
+        t = time.perf_counter()
+        instance, classes = frame.extras.get("instance"), frame.extras.get("classes")
+        if instance is None or classes is None:
+            raise FrameError(f"frame {frame.index}: no instance image to detect from (synthetic revisit frames only)")
+        counts = np.bincount(instance.reshape(-1), minlength=len(classes) + 1)
+        boxes, labels, scores = [], [], []
+        for k, region in enumerate(ndimage.find_objects(instance), start=1):
+            if region is None or k > len(classes) or counts[k] < self.min_pixels:
+                continue
+            rng = np.random.default_rng([self.seed, frame.index, k])
+            if rng.random() < self.miss_rate:
+                continue
+            ys, xs = region
+            boxes.append([xs.start, ys.start, xs.stop - 1, ys.stop - 1])
+            labels.append(OBJECT_CLASSES.index(classes[k - 1]))
+            scores.append(rng.uniform(*self.scores))
+        dets = Detections2D(np.array(boxes, dtype=np.float64).reshape(-1, 4), np.array(labels, dtype=np.int64),
+                            np.array(scores, dtype=np.float64), OBJECT_CLASSES)
+        t1 = time.perf_counter()
+        lifted = lift_detections(frame, dets, self.params)
+        return FramePerception(frame.index, frame.stamp_ns, lifted, dets, timings_s={"network": t1 - t,
+                               "lifting": time.perf_counter() - t1}, viewpoint=frame.T_world_camera[:3, 3].copy(),
+                               frame=frame)

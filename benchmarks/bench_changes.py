@@ -1,0 +1,221 @@
+"""What changed, scored on synthetic rooms visited twice: removed / new / moved, recall and precision per kind.
+
+Each seed's room (synthetic/revisit.py) is walked once, changed (things moved, taken away, added), and
+walked again on another path a minute later; the frames go through the real memory as one recording, the
+detections coming from the truth's 2D boxes lifted through the depth (``LiftedGroundTruthPerceptor``: the
+memory keeps points and surfaces as on real data; ``--miss-rate`` drops detections, so a detector's misses
+are part of the test). The events left in the history (a move replaces the halves told before it) are
+matched to the truth per kind: same class, IoU >= 0.25 of the boxes (a move: both its boxes).
+
+A change can only be told if the robot saw it: a truth counts as *observable* when its place was in view in
+at least ``--min-looks`` looks of the pass that must show it (removed: the object seen in the first pass and
+its empty place in the second; new: its place in the first and the object in the second; moved: both).
+Recall is over observable changes; the unobservable ones are listed. *Looks to tell*: for each change found,
+the looks (place of the camera, 0.5 m, and visit) in the second pass that had its place in view, up to the
+frame that told it (a move: of its place seen second).
+
+    .venv/bin/python benchmarks/bench_changes.py [--seeds 0-19] [--miss-rate 0.0] [--frames 60] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from embodied_ros.geometry.boxes import box_rotations
+from embodied_ros.geometry.iou import box_iou_3d
+from embodied_ros.memory.change_events import ChangeEvent
+from embodied_ros.memory.existence import place_of
+from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.synthetic import LiftedGroundTruthPerceptor, SceneConfig, TrueChange, generate_scene, revisit
+
+KINDS = ("removed", "new", "moved")
+IOU = 0.25
+
+
+def _face_points(box: np.ndarray, n: int = 6) -> np.ndarray:
+    """(6 n^2, 3) points on the six faces of a box (an n x n grid on each)."""
+    R = box_rotations(box[None])[0]
+    g = np.linspace(-0.5, 0.5, n)
+    a, b = (m.ravel() for m in np.meshgrid(g, g))
+    faces = []
+    for axis in range(3):
+        for side in (-0.5, 0.5):
+            p = np.zeros((len(a), 3))
+            p[:, axis] = side
+            p[:, (axis + 1) % 3], p[:, (axis + 2) % 3] = a, b
+            faces.append(p)
+    return box[:3] + (np.concatenate(faces) * box[3:6]) @ R.T
+
+
+def _place_in_view(points: np.ndarray, frame, depth_clean: np.ndarray) -> bool:
+    """Whether at least half of ``points`` lie in the image, within 4 m, not hidden behind something nearer."""
+    T = frame.T_world_camera
+    cam = (points - T[:3, 3]) @ T[:3, :3]
+    z = cam[:, 2]
+    H, W = depth_clean.shape
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = frame.K[0, 0] * cam[:, 0] / z + frame.K[0, 2]
+        v = frame.K[1, 1] * cam[:, 1] / z + frame.K[1, 2]
+    ok = (z > 0.1) & (z < 4.0) & (u >= 0) & (u < W) & (v >= 0) & (v < H)
+    d = np.zeros(len(points))
+    d[ok] = depth_clean[v[ok].astype(int), u[ok].astype(int)]
+    ok &= (d <= 0) | (d >= z - 0.05)
+    return ok.mean() >= 0.5
+
+
+def _seen_object(box: np.ndarray, truth, min_pixels: int) -> bool:
+    """Whether the object of ``box`` shows with at least ``min_pixels`` pixels in this truth frame."""
+    scene_boxes = truth.frame.extras.get("boxes")
+    counts = np.bincount(truth.instance.reshape(-1), minlength=len(scene_boxes) + 1)[1:]
+    same = [k for k, b in enumerate(scene_boxes) if np.allclose(b, box)]
+    return bool(same) and counts[same[0]] >= min_pixels
+
+
+def run_seed(seed: int, miss_rate: float, frames: int, min_looks: int) -> dict:
+    """One room visited twice: the events, the truth, their matches and the cost of the change step."""
+    config = SceneConfig()
+    config = replace(config, trajectory=replace(config.trajectory, n_frames=frames))
+    visit = revisit(generate_scene(seed, config))
+    perceptor = LiftedGroundTruthPerceptor(miss_rate=miss_rate, seed=seed)
+    memory = SceneMemory()
+    step, cost = memory.changes.step, []
+
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        out = step(*args, **kwargs)
+        cost.append(time.perf_counter() - t)
+        return out
+
+    memory.changes.step = timed
+    n1 = len(visit.first)
+    looks: dict[int, dict[str, list]] = defaultdict(lambda: {"before": set(), "after": []})
+    told_at: dict[int, int] = {}
+    for i in range(len(visit)):
+        truth = visit.render(i)
+        frame = truth.frame
+        scene = visit.first if i < n1 else visit.second
+        frame.extras["boxes"] = [o.box for o in scene.objects]
+        place = place_of(frame.T_world_camera[:3, 3], 0.5)
+        for k, change in enumerate(visit.changes):
+            looks[k]  # noqa: B018 - made for every change
+            if i < n1:
+                box = change.old_box if change.old_box is not None else change.new_box
+                seen = (_seen_object(box, truth, 150) if change.old_box is not None
+                        else _place_in_view(_face_points(box), frame, truth.depth_clean))
+                if seen:
+                    looks[k]["before"].add(place)
+            else:
+                parts = []
+                if change.old_box is not None:
+                    parts.append(("old", _place_in_view(_face_points(change.old_box), frame, truth.depth_clean)))
+                if change.new_box is not None:
+                    parts.append(("new", _seen_object(change.new_box, truth, 150)))
+                for name, seen in parts:
+                    if seen:
+                        looks[k]["after"].append((i, name, place))
+        result = memory.update(perceptor.perceive(frame))
+        for event in result.changes:
+            told_at[event.seq] = i
+    events = memory.changes.log.current()
+    return _score(seed, visit.changes, events, looks, told_at, min_looks, n1) | {
+        "change_ms": 1e3 * float(np.mean(cost)), "change_ms_max": 1e3 * float(np.max(cost)),
+        "let_go": memory.changes.n_let_go}
+
+
+def _matches(event: ChangeEvent, change: TrueChange) -> bool:
+    if event.kind.value != change.kind or event.class_name != change.class_name:
+        return False
+    ok = True
+    if change.old_box is not None:
+        ok &= box_iou_3d(event.old_box[None], change.old_box[None])[0, 0] >= IOU
+    if change.new_box is not None:
+        ok &= box_iou_3d(event.new_box[None], change.new_box[None])[0, 0] >= IOU
+    return bool(ok)
+
+
+def _score(seed: int, truths: list[TrueChange], events: list[ChangeEvent], looks: dict, told_at: dict[int, int],
+           min_looks: int, n1: int) -> dict:
+    rows = []
+    used: set[int] = set()
+    for k, change in enumerate(truths):
+        before = len(looks[k]["before"])
+        after = {name: len({p for _, n, p in looks[k]["after"] if n == name}) for name in ("old", "new")}
+        need = [after[n] for n in ("old", "new") if (change.old_box if n == "old" else change.new_box) is not None]
+        observable = before >= (1 if change.kind == "new" else min_looks) and min(need) >= min_looks
+        hit = next((e for e in events if e.seq not in used and _matches(e, change)), None)
+        latency = None
+        if hit is not None:
+            used.add(hit.seq)
+            at = told_at.get(hit.seq, 10**9)
+            counts = [len({p for i, n, p in looks[k]["after"] if n == name and i <= at})
+                      for name in ("old", "new") if (change.old_box if name == "old" else change.new_box) is not None]
+            latency = min(counts)
+        rows.append({"seed": seed, "kind": change.kind, "class": change.class_name, "observable": observable,
+                     "found": hit is not None, "looks_to_tell": latency, "looks_before": before, "looks_after": after})
+    false = [{"seed": seed, "kind": e.kind.value, "class": e.class_name, "summary": e.summary()}
+             for e in events if e.seq not in used]
+    return {"truths": rows, "false": false, "events": [e.summary() for e in events]}
+
+
+def _table(results: list[dict]) -> str:
+    lines = [f"{'kind':8s} {'truths':>6s} {'observable':>10s} {'found':>5s} {'recall':>6s} {'events':>6s} "
+             f"{'false':>5s} {'precision':>9s}  looks to tell (max)"]
+    for kind in KINDS:
+        rows = [t for r in results for t in r["truths"] if t["kind"] == kind]
+        obs = [t for t in rows if t["observable"]]
+        found = [t for t in obs if t["found"]]
+        false = [f for r in results for f in r["false"] if f["kind"] == kind]
+        n_events = sum(t["found"] for t in rows) + len(false)
+        lat = [t["looks_to_tell"] for t in rows if t["found"] and t["looks_to_tell"] is not None]
+        recall = len(found) / len(obs) if obs else float("nan")
+        precision = (n_events - len(false)) / n_events if n_events else float("nan")
+        lines.append(f"{kind:8s} {len(rows):6d} {len(obs):10d} {len(found):5d} {recall:6.2f} {n_events:6d} "
+                     f"{len(false):5d} {precision:9.2f}  {np.bincount(lat).tolist() if lat else '-'} "
+                     f"({max(lat) if lat else '-'})")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", default="0-19", help="FIRST-LAST (inclusive) or a comma list")
+    p.add_argument("--miss-rate", type=float, default=0.0, help="fraction of detections the detector drops")
+    p.add_argument("--frames", type=int, default=60, help="frames per pass")
+    p.add_argument("--min-looks", type=int, default=2, help="looks that make a change observable")
+    p.add_argument("--json", type=Path, default=None, help="write every seed's rows here")
+    args = p.parse_args()
+    if "-" in args.seeds:
+        first, last = (int(s) for s in args.seeds.split("-"))
+        seeds = list(range(first, last + 1))
+    else:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    results = []
+    for seed in seeds:
+        t = time.time()
+        r = run_seed(seed, args.miss_rate, args.frames, args.min_looks)
+        results.append(r)
+        found = sum(t["found"] for t in r["truths"])
+        print(f"seed {seed}: {len(r['truths'])} truths, {found} found, {len(r['false'])} false, change step "
+              f"{r['change_ms']:.2f} ms/frame (max {r['change_ms_max']:.1f}), {time.time() - t:.0f} s", flush=True)
+        for f in r["false"]:
+            print(f"   false: {f['summary']}")
+        for row in r["truths"]:
+            if not row["found"]:
+                print(f"   missed{' (not observable)' if not row['observable'] else ''}: {row['kind']} {row['class']} "
+                      f"(looks before {row['looks_before']}, after {row['looks_after']})")
+    print(f"\n{len(seeds)} seeds, miss rate {args.miss_rate}, {args.frames} frames a pass; IoU >= {IOU}, same class")
+    print(_table(results))
+    print(f"change step: mean {np.mean([r['change_ms'] for r in results]):.2f} ms a frame, "
+          f"max {max(r['change_ms_max'] for r in results):.1f} ms")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
