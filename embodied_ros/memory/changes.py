@@ -8,10 +8,11 @@ published) is *established*. From then on:
   seen through: the depth there lay farther) and no detection of it came since. An object out of view, or
   hidden behind another (its points nearer than it), says nothing: leaving the view or being hidden is not
   going. The memory then lets the object go.
-* an object that becomes established is **new** when the looks at its place before its first detection
-  (memory/view_store.py keeps their depth thumbnails) saw it empty: free space or a surface beyond where it
-  stands, and none saw it there since. A thing that stood there all along and was detected late was seen at
-  its own depth, and is no change.
+* an object that becomes established is **new** when ``new_looks`` looks at its place before its first
+  detection (memory/view_store.py keeps their depth thumbnails) saw it empty, free space or a surface beyond
+  where it stands, before any look saw it there. A thing that stood there all along and was detected late was
+  seen at its own depth from the first; one put there later may well be seen a while before a detector names
+  it, and still is new.
 * a removed and a new object of one class (unknown objects: of like shape and colour) within
   ``move_window_s`` of each other are one **move**: one event with both boxes, and the object at its new
   place takes the old id. The half seen first was told already; the move replaces it (change_events.py).
@@ -58,8 +59,8 @@ class ChangeConfig:
     min_size_px: float = 8.0
     # Metres: places farther than this from the camera give no evidence of change (depth noise grows).
     max_depth: float = 4.0
-    # An object is new when at least this many looks before its first detection saw its place empty (the
-    # latest of those that saw the place at all among them).
+    # An object is new when at least this many looks before its first detection saw its place empty, before
+    # any look saw it there.
     new_looks: int = 1
     # A removed and a new object of one class within this many seconds are one object moved.
     move_window_s: float = 1800.0
@@ -194,6 +195,8 @@ class ChangeTracker:
                 if len(record.absent) >= self.config.removed_looks:
                     self._remove(obj_id, record, perception, events, renamed, alive=obj_id in tracks)
         for obj_id in forgotten:
+            if obj_id in tracks:  # the id went to an object moved: it is that object's now
+                continue
             if self._established.pop(obj_id, None) is not None:
                 self.n_let_go += 1
             self._new.pop(obj_id, None)
@@ -234,10 +237,11 @@ class ChangeTracker:
         half = self._match(record, self._removed, perception.stamp_ns)
         if half is not None:  # the place it left was seen empty already: it moved here
             self._removed.remove(half)
-            self._renumber(track.id, half.event.object_id)
-            renamed.append((track.id, half.event.object_id))
-            self._established[half.event.object_id] = self._established.pop(track.id)
-            events.append(self._tell(ChangeKind.MOVED, half.event.object_id, record, perception, half.record.box,
+            new_id, old_id = track.id, half.event.object_id
+            self._renumber(new_id, old_id)
+            renamed.append((new_id, old_id))
+            self._established[old_id] = self._established.pop(new_id)
+            events.append(self._tell(ChangeKind.MOVED, old_id, record, perception, half.record.box,
                                      half.event.last_seen_ns, (half.event.seq,)))
             return
         event = self._tell(ChangeKind.NEW, track.id, record, perception, None, 0)
@@ -257,11 +261,10 @@ class ChangeTracker:
             elif j.seen >= 0.5 * j.inside:
                 verdicts.append((j.look, False))
         empty: set[Look] = set()
-        for look, is_empty in verdicts:  # oldest first: a look that saw it there starts the count again
-            if is_empty:
-                empty.add(look)
-            else:
-                empty.clear()
+        for look, is_empty in verdicts:  # oldest first, up to the first look that saw it there
+            if not is_empty:
+                break  # what came after may have seen it before a detector named it: the count stops here
+            empty.add(look)
         return len(empty) >= self.config.new_looks
 
     def _clear_look(self, view: Visibility, record: _Record, perception: FramePerception) -> bool:
