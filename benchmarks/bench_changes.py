@@ -25,6 +25,7 @@ import time
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,12 +79,12 @@ def _seen_object(box: np.ndarray, truth, min_pixels: int) -> bool:
     return bool(same) and counts[same[0]] >= min_pixels
 
 
-def run_seed(seed: int, miss_rate: float, frames: int, min_looks: int) -> dict:
+def run_seed(seed: int, miss_rate: float, frames: int, min_looks: int, masks: bool = False) -> dict:
     """One room visited twice: the events, the truth, their matches and the cost of the change step."""
     config = SceneConfig()
     config = replace(config, trajectory=replace(config.trajectory, n_frames=frames))
     visit = revisit(generate_scene(seed, config))
-    perceptor = LiftedGroundTruthPerceptor(miss_rate=miss_rate, seed=seed)
+    perceptor = LiftedGroundTruthPerceptor(miss_rate=miss_rate, seed=seed, masks=masks)
     memory = SceneMemory()
     step, cost = memory.changes.step, []
 
@@ -95,13 +96,11 @@ def run_seed(seed: int, miss_rate: float, frames: int, min_looks: int) -> dict:
 
     memory.changes.step = timed
     n1 = len(visit.first)
-    looks: dict[int, dict[str, list]] = defaultdict(lambda: {"before": set(), "after": []})
+    looks: dict[int, dict[str, Any]] = defaultdict(lambda: {"before": set(), "after": [], "new_place_before": set()})
     told_at: dict[int, int] = {}
     for i in range(len(visit)):
         truth = visit.render(i)
         frame = truth.frame
-        scene = visit.first if i < n1 else visit.second
-        frame.extras["boxes"] = [o.box for o in scene.objects]
         place = place_of(frame.T_world_camera[:3, 3], 0.5)
         for k, change in enumerate(visit.changes):
             looks[k]  # noqa: B018 - made for every change
@@ -111,6 +110,8 @@ def run_seed(seed: int, miss_rate: float, frames: int, min_looks: int) -> dict:
                         else _place_in_view(_face_points(box), frame, truth.depth_clean))
                 if seen:
                     looks[k]["before"].add(place)
+                if change.kind == "moved" and _place_in_view(_face_points(change.new_box), frame, truth.depth_clean):
+                    looks[k]["new_place_before"].add(place)
             else:
                 parts = []
                 if change.old_box is not None:
@@ -129,15 +130,30 @@ def run_seed(seed: int, miss_rate: float, frames: int, min_looks: int) -> dict:
         "let_go": memory.changes.n_let_go}
 
 
-def _matches(event: ChangeEvent, change: TrueChange) -> bool:
-    if event.kind.value != change.kind or event.class_name != change.class_name:
+def _matches(event: ChangeEvent, kind: str, change: TrueChange) -> bool:
+    if event.kind.value != kind or event.class_name != change.class_name:
         return False
     ok = True
-    if change.old_box is not None:
+    if kind in ("removed", "moved"):
         ok &= box_iou_3d(event.old_box[None], change.old_box[None])[0, 0] >= IOU
-    if change.new_box is not None:
+    if kind in ("new", "moved"):
         ok &= box_iou_3d(event.new_box[None], change.new_box[None])[0, 0] >= IOU
     return bool(ok)
+
+
+def _observable(change: TrueChange, before: int, after: dict[str, int], min_looks: int) -> str | None:
+    """What the robot could tell of a change: its kind, or for a move of which it saw one half only, that half
+    (the old place seen empty: removed; the new place, seen empty in the first pass: new); None: nothing."""
+    old = change.old_box is not None and after["old"] >= min_looks
+    new = change.new_box is not None and after["new"] >= min_looks
+    if change.kind == "removed":
+        return "removed" if before >= min_looks and old else None
+    if change.kind == "new":
+        return "new" if before >= 1 and new else None
+    seen_first = before >= min_looks  # a moved thing: seen where it stood in the first pass
+    if seen_first and old and new:
+        return "moved"
+    return "removed" if seen_first and old else "new" if new and after.get("new_place_before", 0) >= 1 else None
 
 
 def _score(seed: int, truths: list[TrueChange], events: list[ChangeEvent], looks: dict, told_at: dict[int, int],
@@ -147,38 +163,41 @@ def _score(seed: int, truths: list[TrueChange], events: list[ChangeEvent], looks
     for k, change in enumerate(truths):
         before = len(looks[k]["before"])
         after = {name: len({p for _, n, p in looks[k]["after"] if n == name}) for name in ("old", "new")}
-        need = [after[n] for n in ("old", "new") if (change.old_box if n == "old" else change.new_box) is not None]
-        observable = before >= (1 if change.kind == "new" else min_looks) and min(need) >= min_looks
-        hit = next((e for e in events if e.seq not in used and _matches(e, change)), None)
+        after["new_place_before"] = len(looks[k]["new_place_before"])
+        kind = _observable(change, before, after, min_looks)
+        hit = next((e for e in events if e.seq not in used and _matches(e, kind or change.kind, change)), None)
         latency = None
         if hit is not None:
             used.add(hit.seq)
             at = told_at.get(hit.seq, 10**9)
-            counts = [len({p for i, n, p in looks[k]["after"] if n == name and i <= at})
-                      for name in ("old", "new") if (change.old_box if name == "old" else change.new_box) is not None]
-            latency = min(counts)
-        rows.append({"seed": seed, "kind": change.kind, "class": change.class_name, "observable": observable,
-                     "found": hit is not None, "looks_to_tell": latency, "looks_before": before, "looks_after": after})
+            parts = {"removed": ("old",), "new": ("new",), "moved": ("old", "new")}[hit.kind.value]
+            latency = min(len({p for i, n, p in looks[k]["after"] if n == name and i <= at}) for name in parts)
+        rows.append({"seed": seed, "kind": change.kind, "told_as": kind, "class": change.class_name,
+                     "observable": kind is not None, "found": hit is not None, "looks_to_tell": latency,
+                     "looks_before": before, "looks_after": after})
     false = [{"seed": seed, "kind": e.kind.value, "class": e.class_name, "summary": e.summary()}
              for e in events if e.seq not in used]
     return {"truths": rows, "false": false, "events": [e.summary() for e in events]}
 
 
 def _table(results: list[dict]) -> str:
-    lines = [f"{'kind':8s} {'truths':>6s} {'observable':>10s} {'found':>5s} {'recall':>6s} {'events':>6s} "
-             f"{'false':>5s} {'precision':>9s}  looks to tell (max)"]
+    lines = [f"{'kind':8s} {'observable':>10s} {'found':>5s} {'recall':>6s} {'events':>6s} {'false':>5s} "
+             f"{'precision':>9s}  looks to tell: count of 0, 1, 2, ... (max)"]
     for kind in KINDS:
-        rows = [t for r in results for t in r["truths"] if t["kind"] == kind]
-        obs = [t for t in rows if t["observable"]]
+        obs = [t for r in results for t in r["truths"] if t["told_as"] == kind]
         found = [t for t in obs if t["found"]]
         false = [f for r in results for f in r["false"] if f["kind"] == kind]
-        n_events = sum(t["found"] for t in rows) + len(false)
-        lat = [t["looks_to_tell"] for t in rows if t["found"] and t["looks_to_tell"] is not None]
+        n_events = len(found) + len(false)
+        lat = [t["looks_to_tell"] for t in found if t["looks_to_tell"] is not None]
         recall = len(found) / len(obs) if obs else float("nan")
-        precision = (n_events - len(false)) / n_events if n_events else float("nan")
-        lines.append(f"{kind:8s} {len(rows):6d} {len(obs):10d} {len(found):5d} {recall:6.2f} {n_events:6d} "
-                     f"{len(false):5d} {precision:9.2f}  {np.bincount(lat).tolist() if lat else '-'} "
-                     f"({max(lat) if lat else '-'})")
+        precision = len(found) / n_events if n_events else float("nan")
+        lines.append(f"{kind:8s} {len(obs):10d} {len(found):5d} {recall:6.2f} {n_events:6d} {len(false):5d} "
+                     f"{precision:9.2f}  {np.bincount(lat).tolist() if lat else '-'} ({max(lat) if lat else '-'})")
+    rows = [t for r in results for t in r["truths"]]
+    by_kind = ", ".join(f"{sum(t['kind'] == k for t in rows)} {k}" for k in KINDS)
+    halves = sum(t["kind"] == "moved" and t["told_as"] in ("removed", "new") for t in rows)
+    lines.append(f"truth: {len(rows)} changes ({by_kind}); {sum(not t['observable'] for t in rows)} not observable, "
+                 f"{halves} moves of which one half was seen (scored as that half)")
     return "\n".join(lines)
 
 
@@ -187,6 +206,8 @@ def main() -> None:
     p.add_argument("--seeds", default="0-19", help="FIRST-LAST (inclusive) or a comma list")
     p.add_argument("--miss-rate", type=float, default=0.0, help="fraction of detections the detector drops")
     p.add_argument("--frames", type=int, default=60, help="frames per pass")
+    p.add_argument("--masks", action="store_true",
+                   help="a perfect segmenting detector (each object's own depth points) instead of 2D boxes lifted")
     p.add_argument("--min-looks", type=int, default=2, help="looks that make a change observable")
     p.add_argument("--json", type=Path, default=None, help="write every seed's rows here")
     args = p.parse_args()
@@ -198,7 +219,7 @@ def main() -> None:
     results = []
     for seed in seeds:
         t = time.time()
-        r = run_seed(seed, args.miss_rate, args.frames, args.min_looks)
+        r = run_seed(seed, args.miss_rate, args.frames, args.min_looks, args.masks)
         results.append(r)
         found = sum(t["found"] for t in r["truths"])
         print(f"seed {seed}: {len(r['truths'])} truths, {found} found, {len(r['false'])} false, change step "
@@ -207,9 +228,12 @@ def main() -> None:
             print(f"   false: {f['summary']}")
         for row in r["truths"]:
             if not row["found"]:
-                print(f"   missed{' (not observable)' if not row['observable'] else ''}: {row['kind']} {row['class']} "
-                      f"(looks before {row['looks_before']}, after {row['looks_after']})")
-    print(f"\n{len(seeds)} seeds, miss rate {args.miss_rate}, {args.frames} frames a pass; IoU >= {IOU}, same class")
+                told = f" (observable as {row['told_as']})" if row["told_as"] not in (None, row["kind"]) else ""
+                print(f"   missed{' (not observable)' if not row['observable'] else told}: {row['kind']} "
+                      f"{row['class']} (looks before {row['looks_before']}, after {row['looks_after']})")
+    detector = "instance masks (own depth points)" if args.masks else "2D boxes lifted through depth"
+    print(f"\n{len(seeds)} seeds, detector: truth as {detector}, miss rate {args.miss_rate}, {args.frames} frames a "
+          f"pass; IoU >= {IOU}, same class")
     print(_table(results))
     print(f"change step: mean {np.mean([r['change_ms'] for r in results]):.2f} ms a frame, "
           f"max {max(r['change_ms_max'] for r in results):.1f} ms")

@@ -88,7 +88,8 @@ class Revisit:
         scene, k, offset = self.pass_of(index)
         truth = scene.render(k, visibility=False)
         f = truth.frame
-        extras = {"instance": truth.instance, "classes": tuple(o.class_name for o in scene.objects)}
+        extras = {"instance": truth.instance, "classes": tuple(o.class_name for o in scene.objects),
+                  "boxes": tuple(o.box for o in scene.objects)}
         frame = replace(f, stamp_ns=f.stamp_ns + offset, index=index,
                         source_name=f"synthetic revisit:seed={scene.seed}", extras=extras)
         return replace(truth, frame=frame)
