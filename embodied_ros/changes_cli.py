@@ -4,7 +4,9 @@
 ``changes MAP_DIR RECORDING`` is a robot coming back: the saved map (memory.json, with the views it was made
 from, and occupancy.npz when saved by the node) is loaded, the later recording runs through the pipeline
 from it, and what changed since the map is listed. No re-localisation is done: the recording's poses must be
-in the map's world frame (the same trajectory system, or one registered to it beforehand).
+in the map's world frame (the same trajectory system, or one registered to it beforehand). A recording
+whose clock starts before the map's last frame (a folder numbered from 0 again) is shifted to start a minute
+after it: it was recorded later.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, json_error_line, os_error_line
+from .errors import FrameError, InputError, json_error_line, os_error_line
+from .frame import Frame
 from .mapper import MEMORY_FILE
 from .memory.change_events import ChangeEvent, ChangeLog
+from .sources.base import FrameSource
 
+LATER_NS = 60 * 10**9  # a recording that restarts its clock is taken to start this long after the map's last frame
 SAME_FRAME_NOTE = ("no re-localisation: the recording's poses are taken to be in the map's world frame; a recording "
                    "in another frame shows every object of the map removed and every object of the room new")
 
@@ -83,6 +90,28 @@ def cmd_changes(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Later(FrameSource):
+    """A recording made after the map: stamps that start before ``after_ns`` are shifted to start a minute after."""
+
+    def __init__(self, inner: FrameSource, after_ns: int) -> None:
+        self.inner, self.after_ns, self.offset = inner, after_ns, None
+        self.name, self.layout = inner.name, inner.layout
+
+    def __len__(self) -> int:
+        return len(self.inner)
+
+    def frames(self, stride: int = 1, max_frames: int | None = None) -> Iterator[Frame | FrameError]:
+        for item in self.inner.frames(stride, max_frames):
+            if isinstance(item, Frame):
+                if self.offset is None:
+                    self.offset = max(0, self.after_ns + LATER_NS - item.stamp_ns)
+                    if self.offset:
+                        print(f"embodied-ros: the recording's clock starts before the map's last frame: its stamps are "
+                              f"shifted by {self.offset / 1e9:.1f} s", file=sys.stderr)
+                item = replace(item, stamp_ns=item.stamp_ns + self.offset)
+            yield item
+
+
 def _since_map(args: argparse.Namespace) -> list[ChangeEvent]:
     """Load the map, run the recording from it, and return the changes since the load."""
     from tqdm import tqdm
@@ -105,6 +134,7 @@ def _since_map(args: argparse.Namespace) -> list[ChangeEvent]:
         mapper = SceneMapper(config, config.build_perceptor())
         print(mapper.load(args.target), file=sys.stderr)
         believed = mapper.memory.changes.n_established
+        source = _Later(source, mapper.memory.changes.latest_stamp_ns(mapper.memory.objects()))
         print(f"embodied-ros: {SAME_FRAME_NOTE}", file=sys.stderr)
         n = _frames_to_run(len(source), args.stride, args.max_frames)
         if args.out is not None:

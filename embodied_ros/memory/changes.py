@@ -8,11 +8,12 @@ published) is *established*. From then on:
   seen through: the depth there lay farther) and no detection of it came since. An object out of view, or
   hidden behind another (its points nearer than it), says nothing: leaving the view or being hidden is not
   going. The memory then lets the object go.
-* an object that becomes established is **new** when ``new_looks`` looks at its place before its first
-  detection (memory/view_store.py keeps their depth thumbnails) saw it empty, free space or a surface beyond
-  where it stands, before any look saw it there. A thing that stood there all along and was detected late was
-  seen at its own depth from the first; one put there later may well be seen a while before a detector names
-  it, and still is new.
+* an object that becomes established is **new** when the first ``new_looks`` looks at its place (before its
+  first detection; memory/view_store.py keeps their depth thumbnails) saw it empty: free space or a surface
+  beyond where it stands. A thing that stood there all along and was detected late was seen at its own depth
+  from the first; one put there later may well be seen a few times before a detector names it, and still is
+  new. One look is not enough: a surface that some views see and others see through (a depth artefact) must
+  not become a new thing.
 * a removed and a new object of one class (unknown objects: of like shape and colour) within
   ``move_window_s`` of each other are one **move**: one event with both boxes, and the object at its new
   place takes the old id. The half seen first was told already; the move replaces it (change_events.py).
@@ -59,9 +60,9 @@ class ChangeConfig:
     min_size_px: float = 8.0
     # Metres: places farther than this from the camera give no evidence of change (depth noise grows).
     max_depth: float = 4.0
-    # An object is new when at least this many looks before its first detection saw its place empty, before
-    # any look saw it there.
-    new_looks: int = 1
+    # An object is new when at least this many looks saw its place empty, before any look saw it there (and
+    # before its first detection).
+    new_looks: int = 2
     # A removed and a new object of one class within this many seconds are one object moved.
     move_window_s: float = 1800.0
     # Unknown objects are one thing moved when each sorted extent differs by at most this factor ...
@@ -263,7 +264,7 @@ class ChangeTracker:
         empty: set[Look] = set()
         for look, is_empty in verdicts:  # oldest first, up to the first look that saw it there
             if not is_empty:
-                break  # what came after may have seen it before a detector named it: the count stops here
+                break  # later looks may have seen it before a detector named it: they do not count
             empty.add(look)
         return len(empty) >= self.config.new_looks
 
@@ -347,6 +348,12 @@ class ChangeTracker:
         half = self._new.pop(gone, None)
         if half is not None and kept not in self._new:
             self._new[kept] = half
+
+    def latest_stamp_ns(self, objects: Any = ()) -> int:
+        """The latest stamp the map knows of: its views', its events' and ``objects``' last sightings (0: none)."""
+        stamps = [v.stamp_ns for v in self.views.views()] + [e.stamp_ns for e in self.log.events()]
+        stamps += [int(o.last_seen_ns) for o in objects]
+        return max(stamps, default=0)
 
     @property
     def n_established(self) -> int:
