@@ -5,10 +5,10 @@ from the scene's seed: movable things (cups, bottles, books, boxes, chairs, bins
 nothing resting on them) are moved to another support or another spot of the floor (at least
 ``min_move`` from where they stood, never overlapping it), others are taken away, and new things are
 put on supports or the floor. Structure (walls, doors, windows, tables, cabinets, shelves, sofas, beds)
-stays. A new thing is of a class that no removed or moved thing has, so the truth says which halves
-are one move and which are not (a removed cup and a new cup of the same colour would be a move to
-anyone). The robot's second pass follows a new path through the changed room, ``gap_s`` after the first
-pass ended; frames of both passes are numbered and stamped on, one recording.
+stays. The things changed are of different classes, and a new thing of a class no changed thing has, so
+the truth says which halves are one move and which are not (a removed cup and a new cup of the same
+colour would be a move to anyone). The robot's second pass follows a new path through the changed room,
+``gap_s`` after the first pass ended; frames of both passes are numbered and stamped on, one recording.
 """
 
 from __future__ import annotations
@@ -125,7 +125,11 @@ def revisit(scene: SyntheticScene, config: RevisitConfig = RevisitConfig()) -> R
     candidates = [o for o in objects if o.class_name in config.movable and o.instance_id not in carries]
     rng.shuffle(candidates)
     n_moved, n_removed = (int(rng.integers(lo, hi + 1)) for lo, hi in (config.moved, config.removed))
-    moving, going = candidates[:n_moved], candidates[n_moved:n_moved + n_removed]
+    picked: list[SyntheticObject] = []
+    for o in candidates:  # one thing of a class at most: which halves are one move is then the truth's to say
+        if len(picked) < n_moved + n_removed and all(p.class_name != o.class_name for p in picked):
+            picked.append(o)
+    moving, going = picked[:n_moved], picked[n_moved:]
     changes = [TrueChange("removed", o.class_name, o.box.copy(), None) for o in going]
     kept = [o for o in objects if o not in going]
     placer = place_more(rng, scene.room, [o for o in kept if o not in moving], LayoutConfig())
