@@ -13,6 +13,7 @@ the first pass saw. About 10 kB a view (80 x 60 half floats for 640 x 480 depth)
 from __future__ import annotations
 
 import base64
+import math
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,7 @@ from ..frame import Frame
 ViewKey = tuple[int, int, int, int, int]  # place cell (x, y, z), heading bin, pitch bin
 
 _YAW_BINS = 8
-_PITCH_EDGES = np.deg2rad([-35.0, -10.0])  # steeply down / down / level or up
+_PITCH_EDGES = (math.radians(-35.0), math.radians(-10.0))  # steeply down / down / level or up
 
 
 @dataclass(frozen=True)
@@ -63,20 +64,23 @@ class ViewJudgement:
 def pool_depth(depth: np.ndarray, pool: int) -> np.ndarray:
     """(H // pool, W // pool) float16 nearest valid depth of each cell (inf where none is valid), from every
     other pixel of the cell along each axis when ``pool`` is even (a quarter of the work, and no surface
-    worth a change is one pixel wide)."""
+    worth a change is one pixel wide). One small strided slice per pixel offset: a fraction of a millisecond."""
     h, w = depth.shape[0] // pool, depth.shape[1] // pool
     step = 2 if pool % 2 == 0 else 1
-    d = depth[:h * pool:step, :w * pool:step]
-    d = np.where(d > 0, d, np.inf)  # NaN > 0 is False: invalid too
-    return d.reshape(h, pool // step, w, pool // step).min(axis=(1, 3)).astype(np.float16)
+    out = np.full((h, w), np.inf, dtype=np.float32)
+    for dy in range(0, pool, step):
+        for dx in range(0, pool, step):
+            s = depth[dy:h * pool:pool, dx:w * pool:pool]
+            np.minimum(out, np.where(s > 0, s, np.inf), out=out)  # NaN > 0 is False: invalid too
+    return out.astype(np.float16)
 
 
 def view_key(place: tuple[int, int, int], T_world_camera: np.ndarray) -> ViewKey:
     """The place and the heading (8 yaw bins) and pitch (3 bins) of the camera's optical axis."""
-    f = T_world_camera[:3, 2]
-    yaw = int(np.floor((np.arctan2(f[1], f[0]) + np.pi) / (2 * np.pi) * _YAW_BINS)) % _YAW_BINS
-    pitch = int(np.searchsorted(_PITCH_EDGES, np.arcsin(np.clip(f[2], -1.0, 1.0))))
-    return (*place, yaw, pitch)
+    fx, fy, fz = (float(c) for c in T_world_camera[:3, 2])
+    yaw = int((math.atan2(fy, fx) + math.pi) / (2 * math.pi) * _YAW_BINS) % _YAW_BINS
+    pitch = math.asin(max(-1.0, min(1.0, fz)))
+    return (*place, yaw, sum(pitch > edge for edge in _PITCH_EDGES))
 
 
 class ViewStore:
@@ -93,7 +97,7 @@ class ViewStore:
         self.max_views = int(max_views)
         self._first: dict[ViewKey, PooledView] = {}
         self._latest: dict[ViewKey, PooledView] = {}
-        self._stacked: list | None = None
+        self._groups: dict[tuple[int, ...], _Slots] = {}  # the views as arrays, one group per image size
 
     def __len__(self) -> int:
         return len(self._first) + len(self._latest)
@@ -104,7 +108,18 @@ class ViewStore:
     def clear(self) -> None:
         self._first.clear()
         self._latest.clear()
-        self._stacked = None
+        self._groups.clear()
+
+    def _put(self, pool: dict[ViewKey, PooledView], key: ViewKey, view: PooledView) -> None:
+        old = pool.get(key)
+        if old is not None:
+            self._groups[old.depth.shape].remove(old)
+        pool[key] = view
+        self._groups.setdefault(view.depth.shape, _Slots(view.depth.shape)).add(view)
+
+    def _drop(self, pool: dict[ViewKey, PooledView], key: ViewKey) -> None:
+        view = pool.pop(key)
+        self._groups[view.depth.shape].remove(view)
 
     def add(self, frame: Frame, place: tuple[int, int, int], visit_ns: int) -> bool:
         """Keep ``frame`` when it is the first view of its place and heading in this visit; True if kept."""
@@ -116,11 +131,10 @@ class ViewStore:
         K[:2] /= self.pool  # pixel u of the full image falls in cell floor(u / pool)
         view = PooledView(pool_depth(frame.depth, self.pool), K, frame.T_world_camera.copy(), int(frame.stamp_ns),
                           (place, int(visit_ns)))
-        (self._latest if first is not None else self._first)[key] = view
-        self._stacked = None
+        self._put(self._latest if first is not None else self._first, key, view)
         while len(self) > self.max_views:
             pool = self._latest if self._latest else self._first
-            del pool[min(pool, key=lambda k: pool[k].stamp_ns)]
+            self._drop(pool, min(pool, key=lambda k: pool[k].stamp_ns))
         return True
 
     def judge(self, points: np.ndarray, tolerance: float, before_ns: int, margin: float = 0.05,
@@ -134,8 +148,9 @@ class ViewStore:
         out: list[ViewJudgement] = []
         if not len(pts):
             return out
-        for depths, K, T, stamps, views in self._stacks():
-            pick = np.flatnonzero(stamps < before_ns)
+        for group in self._groups.values():
+            depths, K, T, stamps, views = group.depth, group.K, group.T, group.stamps, group.views
+            pick = np.flatnonzero((stamps >= 0) & (stamps < before_ns))
             if not len(pick):
                 continue
             R, t = T[pick, :3, :3], T[pick, :3, 3]
@@ -156,17 +171,6 @@ class ViewStore:
             out += [ViewJudgement(int(stamps[k]), views[k].look, int(n_in[a]), int(n_seen[a]), int(n_hidden[a]),
                                   int(n_through[a])) for a, k in enumerate(pick) if n_in[a]]
         return sorted(out, key=lambda j: j.stamp_ns)
-
-    def _stacks(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[PooledView]]]:
-        """The views as arrays, one group per image size (built again after a change)."""
-        if self._stacked is None:
-            groups: dict[tuple[int, ...], list[PooledView]] = {}
-            for view in self.views():
-                groups.setdefault(view.depth.shape, []).append(view)
-            self._stacked = [(np.stack([v.depth for v in g]), np.stack([v.K for v in g]),
-                              np.stack([v.T_world_camera for v in g]), np.array([v.stamp_ns for v in g]), g)
-                             for g in groups.values()]
-        return self._stacked
 
     # ---- persistence (inside memory.json) ----------------------------------------------------------
 
@@ -189,6 +193,35 @@ class ViewStore:
             view = PooledView(depth.reshape(o["shape"]).copy(), np.array(o["K"], dtype=np.float64).reshape(3, 3),
                               np.array(o["T"], dtype=np.float64).reshape(4, 4), int(o["stamp_ns"]),
                               (tuple(int(c) for c in o["place"]), int(o["visit_ns"])))
-            key = tuple(int(c) for c in o["key"])
-            (store._first if o["first"] else store._latest)[key] = view
+            store._put(store._first if o["first"] else store._latest, tuple(int(c) for c in o["key"]), view)
         return store
+
+
+class _Slots:
+    """Views of one image size as arrays, for one batched projection: slots are reused, free ones have stamp -1."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.depth = np.zeros((0, *shape), np.float16)
+        self.K, self.T = np.zeros((0, 3, 3)), np.zeros((0, 4, 4))
+        self.stamps = np.zeros(0, np.int64)
+        self.views: list[PooledView | None] = []
+        self._slot: dict[int, int] = {}  # id(view) -> slot
+
+    def add(self, view: PooledView) -> None:
+        free = np.flatnonzero(self.stamps < 0)
+        if len(free):
+            k = int(free[0])
+        else:  # grow by half again (amortised constant)
+            k, n = len(self.stamps), max(8, len(self.stamps) // 2)
+            self.depth = np.concatenate([self.depth, np.zeros((n, *self.depth.shape[1:]), np.float16)])
+            self.K = np.concatenate([self.K, np.zeros((n, 3, 3))])
+            self.T = np.concatenate([self.T, np.zeros((n, 4, 4))])
+            self.stamps = np.concatenate([self.stamps, np.full(n, -1, np.int64)])
+            self.views += [None] * n
+        self.depth[k], self.K[k], self.T[k], self.stamps[k] = view.depth, view.K, view.T_world_camera, view.stamp_ns
+        self.views[k] = view
+        self._slot[id(view)] = k
+
+    def remove(self, view: PooledView) -> None:
+        k = self._slot.pop(id(view))
+        self.stamps[k], self.views[k] = -1, None
