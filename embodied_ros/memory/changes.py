@@ -194,7 +194,7 @@ class ChangeTracker:
                     continue
                 record.absent.add(look)
                 if len(record.absent) >= self.config.removed_looks:
-                    self._remove(obj_id, record, perception, events, renamed, alive=obj_id in tracks)
+                    self._remove(obj_id, record, perception, events, renamed, tracks)
         for obj_id in forgotten:
             if obj_id in tracks:  # the id went to an object moved: it is that object's now
                 continue
@@ -233,8 +233,8 @@ class ChangeTracker:
     def _establish(self, track: Track, perception: FramePerception, events: list[ChangeEvent],
                    renamed: list[tuple[int, int]]) -> None:
         record = self._established[track.id] = _Record.of(track)
-        if not self._was_empty(track):
-            return
+        if self._twins(record, track.id) or not self._was_empty(track):
+            return  # a second object of the map for one it knows (a duplicate) is not new; nor one seen there
         half = self._match(record, self._removed, perception.stamp_ns)
         if half is not None:  # the place it left was seen empty already: it moved here
             self._removed.remove(half)
@@ -281,10 +281,12 @@ class ChangeTracker:
         return float(frame.K[0, 0]) * float(np.sort(record.box[3:6])[1]) / depth >= self.config.min_size_px
 
     def _remove(self, obj_id: int, record: _Record, perception: FramePerception, events: list[ChangeEvent],
-                renamed: list[tuple[int, int]], alive: bool) -> None:
-        del self._established[obj_id]
-        if alive:
-            self._drop(obj_id)
+                renamed: list[tuple[int, int]], tracks: dict[int, Track]) -> None:
+        for gone in [obj_id, *self._twins(record, obj_id)]:  # the map's duplicates of it went with it
+            del self._established[gone]
+            self._new.pop(gone, None)
+            if gone in tracks:
+                self._drop(gone)
         half = self._match(record, list(self._new.values()), perception.stamp_ns)
         if half is not None:  # it was seen at its new place already: it moved there
             new_id = half.event.object_id
@@ -307,6 +309,15 @@ class ChangeTracker:
         colour = (colour_of or record).colour or record.colour
         return self.log.add(kind, obj_id, record.class_name, colour, old_box, new_box, perception.stamp_ns,
                             perception.frame_index, last_seen_ns, replaces)
+
+    def _twins(self, record: _Record, obj_id: int) -> list[int]:
+        """Other established objects of the class of ``record`` standing where it stands (their middles within half
+        the larger's largest extent): the map's duplicates of one thing (an object it failed to associate, a
+        bottle lying at different yaws). One thing makes one change."""
+        key = class_key(record.class_name)
+        return [i for i, other in self._established.items() if i != obj_id and class_key(other.class_name) == key
+                and np.linalg.norm(other.box[:3] - record.box[:3])
+                < 0.5 * max(float(other.box[3:6].max()), float(record.box[3:6].max()))]
 
     # ---- moves --------------------------------------------------------------------------------------------
 
