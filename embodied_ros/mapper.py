@@ -197,7 +197,8 @@ class SceneMapper:
         """
         engine = grounder if grounder is not None else self.grounder
         return engine.ground(phrase, snapshot if snapshot is not None else self.published_snapshot(),
-                             viewpoint=self.viewpoint(), vocabulary=self.memory.vocabulary)
+                             viewpoint=self.viewpoint(), vocabulary=self.memory.vocabulary,
+                             changes=self.memory.changes.log.current())
 
     # ---- the map's files ---------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,8 +33,10 @@ import numpy as np
 
 from ..classes import ROOM_FACING_CLASSES
 from ..errors import ModelError
+from ..memory.change_events import ChangeEvent
 from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
+from .change_questions import answer_change_question, parse_change_question
 from .colours import CHECKABLE_MATERIALS, colour_fits, material_fits
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
 from .phrases import (
@@ -297,7 +299,8 @@ class Grounder:
     # -- grounding --------------------------------------------------------------------------------
 
     def ground(self, phrase: str, snapshot: MemorySnapshot, head_scores: np.ndarray | None = None, *,
-               viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = ()) -> GroundingResult:
+               viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = (),
+               changes: Sequence[ChangeEvent] | None = None) -> GroundingResult:
         """Find the object a phrase refers to.
 
         Args:
@@ -311,12 +314,18 @@ class Grounder:
                 "behind me") refer to: the latest frame's for a robot; None: such phrases are refused.
             vocabulary: every class the perceptors can detect (``SceneMemory.vocabulary``): a phrase
                 about a class outside it is told so; empty: unknown (old memories).
+            changes: the memory's change events (``SceneMemory.changes.log.current()``): a question about what
+                changed ("what changed on the table?", "where did the mug go?") is answered from them
+                (grounding/change_questions.py); None: every phrase is a referring phrase.
 
         Returns:
             The result; ``success`` is False, with the reason in ``message``, for an empty, too
             long or non-English phrase, an unknown target, an empty memory, or when no confident
             object fits.
         """
+        if changes is not None and (question := parse_change_question(phrase)) is not None:
+            return answer_change_question(self, question, phrase, changes, snapshot, viewpoint=viewpoint,
+                                          vocabulary=vocabulary)
         start = time.perf_counter()
         enc_before = self.encoder.seconds if self.encoder is not None else 0.0
         empty = ParsedPhrase(phrase.strip().lower() if isinstance(phrase, str) else "")
