@@ -20,10 +20,11 @@ def grounder() -> Grounder:
 
 def _history() -> list:
     """In the kitchen scene: cup #1 moved from the table's west end to where it is now; a book was taken from
-    the table; a bottle is new by the sofa (ids as in grounding_scenes.kitchen)."""
+    the table; a bottle is new by the sofa (ids as in grounding_scenes.kitchen, where the bottle stands farther)."""
     log = ChangeLog()
     scene = kitchen()
-    cup, bottle = scene.objects[1].box, scene.objects[10].box
+    cup, bottle = scene.objects[1].box, scene.objects[10].box.copy()
+    bottle[1] = 2.4  # by the sofa
     was = cup.copy()
     was[:2] = [-0.2, 0.2]
     book = np.array([0.3, -0.2, 0.77, 0.2, 0.15, 0.04, 0.0, 0.0, 0.0])
