@@ -7,7 +7,6 @@ redkitchen frames and the default detector; skips with the reason when ROS 2, cm
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,12 +27,13 @@ def changed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if not (KITCHEN.is_dir() and DETECTOR.is_dir()):
         pytest.skip(f"real data not found in {KITCHEN.parent} (set EMBODIED_ROS_DATA)")
     os.environ["EMBODIED_ROS_CACHE"] = str(tmp_path_factory.getbasetemp() / "cache")
-    from embodied_ros.mapper import SceneMapper
     from embodied_ros.msg import SceneChange
-    from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from visualization_msgs.msg import MarkerArray
+
+    from embodied_ros.mapper import SceneMapper
+    from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.sources import open_source
 
     perceptor = build_perceptor("yolox-nano", weights=DETECTOR, backend="onnxruntime")
     before = SceneMapper(perceptor=perceptor)
