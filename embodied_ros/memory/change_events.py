@@ -10,7 +10,7 @@ in ``replaces``: the history then holds the move alone. ROS-free; the node publi
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -131,6 +131,14 @@ class ChangeLog:
         self._replaced.update(replaces)
         del self._events[:-self.max_events]
         return event
+
+    def place(self, seq: int, new_box: np.ndarray) -> None:
+        """The thing of event ``seq`` (new or moved) stands at ``new_box``: the map knows its box better now than
+        when the event was told (more views of it). The event keeps its number, stamp and old box."""
+        for k, event in enumerate(self._events):
+            if event.seq == seq and event.new_box is not None:
+                self._events[k] = replace(event, new_box=new_box)
+                return
 
     def events(self) -> list[ChangeEvent]:
         """Every event kept, replaced ones included, in order."""

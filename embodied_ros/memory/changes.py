@@ -53,8 +53,8 @@ class ChangeConfig:
     # An established object is removed after this many looks (place and visit) that saw its place clearly
     # without it, none detecting it since.
     removed_looks: int = 2
-    # A frame saw an object's place clearly without it when at least this fraction of its surface points lay
-    # nearer than the depth there (seen through) ...
+    # A frame saw an object's place clearly without it when at least this fraction of its surface points that the
+    # frame observed lay nearer than the depth there (seen through) ...
     through_fraction: float = 0.5
     # ... and the object would look at least this many pixels (its middle extent) within max_depth.
     min_size_px: float = 8.0
@@ -77,14 +77,17 @@ class ChangeConfig:
     max_events: int = 1000
     # The node's ~/change_markers (and the bag's) show the changes of the last this many seconds (0: all).
     marker_window_s: float = 600.0
+    # Unknown objects (memory/discovery.py: geometry alone) are watched for changes once this many looks found
+    # them: a segment that only some viewpoints show (a depth artefact at an edge) must not be told removed.
+    unknown_looks: int = 3
     # Classes that never change: room structure, and people (movers, not static objects).
     static_classes: tuple[str, ...] = ("floor", "wall", "ceiling", "counter", "shelf", "bookshelf", "bookcase",
                                        "cabinet", "door", "window", "stairs", "person", "people")
 
     def __post_init__(self) -> None:
-        if self.removed_looks < 1 or self.new_looks < 1:
-            raise ConfigError(f"removed_looks and new_looks must be at least 1, got "
-                              f"{(self.removed_looks, self.new_looks)!r}")
+        if min(self.removed_looks, self.new_looks, self.unknown_looks) < 1:
+            raise ConfigError(f"removed_looks, new_looks and unknown_looks must be at least 1, got "
+                              f"{(self.removed_looks, self.new_looks, self.unknown_looks)!r}")
         if not 0.0 < self.through_fraction <= 1.0:
             raise ConfigError(f"through_fraction must be in (0, 1], got {self.through_fraction!r}")
         if self.view_pool_px < 1 or self.max_views < 0 or self.max_events < 1:
@@ -149,6 +152,7 @@ class ChangeTracker:
         self._removed: list[_Half] = []  # removals a new object may still complete into a move
         self._new: dict[int, _Half] = {}  # new objects (by id) a removal may still complete into a move
         self._visits: dict[Place, int] = {}
+        self._told: dict[int, int] = {}  # object id -> seq of the new or moved event that says where it is
         self._static = frozenset(class_key(c) for c in config.static_classes)
         self.n_let_go = 0  # established objects the memory forgot without a clear look at their place
 
@@ -185,6 +189,8 @@ class ChangeTracker:
             record = self._established.get(obj_id)
             if record is not None:
                 self._refresh(record, track)
+                if obj_id in self._told:  # where a new or moved thing is, the map now knows better
+                    self.log.place(self._told[obj_id], record.box)
             elif self._may_establish(track):
                 self._establish(track, perception, events, renamed)
         if look is not None and perception.frame is not None:
@@ -201,17 +207,20 @@ class ChangeTracker:
             if self._established.pop(obj_id, None) is not None:
                 self.n_let_go += 1
             self._new.pop(obj_id, None)
+            self._told.pop(obj_id, None)
         if look is not None and perception.frame is not None and self.config.max_views:
             self.views.add(perception.frame, look[0], look[1])
         self._expire(stamp)
         return events, renamed
 
     def _look(self, perception: FramePerception, stamp: int) -> Look | None:
-        """The frame's look: its place and the start of the visit it belongs to (None without a viewpoint)."""
+        """The frame's look: its place (a cell of the floor, ``existence_place`` wide) and the start of the visit it
+        belongs to (None without a viewpoint)."""
         cfg = self.memory_config
         place = place_of(perception.viewpoint, cfg.existence_place)
         if place is None:
             return None
+        place = (place[0], place[1], 0)  # places on the floor: a camera that rises a few cm has not moved
         start = self._visits.get(place)
         if start is None or (cfg.existence_revisit_s > 0 and stamp - start > cfg.existence_revisit_s * 1e9):
             start = self._visits[place] = stamp
@@ -221,6 +230,8 @@ class ChangeTracker:
         p = self.memory_config.publish_confidence
         if track.log_odds < np.log(p / (1.0 - p)) if 0.0 < p < 1.0 else p > 0.0:
             return False  # below the publish rule whatever its size and support (confidence <= logistic)
+        if track.class_name == UNKNOWN_CLASS and track.existence.n_looks < self.config.unknown_looks:
+            return False  # what geometry alone found must have been found from more places to be believed
         return track.confidence >= p and class_key(track.class_name) not in self._static
 
     @staticmethod
@@ -244,9 +255,11 @@ class ChangeTracker:
             self._established[old_id] = self._established.pop(new_id)
             events.append(self._tell(ChangeKind.MOVED, old_id, record, perception, half.record.box,
                                      half.event.last_seen_ns, (half.event.seq,)))
+            self._told[old_id] = events[-1].seq
             return
         event = self._tell(ChangeKind.NEW, track.id, record, perception, None, 0)
         self._new[track.id] = _Half(event, record)
+        self._told[track.id] = event.seq
         events.append(event)
 
     def _was_empty(self, track: Track) -> bool:
@@ -269,10 +282,13 @@ class ChangeTracker:
         return len(empty) >= self.config.new_looks
 
     def _clear_look(self, view: Visibility, record: _Record, perception: FramePerception) -> bool:
-        """Whether the frame saw the object's place clearly without it: most of its points seen through
-        (hidden points are not), the place near enough and large enough in the image."""
-        if view.n == 0 or view.through < self.config.through_fraction * view.n:
-            return False
+        """Whether the frame saw the object's place clearly without it: at least half its points observed, most
+        of those seen through, twice as many as seen at their depth (where it met its support), at most half
+        hidden (hidden points are not seen through), the place near enough and large enough in the image."""
+        inside = view.seen + view.hidden + view.through  # its points the frame observed (in the image, with depth)
+        if (inside < 0.5 * view.n or view.through < self.config.through_fraction * inside
+                or view.through < 2 * view.seen or view.hidden > 0.5 * inside):
+            return False  # too little of its place in view, not clearly seen through, or mostly behind something
         frame = perception.frame
         T = frame.T_world_camera
         depth = float((record.box[:3] - T[:3, 3]) @ T[:3, 2])
@@ -285,6 +301,7 @@ class ChangeTracker:
         for gone in [obj_id, *self._twins(record, obj_id)]:  # the map's duplicates of it went with it
             del self._established[gone]
             self._new.pop(gone, None)
+            self._told.pop(gone, None)
             if gone in tracks:
                 self._drop(gone)
         half = self._match(record, list(self._new.values()), perception.stamp_ns)
@@ -297,6 +314,8 @@ class ChangeTracker:
             self._established[obj_id] = moved
             events.append(self._tell(ChangeKind.MOVED, obj_id, moved, perception, record.box, record.last_seen_ns,
                                      (half.event.seq,), colour_of=record))
+            self._told.pop(new_id, None)
+            self._told[obj_id] = events[-1].seq
             return
         event = self._tell(ChangeKind.REMOVED, obj_id, record, perception, record.box, record.last_seen_ns)
         self._removed.append(_Half(event, record))
@@ -356,6 +375,9 @@ class ChangeTracker:
         record = self._established.pop(gone, None)
         if record is not None and kept not in self._established:
             self._established[kept] = record
+        told = self._told.pop(gone, None)
+        if told is not None and kept not in self._told:
+            self._told[kept] = told
         half = self._new.pop(gone, None)
         if half is not None and kept not in self._new:
             self._new[kept] = half
@@ -384,6 +406,7 @@ class ChangeTracker:
         self._established.clear()
         self._removed.clear()
         self._new.clear()
+        self._told.clear()
         self._visits.clear()
         self.views.clear()
 
