@@ -25,7 +25,8 @@ any published object fits at IoU >= 0.25 whatever its class (unknown objects inc
 objects that fit no annotated object and lie mostly outside every annotated box (spurious; those on
 optional structure are ignored).
 
-Prints one row per detector x walk x memory, per-stage milliseconds per frame, each detector's
+Prints one row per detector x walk x memory, per-stage milliseconds per frame, the change events the walk made
+(memory/changes.py; the kitchen is still, so each one is a false alarm), each detector's
 ceiling (the required objects that at least one single lifted detection fits: what the detector
 gives the map), which published objects differ between the walks of one memory (``sN`` against
 each other), and (``--per-class``) the matches per ground-truth class; ``--out`` also writes the
@@ -100,6 +101,7 @@ class Row:
     agnostic: AgnosticScore | None = None  # all published objects, names ignored
     objects: list = field(default_factory=list)  # the published objects
     passes: list[MapScore] = field(default_factory=list)  # IoU score after each pass
+    changes: list[str] = field(default_factory=list)  # the change events the walk made (a still room: none)
 
 
 def _frame_numbers(scene: Path) -> list[int]:
@@ -171,7 +173,8 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
 def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth
             ) -> tuple[ObjectViews, list[float], list[float], list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
-    times (s) without and of discovery, and the score (``_score``) after each pass."""
+    times (s) without and of discovery, and the score (``_score``) after each pass. The change events are in
+    ``memory.changes.log``."""
     views = ObjectViews()
     t_memory, t_discovery = [], []
     scores = []
@@ -293,7 +296,7 @@ def main() -> None:
             rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
                             {**ms, "memory": 1e3 * float(np.mean(t_memory)),
                              "discovery": 1e3 * float(np.mean(t_discovery))}, agnostic, objects,
-                            [s[1] for s in scores]))
+                            [s[1] for s in scores], [e.summary() for e in memory.changes.log.events()]))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 tag = f"{detector}_{name}_{walk}"
@@ -304,7 +307,7 @@ def main() -> None:
                                   title=f"{detector}, {name}, {walk}")
     print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
           f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
-          f"| ms/frame detect lift memory discovery")
+          f"| ms/frame detect lift memory discovery | changes")
     for r in rows:
         i, c, a = r.iou, r.centre, r.agnostic
         unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
@@ -313,7 +316,8 @@ def main() -> None:
               f"{i.recall:5.2f} {len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} "
               f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {a.recall:19.2f} "
               f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
-              f"{r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} {r.ms['discovery']:9.1f}")
+              f"{r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} {r.ms['discovery']:9.1f} | "
+              f"{len(r.changes):7d}")
     rates = _rates(rows)
     if rates:
         print("\nthe same map at any rate: published objects one stride walk has and another has not")
@@ -348,6 +352,8 @@ def main() -> None:
             print(f"{r.detector} / {r.walk} / {r.memory}: unknown objects: {', '.join(unknown)}")
         missed = [f"{g.class_name} {g.id}" for g in truth if not g.optional and g.id not in r.agnostic.found]
         print(f"{r.detector} / {r.walk} / {r.memory}: not found as anything: {', '.join(missed)}")
+        if r.changes:  # the room is still: every change event is a false alarm
+            print(f"{r.detector} / {r.walk} / {r.memory}: change events: {'; '.join(r.changes)}")
 
 
 if __name__ == "__main__":
