@@ -32,6 +32,7 @@ from .scene_messages import (
     scene_object_array,
 )
 
+_WHEN_USED = ("changes", "change_markers")  # topics the bag holds only when the room changed
 BAG_VERSION = 8  # rosbag2 metadata version Humble reads; Jazzy reads it too
 BAG_FILE = "scene.mcap"
 
@@ -89,11 +90,14 @@ class SceneBagWriter:
         self._conns: dict[str, Any] = {
             key: self._writer.add_connection(getattr(topics, key), msgtype, typestore=self._store)
             for key, msgtype in _TYPES.items()
-            if write_inputs or key not in ("color", "depth", "camera_info", "tf")
+            if (write_inputs or key not in ("color", "depth", "camera_info", "tf")) and key not in _WHEN_USED
         }
         self.messages_written = 0
 
     def _write(self, key: str, stamp_ns: int, msg: Any) -> None:
+        if key not in self._conns:  # a topic written only when there is something to say (what changed)
+            topic = getattr(self.topics, key)
+            self._conns[key] = self._writer.add_connection(topic, _TYPES[key], typestore=self._store)
         data = self._store.serialize_cdr(msg, _TYPES[key])
         self._writer.write(self._conns[key], int(stamp_ns), data)
         self.messages_written += 1
