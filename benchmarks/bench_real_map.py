@@ -171,12 +171,13 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
 
 
 def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth
-            ) -> tuple[ObjectViews, list[float], list[float], list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
+            ) -> tuple[ObjectViews, list[float], list[float], list[float],
+                       list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
-    times (s) without and of discovery, and the score (``_score``) after each pass. The change events are in
-    ``memory.changes.log``."""
+    times (s) without and of discovery, of the change rules (within the update), and the score (``_score``)
+    after each pass. The change events are in ``memory.changes.log``."""
     views = ObjectViews()
-    t_memory, t_discovery = [], []
+    t_memory, t_discovery, t_changes = [], [], []
     scores = []
     span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
     for k in range(passes):
@@ -187,12 +188,13 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
             result = memory.update(perception)
             t_memory.append(time.perf_counter() - t0 - result.discovery_s)
             t_discovery.append(result.discovery_s)
+            t_changes.append(result.changes_s)
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
                                              for o in touched if o is not None))
         scores.append(_score(memory, truth))
-    return views, t_memory, t_discovery, scores
+    return views, t_memory, t_discovery, t_changes, scores
 
 
 def _score(memory: SceneMemory, truth) -> tuple[int, MapScore, MapScore, AgnosticScore]:
@@ -290,12 +292,13 @@ def main() -> None:
         for walk, name in ((walk, name) for walk in walks for name in args.memories.split(",")):
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]
             memory = SceneMemory(**{**MEMORIES[name], **overrides})
-            views, t_memory, t_discovery, scores = _replay(steps, memory, args.passes, truth)
+            views, t_memory, t_discovery, t_changes, scores = _replay(steps, memory, args.passes, truth)
             n, iou, centre, agnostic = scores[-1]
             objects = memory.published_objects()
             rows.append(Row(detector, walk, name, len(steps), n, iou, centre,
                             {**ms, "memory": 1e3 * float(np.mean(t_memory)),
-                             "discovery": 1e3 * float(np.mean(t_discovery))}, agnostic, objects,
+                             "discovery": 1e3 * float(np.mean(t_discovery)),
+                             "changes": 1e3 * float(np.mean(t_changes))}, agnostic, objects,
                             [s[1] for s in scores], [e.summary() for e in memory.changes.log.events()]))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
@@ -307,7 +310,7 @@ def main() -> None:
                                   title=f"{detector}, {name}, {walk}")
     print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':9s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
           f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
-          f"| ms/frame detect lift memory discovery | changes")
+          f"| ms/frame detect lift memory discovery (changes) | changes")
     for r in rows:
         i, c, a = r.iou, r.centre, r.agnostic
         unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
@@ -316,8 +319,8 @@ def main() -> None:
               f"{i.recall:5.2f} {len(i.easy_matched):2d}/{i.n_easy} {i.n_duplicates:3d} {i.n_false:5d} "
               f"({i.n_mislabelled:2d})    | {c.precision:17.2f} {c.recall:5.2f} | {a.recall:19.2f} "
               f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
-              f"{r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} {r.ms['discovery']:9.1f} | "
-              f"{len(r.changes):7d}")
+              f"{r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} {r.ms['discovery']:9.1f} "
+              f"({r.ms['changes']:.2f}) | {len(r.changes):7d}")
     rates = _rates(rows)
     if rates:
         print("\nthe same map at any rate: published objects one stride walk has and another has not")

@@ -167,7 +167,9 @@ class SceneMemory:
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
             merged = named_now + self._association.merge_pass(sorted(taken))
+            start = time.perf_counter()
             changes, renamed = self.changes.step(perception, self._tracks, views, taken, forgotten, merged)
+            changes_s = time.perf_counter() - start
             merged += renamed
             new = set(created)
             return UpdateResult(
@@ -181,6 +183,7 @@ class SceneMemory:
                 forgotten=forgotten,
                 discovery_s=discovery_s,
                 changes=tuple(changes),
+                changes_s=changes_s,
             )
 
     def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],

@@ -102,6 +102,7 @@ class UpdateResult:
     forgotten: tuple[int, ...] = ()
     discovery_s: float = field(default=0.0, compare=False)  # a timing, not part of what the update did
     changes: tuple[Any, ...] = ()
+    changes_s: float = field(default=0.0, compare=False)  # seconds of the change rules (memory/changes.py)
 
 
 @dataclass(frozen=True, eq=False)
