@@ -24,6 +24,7 @@ static objects: ``static_classes`` are never established, so they never make an 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,7 +173,8 @@ class ChangeTracker:
             merged: (gone, kept) ids merged this frame.
 
         Returns:
-            The events made, and (old id, new id) of objects renumbered (a moved object takes its old id).
+            The events made, and (id it had, id it takes) of the objects renumbered (a moved object takes the id
+            it had before it moved).
         """
         if not self.config.enabled:
             return [], []
@@ -228,7 +230,7 @@ class ChangeTracker:
 
     def _may_establish(self, track: Track) -> bool:
         p = self.memory_config.publish_confidence
-        if track.log_odds < np.log(p / (1.0 - p)) if 0.0 < p < 1.0 else p > 0.0:
+        if 0.0 < p < 1.0 and track.log_odds < math.log(p / (1.0 - p)):
             return False  # below the publish rule whatever its size and support (confidence <= logistic)
         if track.class_name == UNKNOWN_CLASS and track.existence.n_looks < self.config.unknown_looks:
             return False  # what geometry alone found must have been found from more places to be believed
