@@ -14,6 +14,7 @@ from rendered_scenes import look_at, project_box, render_frame
 from embodied_ros.detections import Detections2D, Detections3D, FramePerception
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.amodal import FloorEstimate
+from embodied_ros.memory.changes import ChangeConfig
 from embodied_ros.memory.class_shapes import parts_may_touch
 from embodied_ros.memory.discovery import UNKNOWN_CLASS
 from embodied_ros.memory.scene_memory import SceneMemory
@@ -40,9 +41,11 @@ def _published_ids(memory: SceneMemory) -> set[int]:
     return {o.id for o in memory.published_objects()}
 
 
-def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten():
+@pytest.mark.parametrize("keep_believed", [False, True])
+def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten(keep_believed: bool):
     T = look_at(EYE, CRATE[:3])
-    memory = SceneMemory(discover_unknown=False)  # the detector's evidence alone: the geometry still shows a thing
+    # The detector's evidence alone: the geometry still shows a thing.
+    memory = SceneMemory(changes=ChangeConfig(keep_believed=keep_believed), discover_unknown=False)
     for i in range(3):
         memory.update(_perceive(render_frame(T, [CRATE], index=i), [CRATE], ["box"]))
     (obj,) = memory.objects()
@@ -57,6 +60,9 @@ def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten():
             break
         assert obj.id in result.missed
     assert faded_after is not None and faded_after <= 5  # a few views in which it was plainly there
+    if keep_believed:  # the map believed it, and no look saw its place empty: kept, unpublished (memory/changes.py)
+        assert forgotten_after is None and memory.get(obj.id).confidence < 0.7
+        return
     assert forgotten_after is not None and memory.get(obj.id) is None
     assert memory.objects() == []
 

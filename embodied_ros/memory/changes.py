@@ -25,7 +25,7 @@ static objects: ``static_classes`` are never established, so they never make an 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,10 @@ class ChangeConfig:
     max_events: int = 1000
     # The node's ~/change_markers (and the bag's) show the changes of the last this many seconds (0: all).
     marker_window_s: float = 600.0
+    # An object the map believed is not forgotten when a detector stops finding it (it loses confidence, and is
+    # published again when found again): only a clear look at its empty place lets it go. Off: the memory's
+    # forgetting (memory.forget_after_s) lets believed objects go too, silently.
+    keep_believed: bool = True
     # Unknown objects (memory/discovery.py: geometry alone) are watched for changes once this many looks found
     # them: a segment that only some viewpoints show (a depth artefact at an edge) must not be told removed.
     unknown_looks: int = 3
@@ -389,6 +393,11 @@ class ChangeTracker:
         stamps = [v.stamp_ns for v in self.views.views()] + [e.stamp_ns for e in self.log.events()]
         stamps += [int(o.last_seen_ns) for o in objects]
         return max(stamps, default=0)
+
+    @property
+    def kept(self) -> Container[int]:
+        """Ids the memory must not forget on misses alone (``keep_believed``): the objects the map believed."""
+        return self._established if self.config.enabled and self.config.keep_believed else ()
 
     @property
     def n_established(self) -> int:

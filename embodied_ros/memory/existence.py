@@ -18,6 +18,7 @@ their place; those that fall low enough are forgotten.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -172,10 +173,11 @@ def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGr
 
 
 def take_misses(config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid,
-                views: dict[int, Visibility], taken: set[int],
-                perception: FramePerception) -> tuple[tuple[int, ...], tuple[int, ...]]:
+                views: dict[int, Visibility], taken: set[int], perception: FramePerception,
+                kept: Container[int] = ()) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Evidence against the objects in view but not detected; forget (remove from ``tracks`` and
-    ``index``) those that fall too low.
+    ``index``) those that fall too low, except the ids in ``kept`` (objects the map believed: only a clear
+    look at their empty place lets them go, memory/changes.py).
 
     Returns:
         (ids that lost evidence, ids forgotten).
@@ -197,7 +199,8 @@ def take_misses(config: MemoryConfig, tracks: dict[int, Track], index: SpatialHa
             continue
         missed.append(obj_id)
         track.add_evidence(change, place, perception.stamp_ns, cfg)
-        if track.log_odds < 0.0 and perception.stamp_ns - track.last_ns > cfg.forget_after_s * 1e9:
+        if (track.log_odds < 0.0 and perception.stamp_ns - track.last_ns > cfg.forget_after_s * 1e9
+                and obj_id not in kept):
             del tracks[obj_id]
             index.remove(obj_id)
             forgotten.append(obj_id)

@@ -165,7 +165,8 @@ class SceneMemory:
             spared: set[int] = set()
             discovery_s, named_now = self._discover(perception, views, taken, created, updated, spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
-            missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
+            missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception,
+                                            self.changes.kept)
             merged = named_now + self._association.merge_pass(sorted(taken))
             start = time.perf_counter()
             changes, renamed = self.changes.step(perception, self._tracks, views, taken, forgotten, merged)
