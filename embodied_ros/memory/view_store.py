@@ -64,14 +64,18 @@ class ViewJudgement:
 def pool_depth(depth: np.ndarray, pool: int) -> np.ndarray:
     """(H // pool, W // pool) float16 nearest valid depth of each cell (inf where none is valid), from every
     other pixel of the cell along each axis when ``pool`` is even (a quarter of the work, and no surface
-    worth a change is one pixel wide). One small strided slice per pixel offset: a fraction of a millisecond."""
+    worth a change is one pixel wide). Rows, then columns, by strided minima: about a millisecond."""
     h, w = depth.shape[0] // pool, depth.shape[1] // pool
     step = 2 if pool % 2 == 0 else 1
-    out = np.full((h, w), np.inf, dtype=np.float32)
-    for dy in range(0, pool, step):
-        for dx in range(0, pool, step):
-            s = depth[dy:h * pool:pool, dx:w * pool:pool]
-            np.minimum(out, np.where(s > 0, s, np.inf), out=out)  # NaN > 0 is False: invalid too
+    sub = depth[:h * pool:step, :w * pool:step]
+    sub = np.where(sub > 0, sub, np.inf)  # NaN > 0 is False: invalid too
+    k = pool // step  # pixels of a cell along each axis, after the subsampling
+    rows = sub[0::k].copy()
+    for i in range(1, k):
+        np.minimum(rows, sub[i::k], out=rows)
+    out = rows[:, 0::k].copy()
+    for j in range(1, k):
+        np.minimum(out, rows[:, j::k], out=out)
     return out.astype(np.float16)
 
 
