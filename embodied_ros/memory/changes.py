@@ -43,6 +43,7 @@ from .view_store import ViewStore
 from .visibility import Visibility
 
 Look = tuple[Place, int]  # a place and the start (ns) of the visit
+THERE_SEEN = 0.75  # a past view saw a thing there when this fraction of its points it observed lay at their depth
 
 
 @dataclass(frozen=True)
@@ -276,10 +277,11 @@ class ChangeTracker:
         for j in self.views.judge(points, tolerance, track.first_ns, max_depth=self.config.max_depth):
             if j.inside < 0.5 * n or j.hidden > 0.5 * j.inside:
                 continue  # the view saw too little of the place to say anything
-            if j.through >= self.config.through_fraction * j.inside:
-                verdicts.append((j.look, True))
-            elif j.seen >= 0.5 * j.inside:
-                verdicts.append((j.look, False))
+            if j.through >= self.config.through_fraction * j.inside and j.through >= 2 * j.seen:
+                verdicts.append((j.look, True))  # seen through, as a clear look at an empty place is
+            elif j.seen >= THERE_SEEN * j.inside:
+                verdicts.append((j.look, False))  # seen at its own depth: it stood there
+            # else undecided (its lower part at the depth of what it stands on, the rest not seen through)
         empty: set[Look] = set()
         for look, is_empty in verdicts:  # oldest first, up to the first look that saw it there
             if not is_empty:
