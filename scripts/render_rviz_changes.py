@@ -59,10 +59,13 @@ def rviz_config(out: Path, focus: np.ndarray, yaw: float) -> Path:
             display["Topic"]["Value"] = topics[topic]
             display["Topic"]["Durability Policy"] = "Volatile"
         displays.append(display)
+    for display in displays:  # the picture is about the change: the scene's boxes stay, their labels go
+        if display.get("Topic", {}).get("Value") == "/embodied/markers":
+            display["Namespaces"] = {**display["Namespaces"], "labels": False, "unknown_objects": False}
     manager["Displays"] = displays
     manager["Global Options"]["Fixed Frame"] = "world"
     view = manager["Views"]["Current"]
-    view.update({"Target Frame": "<Fixed Frame>", "Distance": 6.5, "Pitch": 0.75, "Yaw": float(yaw),
+    view.update({"Target Frame": "<Fixed Frame>", "Distance": 3.2, "Pitch": 0.7, "Yaw": float(yaw),
                  "Focal Point": {"X": float(focus[0]), "Y": float(focus[1]), "Z": float(focus[2])}})
     config["Window Geometry"]["Hide Left Dock"] = True
     path = out / "changes.rviz"
@@ -75,12 +78,19 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="synthetic room (default 0: a chair moves)")
     parser.add_argument("--frames", type=int, default=60, help="frames of each pass (default 60)")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "images" / "rviz_changes.png")
+    parser.add_argument("--run", type=Path, default=None, help="a run folder this script wrote before (reused)")
     args = parser.parse_args()
     if reason := rviz_session.why_not():
         print(f"cannot render: {reason}", file=sys.stderr)
         return 1
     work = Path(tempfile.mkdtemp(prefix="rviz_changes_"))
-    events = write_bag(args.seed, args.frames, work / "run")
+    if args.run is not None:
+        from embodied_ros.changes_cli import read_changes
+
+        shutil.copytree(args.run, work / "run")
+        events = read_changes(work / "run")
+    else:
+        events = write_bag(args.seed, args.frames, work / "run")
     moves = [e for e in events if e.kind.value == "moved"]
     print("changes: " + "; ".join(e.summary() for e in events))
     if not moves:

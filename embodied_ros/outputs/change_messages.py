@@ -68,7 +68,7 @@ def change_markers(events: Sequence[ChangeEvent], frame_id: str, stamp_ns: int) 
                                    pose=pose_msg(box_rotations(e.old_box[None])[0], e.old_box[:3]),
                                    scale=vector3_msg(e.old_box[3:6]), color=_rgba(GHOST_RGBA[:3], GHOST_RGBA[3])))
         if e.kind is ChangeKind.MOVED:
-            shaft = max(0.02, min(0.06, 0.05 * e.distance))
+            shaft = max(0.04, min(0.08, 0.08 * e.distance))
             markers.append(_marker("change_arrows", e.seq, _ARROW, frame_id, stamp_ns,
                                    points=[_point(e.old_box[:3]), _point(e.new_box[:3])],
                                    scale=vector3_msg((shaft, 2 * shaft, 3 * shaft)), color=_rgba(colour)))
