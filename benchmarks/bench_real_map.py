@@ -28,7 +28,8 @@ optional structure are ignored). The structure column scores the room's publishe
 objects), by class and IoU >= 0.25: found of each class, and false (a counter, cabinet or shelf that fits
 none of its class); walls and the floor are not annotated, only counted.
 
-Prints one row per detector x walk x memory, per-stage milliseconds per frame, each detector's
+Prints one row per detector x walk x memory, per-stage milliseconds per frame, the change events the walk made
+(memory/changes.py; the kitchen is still, so each one is a false alarm), each detector's
 ceiling (the required objects that at least one single lifted detection fits: what the detector
 gives the map), which published objects differ between the walks of one memory (``sN`` against
 each other), and (``--per-class``) the matches per ground-truth class; ``--out`` also writes the
@@ -120,6 +121,7 @@ class Row:
     structure: list = field(default_factory=list)  # the published structure
     structure_score: MapScore | None = None
     stream: list = field(default_factory=list)  # every published map (replay_stream.published_row)
+    changes: list[str] = field(default_factory=list)  # the change events the walk made (a still room: none)
 
 
 def _frame_numbers(scene: Path) -> list[int]:
@@ -189,13 +191,14 @@ def _ceiling(perceptions: list[FramePerception], truth) -> tuple[tuple[int, ...]
 
 
 def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int, truth, stream: list
-            ) -> tuple[ObjectViews, list[float], list[float], list[float], list[float],
+            ) -> tuple[ObjectViews, list[float], list[float], list[float], list[float], list[float],
                        list[tuple[int, MapScore, MapScore, AgnosticScore]]]:
     """Feed the perceptions ``passes`` times (a minute apart): each object's views, the update
     times (s) without and of discovery, of the structure, of discovery on the frames it looked at (its
-    keyframes), and the score (``_score``) after each pass; ``stream`` gets every published map."""
+    keyframes), of the change rules (within the update), and the score (``_score``) after each pass; ``stream``
+    gets every published map. The change events are in ``memory.changes.log``."""
     views = ObjectViews()
-    t_memory, t_discovery, t_structure, t_keyframe = [], [], [], []
+    t_memory, t_discovery, t_structure, t_keyframe, t_changes = [], [], [], [], []
     scores = []
     span = perceptions[-1].stamp_ns - perceptions[0].stamp_ns + PASS_GAP_NS
     for k in range(passes):
@@ -211,6 +214,7 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
             if getattr(result, "discovery_looked", result.discovery_s > 5e-4):  # (a baseline may not say)
                 t_keyframe.append(result.discovery_s)
             stream.append(published_row(memory, perception))
+            t_changes.append(getattr(result, "changes_s", 0.0))
             views.merged(result.merged)
             touched = (memory.get(i) for i in (*result.created, *result.updated))
             views.observe(perception.frame, ((o.id, o.box, memory.geometry_points(o.id))
@@ -218,7 +222,7 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
             if structure_s > 0:  # a keyframe the structure looked at: a view of its parts
                 views.observe(perception.frame, ((o.id, o.box, np.zeros((0, 3))) for o in _structure(memory)))
         scores.append(_score(memory.published_objects(), truth))
-    return views, t_memory, t_discovery, t_structure, t_keyframe, scores
+    return views, t_memory, t_discovery, t_structure, t_keyframe, t_changes, scores
 
 
 def _structure(memory: SceneMemory) -> list:
@@ -436,8 +440,8 @@ def main() -> None:
             steps = [perceptions[k] for k in walks[walk] if k in perceptions]
             memory = SceneMemory(**{**MEMORIES[name], **overrides})
             stream: list = []
-            views, t_memory, t_discovery, t_structure, t_keyframe, scores = _replay(steps, memory, args.passes, truth,
-                                                                                    stream)
+            views, t_memory, t_discovery, t_structure, t_keyframe, t_changes, scores = _replay(
+                steps, memory, args.passes, truth, stream)
             n, iou, centre, agnostic = scores[-1]
             objects = memory.published_objects()
             parts = _structure(memory)
@@ -447,8 +451,10 @@ def main() -> None:
                             {**ms, "memory": 1e3 * float(np.mean(t_memory)),
                              "discovery": 1e3 * float(np.mean(t_discovery)),
                              "structure": 1e3 * float(np.mean(t_structure)),
-                             "keyframe": 1e3 * float(np.mean(t_keyframe)) if t_keyframe else 0.0}, agnostic, objects,
-                            [s[1] for s in scores], parts, _score_structure(parts, truth), stream))
+                             "keyframe": 1e3 * float(np.mean(t_keyframe)) if t_keyframe else 0.0,
+                             "changes": 1e3 * float(np.mean(t_changes))}, agnostic, objects,
+                            [s[1] for s in scores], parts, _score_structure(parts, truth), stream,
+                            [e.summary() for e in memory.changes.log.events()]))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 tag = f"{detector}_{name}_{walk}"
@@ -459,7 +465,8 @@ def main() -> None:
                                   title=f"{detector}, {name}, {walk}")
     print(f"\n{'detector':24s} {'walk':6s} {'frames':>6s} {'memory':14s} {'pub':>4s} | named, IoU>=0.25: {'prec':>5s} "
           f"{'rec':>5s} easy dup false (mislab) | centre<=0.3m: prec   rec | class-agnostic: found  unk spur "
-          f"| structure: ctr cab shf false | ms/frame detect lift memory discovery (a keyframe of it) structure")
+          f"| structure: ctr cab shf false | ms/frame detect lift memory discovery (a keyframe of it) structure "
+          f"(changes) | changes")
     for r in rows:
         i, c, a = r.iou, r.centre, r.agnostic
         unknown = sum(o.class_name == UNKNOWN_CLASS for o in r.objects)
@@ -470,7 +477,8 @@ def main() -> None:
               f"({len(a.found):2d}) {unknown:3d} {a.count('spurious', names, UNKNOWN_CLASS):4d} | "
               f"{_found(r, truth, 'counter'):>14s} {_found(r, truth, 'cabinet'):>3s} {_found(r, truth, 'shelf'):>3s} "
               f"{r.structure_score.n_false:5d} | {r.ms['detect']:13.1f} {r.ms['lift']:4.1f} {r.ms['memory']:6.1f} "
-              f"{r.ms['discovery']:9.1f} ({r.ms['keyframe']:.1f}) {r.ms['structure']:9.1f}")
+              f"{r.ms['discovery']:9.1f} ({r.ms['keyframe']:.1f}) {r.ms['structure']:9.1f} "
+              f"({r.ms.get('changes', float('nan')):.2f}) | {len(r.changes):7d}")
     if args.result:
         print_result(_summary(rows))
     if before is not None:
@@ -510,6 +518,8 @@ def main() -> None:
         missed = [f"{g.class_name} {g.id}" for g in truth if not g.optional and g.id not in r.agnostic.found]
         print(f"{r.detector} / {r.walk} / {r.memory}: not found as anything: {', '.join(missed)}")
         print(f"{r.detector} / {r.walk} / {r.memory}: structure: {_structure_line(r, truth)}")
+        if r.changes:  # the room is still: every change event is a false alarm
+            print(f"{r.detector} / {r.walk} / {r.memory}: change events: {'; '.join(r.changes)}")
     _print_streams(rows, truth, args.true_boxes)
 
 

@@ -34,8 +34,8 @@ def default_data_dir() -> Path:
     return Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-def _add_run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, required=True, help="output folder (scene.mcap, objects.json, pictures)")
+def _add_run_options(p: argparse.ArgumentParser, out_required: bool = True) -> None:
+    p.add_argument("--out", type=Path, required=out_required, help="output folder (scene.mcap, objects.json, pictures)")
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="perceptor: yolox-nano, nanodet-plus-m-416, yolo-fastest-1.1-xl, yolo-fastest-1.1 (2D "
                         "detectors lifted to 3D), ensemble-yolox-nanodet, ensemble-yolox-nanodet-map, darknet, "
@@ -169,9 +169,8 @@ def _frames_to_run(total: int, stride: int, max_frames: int | None) -> int | Non
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .config_fields import with_settings
-    from .mapper import ModelChoice, PipelineConfig, SceneMapper
-    from .network.lifting import LiftingParams
+    from .config_fields import pipeline_config
+    from .mapper import SceneMapper
     from .outputs.run_folder import check_free_space, check_output_folder
     from .sources.preflight import prepare_or_stop
 
@@ -181,17 +180,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         n = _frames_to_run(len(recording), args.stride, args.max_frames)
         check_free_space(args.out, n or 0, write_inputs=not args.no_inputs)
         source = prepare_or_stop(recording, options)
-        config = PipelineConfig(
-            runtime=ModelChoice(model=args.model, weights=str(args.weights or ""),
-                                download_weights=args.download_weights, backend=args.backend,
-                                allow_fallback=args.allow_fallback, fp16=args.fp16),
-            lifting=LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset)),
-            memory=MemoryConfig(
-                score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
-                max_per_class=args.max_per_class, containment_threshold=args.containment_threshold,
-                min_observations=args.min_observations, publish_confidence=args.publish_confidence,
-                class_agnostic=not args.per_class))
-        config = with_settings(config, args.settings)
+        config = pipeline_config(args)
         if args.detections_topic:  # another detector's recorded detections: lifted, no model run here
             from .network.given_detections import GivenDetectionsPerceptor
 
@@ -447,6 +436,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_graph.add_argument("--all-objects", action="store_true", help=all_help)
     p_graph.set_defaults(func=cmd_scene_graph)
 
+    from .changes_cli import add_changes_parser
+    add_changes_parser(sub, lambda p: _add_run_options(p, out_required=False))
     from .ros.player import add_play_arguments
 
     p_play = sub.add_parser("play", help="publish a recording as the Azure Kinect ROS driver's topics + TF "

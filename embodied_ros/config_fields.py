@@ -10,9 +10,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from .mapper import PipelineConfig
 
 
 def tuple_kind(hint: Any) -> str:
@@ -89,3 +94,20 @@ def with_settings(config: Any, settings: list[str]) -> Any:
     except (TypeError, ValueError) as err:
         raise ConfigError(f"--set: {err}") from None
     return dataclasses.replace(config, **parts)
+
+
+def pipeline_config(args: argparse.Namespace) -> PipelineConfig:
+    """The pipeline's config from `embodied-ros run`'s options (its ``--set`` settings applied last)."""
+    from .mapper import ModelChoice, PipelineConfig
+    from .memory.config import MemoryConfig
+    from .network.lifting import LiftingParams
+
+    return with_settings(PipelineConfig(
+        runtime=ModelChoice(model=args.model, weights=str(args.weights or ""), download_weights=args.download_weights,
+                            backend=args.backend, allow_fallback=args.allow_fallback, fp16=args.fp16),
+        lifting=LiftingParams(depth_scale=args.depth_scale, depth_offset_px=tuple(args.depth_offset)),
+        memory=MemoryConfig(
+            score_threshold=args.score_threshold, iou_threshold=args.iou_threshold,
+            max_per_class=args.max_per_class, containment_threshold=args.containment_threshold,
+            min_observations=args.min_observations, publish_confidence=args.publish_confidence,
+            class_agnostic=not args.per_class)), args.settings)

@@ -20,6 +20,7 @@ from .detections import FramePerception
 from .errors import InputError
 from .frame import Frame
 from .grounding.engine import GrounderConfig
+from .memory.changes import ChangeConfig
 from .memory.config import MemoryConfig, OccupancyConfig
 from .memory.occupancy import OccupancyMap
 from .memory.scene_memory import SceneMemory
@@ -64,6 +65,7 @@ class PipelineConfig:
     occupancy: OccupancyConfig = field(default_factory=OccupancyConfig)
     grounder: GrounderConfig = field(default_factory=GrounderConfig)
     keyframes: KeyframePolicy = field(default_factory=KeyframePolicy)
+    changes: ChangeConfig = field(default_factory=ChangeConfig)
 
     def build_perceptor(self) -> Perceptor:
         """The network (+ lifting) named by ``runtime`` (loads weights: seconds)."""
@@ -107,7 +109,7 @@ class SceneMapper:
                  grounder: Any = None) -> None:
         self.config = config = config if config is not None else PipelineConfig()
         self.perceptor = perceptor
-        self.memory = memory if memory is not None else SceneMemory.from_config(config.memory)
+        self.memory = memory if memory is not None else SceneMemory.from_config(config.memory, config.changes)
         self.occupancy = occupancy if occupancy is not None else OccupancyMap.from_config(config.occupancy)
         self._grounder = grounder
         self.lock = threading.Lock()
@@ -195,7 +197,8 @@ class SceneMapper:
         """
         engine = grounder if grounder is not None else self.grounder
         return engine.ground(phrase, snapshot if snapshot is not None else self.published_snapshot(),
-                             viewpoint=self.viewpoint(), vocabulary=self.memory.vocabulary)
+                             viewpoint=self.viewpoint(), vocabulary=self.memory.vocabulary,
+                             changes=self.memory.changes.log.current())
 
     # ---- the map's files ---------------------------------------------------------------------
 
@@ -223,7 +226,7 @@ class SceneMapper:
         recover(directory)
         if not (directory / MEMORY_FILE).is_file():
             raise InputError(f"no saved map {directory.name!r} in {directory.parent} (save one first)")
-        memory = SceneMemory.load(directory / MEMORY_FILE)
+        memory = SceneMemory.load(directory / MEMORY_FILE, self.config.changes)
         occ_path = directory / OCCUPANCY_FILE
         occupancy = OccupancyMap.load(occ_path) if occ_path.is_file() else OccupancyMap.from_config(
             self.config.occupancy)

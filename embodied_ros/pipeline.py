@@ -20,6 +20,7 @@ from .memory.scene_memory import SceneObject
 from .outputs.background_writer import BackgroundBagWriter
 from .outputs.bag_writer import SceneBagWriter
 from .outputs.camera_poses import CAMERA_POSES_FILE, CameraPose, write_camera_poses
+from .outputs.change_messages import RecentChanges
 from .outputs.contact_sheet import ObjectViews, save_contact_sheet
 from .outputs.objects_json import write_objects_json
 from .outputs.pictures import draw_boxes_on_frame, save_rgb, save_top_down_map
@@ -145,6 +146,7 @@ def run(
     stopped = False
 
     views = ObjectViews()
+    recent_changes = RecentChanges(mapper.config.changes.marker_window_s)
     writer = BackgroundBagWriter(SceneBagWriter(out_dir, write_inputs=write_inputs))
     started = time.perf_counter()
     try:
@@ -182,9 +184,11 @@ def run(
                 views.observe(frame, ((o.id, o.box, np.zeros((0, 3))) for o in structure))
             with timer.stage("writing"):  # the detector's image detections go into the bag with the inputs
                 found = step.perception.detections_2d
+                shown = recent_changes.to_draw(memory.changes.log.current(), frame.stamp_ns)
+                changes = (result.changes, shown) if result.changes or shown is not None else None
                 writer.write(frame if found is None else with_detections(frame, found),
                              [*memory.published_objects(), *memory.current_movers()],
-                             mapper.occupancy.occupied_voxels(), structure)
+                             mapper.occupancy.occupied_voxels(), structure, changes)
             if processed in keep_for_pictures:
                 kept.append(frame)
             camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
@@ -213,7 +217,8 @@ def run(
     outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json", out_dir / MEMORY_FILE]
     structure = tuple(memory.published_structure())
     write_objects_json(outputs[2], objects, last_frame_id,
-                       extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped)},
+                       extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped),
+                              "changes": [e.to_dict() for e in memory.changes.log.current()]},
                        structure=structure)
     memory.save(outputs[3])
     outputs.append(out_dir / CAMERA_POSES_FILE)  # where viewer-centred words ("on the left") look from

@@ -14,6 +14,7 @@ from rendered_scenes import look_at, project_box, render_frame
 from embodied_ros.detections import Detections2D, Detections3D, FramePerception
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.amodal import FloorEstimate
+from embodied_ros.memory.changes import ChangeConfig
 from embodied_ros.memory.class_shapes import parts_may_touch
 from embodied_ros.memory.discovery import UNKNOWN_CLASS
 from embodied_ros.memory.scene_memory import SceneMemory
@@ -49,8 +50,10 @@ def _two_looks(memory: SceneMemory, frames: int = 3) -> np.ndarray:
     return T
 
 
-def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten():
-    memory = SceneMemory(discover_unknown=False)  # the detector's evidence alone: the geometry still shows a thing
+@pytest.mark.parametrize("keep_believed", [False, True])
+def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten(keep_believed: bool):
+    # The detector's evidence alone: the geometry still shows a thing.
+    memory = SceneMemory(changes=ChangeConfig(keep_believed=keep_believed), discover_unknown=False)
     _two_looks(memory)
     (obj,) = memory.objects()
     assert obj.id in _published_ids(memory) and obj.confidence > 0.7
@@ -65,6 +68,9 @@ def test_an_object_in_view_but_no_longer_detected_fades_and_is_forgotten():
             break
         assert obj.id in result.missed
     assert faded_after is not None and faded_after <= 10  # a few views from each place where it was plainly there
+    if keep_believed:  # the map believed it, and no look saw its place empty: kept, unpublished (memory/changes.py)
+        assert forgotten_after is None and memory.get(obj.id).confidence < 0.7
+        return
     assert forgotten_after is not None and memory.get(obj.id) is None
     assert memory.objects() == []
 

@@ -14,6 +14,7 @@ import pytest
 from embodied_ros.errors import ConfigError
 from embodied_ros.frame import Frame
 from embodied_ros.grounding.engine import GrounderConfig
+from embodied_ros.memory.changes import ChangeConfig
 from embodied_ros.memory.config import MemoryConfig, OccupancyConfig
 from embodied_ros.memory.occupancy import OccupiedVoxels
 from embodied_ros.memory.scene_object import SceneObject
@@ -126,7 +127,7 @@ def test_params_yaml_names_exactly_the_node_parameters() -> None:
     written = set(yaml.safe_load((REPO / "config" / "params.yaml").read_text())["/**"]["ros__parameters"])
     declared = {f"{prefix}{name}" for prefix, cls in (("", NodeConfig), ("memory.", MemoryConfig),
                                                       ("occupancy.", OccupancyConfig), ("lifting.", LiftingParams),
-                                                      ("grounder.", GrounderConfig))
+                                                      ("grounder.", GrounderConfig), ("changes.", ChangeConfig))
                 for name in cls.__dataclass_fields__ if not (prefix == "grounder." and name in GROUNDER_FROM_MEMORY)}
     assert written - declared == set(), "params.yaml sets parameters the node does not have (silently ignored)"
     # unset = unbounded or none; YAML cannot say "unset" nor type an empty list
@@ -136,7 +137,7 @@ def test_params_yaml_names_exactly_the_node_parameters() -> None:
 
 
 def test_every_config_field_has_a_comment_for_its_parameter_description() -> None:
-    for cls in (NodeConfig, MemoryConfig, OccupancyConfig, LiftingParams, GrounderConfig):
+    for cls in (NodeConfig, MemoryConfig, OccupancyConfig, LiftingParams, GrounderConfig, ChangeConfig):
         missing = set(cls.__dataclass_fields__) - set(field_comments(cls))
         assert not missing, f"{cls.__name__}: no comment above {sorted(missing)}"
 

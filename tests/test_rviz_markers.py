@@ -17,6 +17,7 @@ import yaml
 
 from embodied_ros.detections import Detections2D
 from embodied_ros.memory.occupancy import OccupiedVoxels
+from embodied_ros.outputs.change_messages import CHANGE_NAMESPACES
 from embodied_ros.outputs.colors import class_color
 from embodied_ros.outputs.pictures import draw_detections
 from embodied_ros.outputs.scene_messages import (
@@ -169,9 +170,13 @@ def test_detections_drawn_from_the_minimum_score_up() -> None:
 def test_the_shipped_rviz_config_shows_what_the_node_sends() -> None:
     config = yaml.safe_load((REPO / "config" / "embodied.rviz").read_text())
     displays = {d["Class"].split("/")[-1]: d for d in config["Visualization Manager"]["Displays"]}
-    markers = displays["MarkerArray"]
-    assert markers["Enabled"] and markers["Topic"]["Value"] == f"{NODE}/markers"
+    arrays = {d["Topic"]["Value"]: d for d in config["Visualization Manager"]["Displays"]
+              if d["Class"].endswith("/MarkerArray")}
+    markers = arrays[f"{NODE}/markers"]
+    assert markers["Enabled"]
     assert markers["Namespaces"] == MARKER_NAMESPACES  # every layer, on or off as the one list says
+    changes = arrays[f"{NODE}/change_markers"]  # what changed: ghosts, arrows, new boxes, labels
+    assert changes["Enabled"] and changes["Namespaces"] == dict.fromkeys(CHANGE_NAMESPACES, True)
     cloud = displays["PointCloud2"]
     assert cloud["Topic"]["Value"] == f"{NODE}/occupancy" and cloud["Size (m)"] <= 0.06  # points, not 0.16 m cubes
     assert displays["Image"]["Topic"]["Value"] == f"{NODE}/detections_image" and "TF" in displays

@@ -145,7 +145,8 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         return 2
     snapshot, memory = run.snapshot, run.memory
     # Ground among the objects the run published (seen often enough), as RViz showed them.
-    result = run.grounder.ground(phrase, snapshot, viewpoint=run.viewpoint, vocabulary=memory.vocabulary)
+    result = run.grounder.ground(phrase, snapshot, viewpoint=run.viewpoint, vocabulary=memory.vocabulary,
+                                 changes=memory.changes.log.current())
     if run.encoder is not None:
         run.encoder.save()
     if timings:

@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,8 +35,10 @@ import numpy as np
 
 from ..classes import RelationType
 from ..errors import ModelError
+from ..memory.change_events import ChangeEvent
 from ..memory.scene_object import MemorySnapshot, SceneObject
 from .attributes import attribute_scores
+from .change_questions import answer_change_question, parse_change_question
 from .clause_scores import score_clause
 from .completeness import rank_doubt
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
@@ -219,7 +222,8 @@ class Grounder:
 
     def ground(self, phrase: str, snapshot: MemorySnapshot, head_scores: np.ndarray | None = None, *,
                viewpoint: Viewpoint | None = None, vocabulary: tuple[str, ...] | list[str] = (),
-               hidden: MemorySnapshot | None = None) -> GroundingResult:
+               hidden: MemorySnapshot | None = None,
+               changes: Sequence[ChangeEvent] | None = None) -> GroundingResult:
         """Find the object a phrase refers to.
 
         Args:
@@ -236,12 +240,18 @@ class Grounder:
             hidden: what the memory holds beyond ``snapshot`` (its unpublished objects), searched before a
                 superlative or an ordinal is answered (``completeness.py``); None: ``map_view.unpublished``
                 of the snapshot (known for the views ``published_snapshot`` made).
+            changes: the memory's change events (``SceneMemory.changes.log.current()``): a question about what
+                changed ("what changed on the table?", "where did the mug go?") is answered from them
+                (grounding/change_questions.py); None: every phrase is a referring phrase.
 
         Returns:
             The result; ``success`` is False, with the reason in ``message``, for an empty, too
             long or non-English phrase, an unknown target, an empty memory, or when no confident
             object fits.
         """
+        if changes is not None and (question := parse_change_question(phrase)) is not None:
+            return answer_change_question(self, question, phrase, changes, snapshot, viewpoint=viewpoint,
+                                          vocabulary=vocabulary)
         start = time.perf_counter()
         enc_before = self.encoder.seconds if self.encoder is not None else 0.0
         empty = ParsedPhrase(phrase.strip().lower() if isinstance(phrase, str) else "")

@@ -18,6 +18,7 @@ their place; those that fall low enough are forgotten.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -138,6 +139,15 @@ def place_of(viewpoint: np.ndarray | None, edge: float) -> Place | None:
     return int(x), int(y), int(z)
 
 
+def surface_samples(track: Track) -> tuple[np.ndarray, float]:
+    """(P, 3) world points of an object for visibility tests and the depth tolerance (m) they need: voxel
+    centroids of its geometry (0), or points inside its box when it has none (half its largest extent: the
+    box's own front surface hides its inside)."""
+    if track.geometry is not None and len(track.geometry) >= 4:
+        return track.geometry.sample(_VIEW_SAMPLES), 0.0
+    return box_samples(track.box), 0.5 * float(track.box[3:6].max())
+
+
 def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGrid) -> dict[int, Visibility]:
     """How the objects near the camera fall in this frame, by id."""
     R, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
@@ -149,14 +159,13 @@ def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGr
     samples, tolerances, bounds = [], [], []
     for i in ids:
         track = tracks[i]
-        if track.geometry is not None and len(track.geometry) >= 4:
-            samples.append(track.geometry.sample(_VIEW_SAMPLES))
-            bounds.append(track.geometry.sample_bounds(_VIEW_SAMPLES))  # kept until the geometry changes
-            tolerances.append(0.0)
-        else:  # box samples: the box's own front surface hides its inside
-            samples.append(box_samples(track.box))
-            bounds.append(np.stack([samples[-1].min(axis=0), samples[-1].max(axis=0)]))
-            tolerances.append(0.5 * float(track.box[3:6].max()))
+        points, tolerance = surface_samples(track)
+        samples.append(points)
+        tolerances.append(tolerance)
+        if tolerance == 0.0:  # the geometry's samples: their bounds kept until the geometry changes
+            bounds.append(track.geometry.sample_bounds(_VIEW_SAMPLES))
+        else:
+            bounds.append(np.stack([points.min(axis=0), points.max(axis=0)]))
     # Objects none of whose samples can fall in the image are not in view: skipped, as their
     # Visibility would say nothing (no sample seen, hidden or seen through).
     bounds = np.array(bounds)
@@ -169,10 +178,11 @@ def objects_in_view(frame: Frame, tracks: dict[int, Track], index: SpatialHashGr
 
 
 def take_misses(config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid,
-                views: dict[int, Visibility], taken: set[int],
-                perception: FramePerception) -> tuple[tuple[int, ...], tuple[int, ...]]:
+                views: dict[int, Visibility], taken: set[int], perception: FramePerception,
+                kept: Container[int] = ()) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Evidence against the objects in view but not detected; forget (remove from ``tracks`` and
-    ``index``) those that fall too low.
+    ``index``) those that fall too low, except the ids in ``kept`` (objects the map believed: only a clear
+    look at their empty place lets them go, memory/changes.py).
 
     Returns:
         (ids that lost evidence, ids forgotten).
@@ -194,7 +204,8 @@ def take_misses(config: MemoryConfig, tracks: dict[int, Track], index: SpatialHa
             continue
         missed.append(obj_id)
         track.add_evidence(change, place, perception.stamp_ns, cfg)
-        if track.log_odds < 0.0 and perception.stamp_ns - track.last_ns > cfg.forget_after_s * 1e9:
+        if (track.log_odds < 0.0 and perception.stamp_ns - track.last_ns > cfg.forget_after_s * 1e9
+                and obj_id not in kept):
             del tracks[obj_id]
             index.remove(obj_id)
             forgotten.append(obj_id)

@@ -54,6 +54,7 @@ from ..errors import FrameError, InputError, json_error_line, os_error_line
 from ..geometry.boxes import points_in_boxes
 from .amodal import FloorEstimate
 from .association import Association, Queries, point_keys
+from .changes import ChangeConfig, ChangeTracker
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS, ObjectDiscovery
 from .existence import objects_in_view, take_misses
@@ -89,7 +90,8 @@ class SceneMemory:
         ConfigError: if a parameter cannot work.
     """
 
-    def __init__(self, config: MemoryConfig | None = None, **overrides: Any) -> None:
+    def __init__(self, config: MemoryConfig | None = None, changes: ChangeConfig | None = None,
+                 **overrides: Any) -> None:
         self.config = replace(config or MemoryConfig(), **overrides)  # MemoryConfig: the one place for defaults
         self._lock = threading.RLock()
         self._tracks: dict[int, Track] = {}
@@ -108,11 +110,13 @@ class SceneMemory:
         self._discovery = ObjectDiscovery() if cfg.discover_unknown or cfg.room_structure else None
         self._structure = RoomStructure(cfg, self._take_id) if cfg.room_structure else None
         self._movers = Movers(self.config, self._take_id)
+        # What changed (memory/changes.py): removed, new and moved objects, and their history.
+        self.changes = ChangeTracker(changes or ChangeConfig(), self.config, self._drop, self._renumber)
 
     @classmethod
-    def from_config(cls, config: MemoryConfig) -> SceneMemory:
-        """A memory with the parameters of ``config``."""
-        return cls(config)
+    def from_config(cls, config: MemoryConfig, changes: ChangeConfig | None = None) -> SceneMemory:
+        """A memory with the parameters of ``config`` (and ``changes``' rules for what changed)."""
+        return cls(config, changes)
 
     def __len__(self) -> int:
         return len(self._tracks)
@@ -175,10 +179,15 @@ class SceneMemory:
             discovery_s, structure_s, named_now, looked = self._discover(perception, views, taken, created, updated,
                                                                         spared)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
-            missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception)
+            missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception,
+                                            self.changes.kept)
             merged = named_now + self._association.merge_pass(sorted(taken))
             changed = taken | set(created) | set(updated) | {kept for _, kept in merged}
             settle_tracks(self._tracks, changed, missed, perception.viewpoint, self.config)
+            start = time.perf_counter()
+            changes, renamed = self.changes.step(perception, self._tracks, views, taken, forgotten, merged)
+            changes_s = time.perf_counter() - start
+            merged += renamed
             new = set(created)
             return UpdateResult(
                 created=tuple(i for i in created if i in self._tracks),
@@ -192,6 +201,8 @@ class SceneMemory:
                 discovery_s=discovery_s,
                 structure_s=structure_s,
                 discovery_looked=looked,
+                changes=tuple(changes),
+                changes_s=changes_s,
             )
 
     def _take_detections(self, perception: FramePerception, order: np.ndarray, views: dict[int, Visibility],
@@ -252,6 +263,19 @@ class SceneMemory:
                             else det.boxes[i, 5] for i in idx])
         self._movers.observe(det.boxes[idx], [det.class_names[i] for i in det.labels[idx]], det.scores[idx],
                              heights, int(perception.frame_index), int(perception.stamp_ns), perception.viewpoint)
+
+    def _drop(self, obj_id: int) -> None:
+        """Let an object go (it was removed from the room)."""
+        del self._tracks[obj_id]
+        self._index.remove(obj_id)
+
+    def _renumber(self, obj_id: int, new_id: int) -> None:
+        """The object ``obj_id`` takes the id ``new_id`` (a moved object keeps the id it had)."""
+        track = self._tracks.pop(obj_id)
+        self._index.remove(obj_id)
+        track.id, track.cached = new_id, None
+        self._tracks[new_id] = track
+        self._index.insert(new_id, track.box)
 
     def _add_vocabulary(self, names: tuple[str, ...]) -> None:
         if not set(names) <= set(self._vocabulary):
@@ -372,6 +396,7 @@ class SceneMemory:
             if self._structure is not None:
                 self._structure.reset()
             self._fusion.completed_to = None
+            self.changes.reset()
             self._frame_id = ""
             self._last_frame = (-1, 0)
             self._n_updates = 0
@@ -394,11 +419,13 @@ class SceneMemory:
                 "next_id": self._next_id,
                 "objects": [self._tracks[i].to_dict() for i in sorted(self._tracks)],
                 "structure": self._structure.to_dict() if self._structure is not None else [],
+                "changes": self.changes.to_dict(),
             }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], **overrides: Any) -> SceneMemory:
-        """Rebuild a memory from ``to_dict()``'s document; keyword arguments override its parameters.
+    def from_dict(cls, data: dict[str, Any], changes: ChangeConfig | None = None, **overrides: Any) -> SceneMemory:
+        """Rebuild a memory from ``to_dict()``'s document; keyword arguments override its parameters. What
+        changed after the load is told against the loaded objects (memory/changes.py).
 
         Raises:
             InputError: if the document is not a scene memory of a known version.
@@ -413,7 +440,7 @@ class SceneMemory:
             config = MemoryConfig(**{k: v for k, v in data["config"].items() if k in known})
         except (KeyError, TypeError, AttributeError) as err:
             raise InputError(f"scene memory document has no valid config: {err}") from None
-        memory = cls.from_config(replace(config, **overrides))
+        memory = cls.from_config(replace(config, **overrides), changes)
         try:
             memory._frame_id = str(data["frame_id"])
             memory._vocabulary = tuple(str(n) for n in data.get("vocabulary", ()))
@@ -428,6 +455,7 @@ class SceneMemory:
                 memory._structure.load(list(data.get("structure", ())))
             taken = set(memory._tracks) | (memory._structure.ids if memory._structure is not None else set())
             memory._next_id = max(int(data["next_id"]), max(taken, default=-1) + 1)
+            memory.changes.load(data.get("changes"), memory._tracks)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise InputError(f"scene memory document is malformed: {type(err).__name__}: {err}") from None
         return memory
@@ -440,7 +468,7 @@ class SceneMemory:
         os.replace(tmp, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> SceneMemory:
+    def load(cls, path: str | os.PathLike[str], changes: ChangeConfig | None = None, **overrides: Any) -> SceneMemory:
         """Read a memory written by ``save``; keyword arguments override its parameters.
 
         Raises:
@@ -453,7 +481,7 @@ class SceneMemory:
         except ValueError as err:
             raise InputError(f"{path}: cannot read the scene memory: {json_error_line(err)}") from None
         try:
-            return cls.from_dict(data, **overrides)
+            return cls.from_dict(data, changes, **overrides)
         except InputError as err:
             raise InputError(f"{path}: {err}") from None
 

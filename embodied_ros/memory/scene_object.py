@@ -105,6 +105,7 @@ class UpdateResult:
         discovery_s: seconds spent finding and taking in the frame's unknown objects (memory/discovery.py).
         structure_s: seconds spent on the room's structure (memory/structure.py; not in ``discovery_s``).
         discovery_looked: whether discovery looked at this frame (a keyframe of its own: the camera moved).
+        changes: the change events this frame made (memory/change_events.ChangeEvent: removed, new, moved).
     """
 
     created: tuple[int, ...] = ()
@@ -118,6 +119,8 @@ class UpdateResult:
     discovery_s: float = field(default=0.0, compare=False)  # a timing, not part of what the update did
     structure_s: float = field(default=0.0, compare=False)
     discovery_looked: bool = field(default=False, compare=False)
+    changes: tuple[Any, ...] = ()
+    changes_s: float = field(default=0.0, compare=False)  # seconds of the change rules (memory/changes.py)
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,7 +38,7 @@ VISION_MSGS: dict[str, str] = {
     "vision_msgs/msg/Detection2DArray": "std_msgs/Header header\nvision_msgs/Detection2D[] detections\n",
 }
 
-OWN_MSGS = ("SceneObject", "SceneObjectArray")
+OWN_MSGS = ("SceneObject", "SceneObjectArray", "SceneChange")
 
 
 def own_msg_text(name: str) -> str:

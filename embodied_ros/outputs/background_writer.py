@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..frame import Frame
 from ..memory.occupancy import OccupiedVoxels
@@ -35,7 +36,7 @@ class BackgroundBagWriter:
 
     def __init__(self, writer: SceneBagWriter, depth: int = QUEUE_FRAMES) -> None:
         self._writer = writer
-        self._queue: queue.Queue[tuple[Frame, Sequence[ObjectLike], OccupiedVoxels | None] | None] = \
+        self._queue: queue.Queue[tuple[Frame, Sequence[ObjectLike], OccupiedVoxels | None, Any] | None] = \
             queue.Queue(maxsize=depth)
         self._error: BaseException | None = None  # to raise on the loop's thread (once)
         self._failed = False
@@ -45,15 +46,17 @@ class BackgroundBagWriter:
         self._thread.start()
 
     def write(self, frame: Frame, objects: Sequence[ObjectLike], occupancy: OccupiedVoxels | None,
-              structure: Sequence[ObjectLike] = ()) -> None:
+              structure: Sequence[ObjectLike] = (),
+              changes: tuple[Sequence[Any], Sequence[Any] | None] | None = None) -> None:
         """Queue a frame's inputs and the scene as it stood after it (objects, voxels and the room's structure
-        must not change).
+        must not change); ``changes``: the change events it made and, when they are to be drawn again, the
+        recent ones (SceneBagWriter.write_changes).
 
         Raises:
             Whatever the writer's thread met (an OSError for a full disk), once.
         """
         self._raise_failure()
-        self._queue.put((frame, objects, occupancy, structure))
+        self._queue.put((frame, objects, occupancy, structure, changes))
 
     def close(self) -> Path:
         """Write what is queued, finish the bag; returns the path of scene.mcap.
@@ -86,11 +89,13 @@ class BackgroundBagWriter:
         while (job := self._queue.get()) is not None:
             if self._failed:
                 continue  # failed: keep taking jobs so the loop never waits on a dead writer
-            frame, objects, occupancy, structure = job
+            frame, objects, occupancy, structure, changes = job
             start = time.perf_counter()
             try:
                 self._writer.write_inputs_of(frame)
                 self._writer.write_scene(frame.stamp_ns, frame.world_frame, objects, occupancy, structure)
+                if changes is not None:
+                    self._writer.write_changes(frame.stamp_ns, frame.world_frame, *changes)
                 self.frames_written += 1
             except BaseException as err:  # noqa: BLE001 - handed to the loop's thread, raised there
                 self._error, self._failed = err, True

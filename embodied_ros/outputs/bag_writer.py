@@ -19,10 +19,12 @@ from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, W
 
 from ..frame import Frame
 from ..frame_detections import given_detections
+from ..memory.change_events import ChangeEvent
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
 from ..messages.detections2d import detection2d_array_msg
 from ..messages.types import msg_class, typestore
+from .change_messages import change_markers, scene_change_msg
 from .image_encoding import depth_to_compressed, rgb_to_compressed
 from .scene_messages import (
     ObjectLike,
@@ -32,6 +34,8 @@ from .scene_messages import (
     scene_object_array,
 )
 
+# topics the bag holds only when there is something on them: the room changed, a detector's image detections
+_WHEN_USED = ("changes", "change_markers", "detections_2d")
 BAG_VERSION = 8  # rosbag2 metadata version Humble reads; Jazzy reads it too
 BAG_FILE = "scene.mcap"
 
@@ -49,6 +53,8 @@ class OutputTopics:
     camera_info: str = "/rgb/camera_info"  # sensor_msgs/CameraInfo
     tf: str = "/tf"  # tf2_msgs/TFMessage: world -> camera at every frame
     detections_2d: str = "/embodied_detector/detections"  # vision_msgs/Detection2DArray: the detector's, per frame
+    changes: str = "/embodied/changes"  # embodied_ros/SceneChange: each change event, when it was made
+    change_markers: str = "/embodied/change_markers"  # visualization_msgs/MarkerArray: the recent changes
 
 
 _TYPES = {
@@ -61,6 +67,8 @@ _TYPES = {
     "camera_info": "sensor_msgs/msg/CameraInfo",
     "tf": "tf2_msgs/msg/TFMessage",
     "detections_2d": "vision_msgs/msg/Detection2DArray",
+    "changes": "embodied_ros/msg/SceneChange",
+    "change_markers": "visualization_msgs/msg/MarkerArray",
 }
 _INPUTS = ("color", "depth", "camera_info", "tf", "detections_2d")
 
@@ -88,11 +96,14 @@ class SceneBagWriter:
         self._conns: dict[str, Any] = {
             key: self._writer.add_connection(getattr(topics, key), msgtype, typestore=self._store)
             for key, msgtype in _TYPES.items()
-            if write_inputs or key not in _INPUTS
+            if (write_inputs or key not in _INPUTS) and key not in _WHEN_USED
         }
         self.messages_written = 0
 
     def _write(self, key: str, stamp_ns: int, msg: Any) -> None:
+        if key not in self._conns:  # a topic written only when there is something to say (what changed)
+            topic = getattr(self.topics, key)
+            self._conns[key] = self._writer.add_connection(topic, _TYPES[key], typestore=self._store)
         data = self._store.serialize_cdr(msg, _TYPES[key])
         self._writer.write(self._conns[key], int(stamp_ns), data)
         self.messages_written += 1
@@ -125,6 +136,14 @@ class SceneBagWriter:
         self._write("detections", stamp_ns, detection3d_array(objects, frame_id, stamp_ns))
         self._write("objects", stamp_ns, scene_object_array(objects, frame_id, stamp_ns, structure))
         self._write("occupancy", stamp_ns, occupancy_cloud(occupancy, frame_id, stamp_ns))
+
+    def write_changes(self, stamp_ns: int, frame_id: str, new: Sequence[ChangeEvent],
+                      shown: Sequence[ChangeEvent] | None) -> None:
+        """The change events made at this instant, and (``shown`` not None) the markers of the recent changes."""
+        for event in new:
+            self._write("changes", stamp_ns, scene_change_msg(event, frame_id))
+        if shown is not None:
+            self._write("change_markers", stamp_ns, change_markers(shown, frame_id, stamp_ns))
 
     def close(self) -> Path:
         """Finish the bag; returns the path of scene.mcap."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from ..errors import ConfigError
 from ..grounding.engine import GrounderConfig
 from ..mapper import ModelChoice, PipelineConfig
+from ..memory.changes import ChangeConfig
 from ..memory.config import MemoryConfig, OccupancyConfig
 from ..network.lifting import LiftingParams
 from ..runtime.contract import Backend
@@ -146,7 +147,7 @@ class NodeConfig:
             raise ConfigError("world_frame must not be empty")
 
     def pipeline(self, memory: MemoryConfig, occupancy: OccupancyConfig, lifting: LiftingParams | None = None,
-                 grounder: GrounderConfig | None = None) -> PipelineConfig:
+                 grounder: GrounderConfig | None = None, changes: ChangeConfig | None = None) -> PipelineConfig:
         """The SceneMapper's config: these model and keyframe parameters, with the memory's, the map's,
         lifting's and the grounder's (each its parameters' ``memory.``, ``occupancy.``, ``lifting.``,
         ``grounder.``).
@@ -158,7 +159,8 @@ class NodeConfig:
                               backend=self.backend, allow_fallback=self.allow_fallback, fp16=self.fp16)
         grounder = replace(grounder or GrounderConfig(), min_observations=memory.min_observations)
         return PipelineConfig(runtime=runtime, lifting=lifting or LiftingParams(), memory=memory,
-                              occupancy=occupancy, grounder=grounder, keyframes=self.keyframe_policy())
+                              occupancy=occupancy, grounder=grounder, keyframes=self.keyframe_policy(),
+                              changes=changes or ChangeConfig())
 
     def keyframe_policy(self) -> KeyframePolicy:
         """The worker's keyframe rules from the keyframe_* parameters."""

@@ -29,9 +29,11 @@ from ..errors import EmbodiedError, FrameError
 from ..frame import Frame
 from ..grounding.engine import GrounderConfig
 from ..mapper import SceneMapper
+from ..memory.changes import ChangeConfig
 from ..memory.config import MemoryConfig, OccupancyConfig
 from ..network.lifting import LiftingParams
 from . import services
+from .change_publisher import ChangePublisher
 from .config import GROUNDER_FROM_MEMORY, InputKind, NodeConfig
 from .conversions import to_rclpy
 from .diagnostics import RateMeter, diagnostic_status
@@ -71,7 +73,8 @@ class EmbodiedPerceptionNode(Node):
         occupancy_config = declare_config(self, OccupancyConfig, "occupancy.")
         lifting = declare_config(self, LiftingParams, "lifting.")
         grounder = declare_config(self, GrounderConfig, "grounder.", skip=GROUNDER_FROM_MEMORY)
-        self.mapper = SceneMapper(config.pipeline(memory_config, occupancy_config, lifting, grounder))
+        changes = declare_config(self, ChangeConfig, "changes.")
+        self.mapper = SceneMapper(config.pipeline(memory_config, occupancy_config, lifting, grounder, changes))
         self.grounder = services.shared_grounder(self.mapper.config.grounder)
         self.ready = threading.Event()  # the network is loaded
         self.failed: Future = Future()  # result: the one line that ends the node
@@ -85,6 +88,8 @@ class EmbodiedPerceptionNode(Node):
             self.get_logger().info("vision_msgs not installed: ~/detections (Detection3DArray) is off; "
                                    "~/objects carries the same objects")
         self.scene = ScenePublisher(self, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE), detections)
+        self.changes = ChangePublisher(self, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE),
+                                       changes.marker_window_s)
         self.pub_scene_graph = self.create_publisher(String, "~/scene_graph", 2)  # JSON, when subscribed
         self.view = ViewPublisher(self, config.view_frame, config.image_min_score)
         self._min_observations = memory_config.min_observations
@@ -244,9 +249,11 @@ class EmbodiedPerceptionNode(Node):
                                                                                        self._min_observations)))
             publish = time.perf_counter() - start
 
-        stages = self.mapper.step(frame, before_occupancy=publish_objects).stages_s
+        step = self.mapper.step(frame, before_occupancy=publish_objects)
+        stages = step.stages_s
         start = time.perf_counter()
         if self.context.ok():
+            self.changes.publish(step.update.changes, self.mapper.memory.changes.log.current(), world, stamp)
             self.scene.publish_cloud(self.mapper.occupancy.occupied_voxels(), world, stamp)
         stages["publish"] = publish + time.perf_counter() - start
         return stages

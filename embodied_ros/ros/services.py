@@ -20,6 +20,7 @@ from ..errors import EmbodiedError
 from ..grounding.engine import GrounderConfig
 from ..messages.convert import header_msg
 from ..outputs.scene_messages import scene_object_array
+from .change_publisher import what_changed
 from .conversions import to_rclpy
 from .map_store import map_path
 
@@ -217,9 +218,10 @@ def _log(node: Any, response: Any) -> None:
 def _types() -> dict[str, Any]:
     from std_srvs.srv import Trigger
 
-    from embodied_ros.srv import Describe, Ground, LoadMap, SaveMap
+    from embodied_ros.srv import Describe, Ground, LoadMap, SaveMap, WhatChanged
 
-    return {"Describe": Describe, "Ground": Ground, "LoadMap": LoadMap, "SaveMap": SaveMap, "Trigger": Trigger}
+    return {"Describe": Describe, "Ground": Ground, "LoadMap": LoadMap, "SaveMap": SaveMap, "Trigger": Trigger,
+            "WhatChanged": WhatChanged}
 
 
 SERVICES: tuple[tuple[str, str, Any], ...] = (
@@ -228,6 +230,7 @@ SERVICES: tuple[tuple[str, str, Any], ...] = (
     ("~/reset", "Trigger", reset),
     ("~/save_map", "SaveMap", save_map),
     ("~/load_map", "LoadMap", load_map),
+    ("~/what_changed", "WhatChanged", what_changed),
 )
 """(service name, type name, handler(node, request, response) -> response)."""
 

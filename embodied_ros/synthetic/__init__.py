@@ -4,15 +4,17 @@
 objects built from parts, some tilted), a robot-like camera trajectory, and gives per frame the
 rendered colour, Kinect-like noisy depth, instance and class images, per-object visibility and
 the 40x40x16 occupancy labels, plus the scene's 9-DoF boxes and grounding prompts.
-``SyntheticSource`` makes a scene a FrameSource. Rendering needs open3d.
+``SyntheticSource`` makes a scene a FrameSource; ``revisit(scene)`` changes the room for a second pass
+(objects moved, gone, new: the truth of what changed). Rendering needs open3d.
 """
 
 from .classes import OBJECT_CLASSES, OCCUPANCY_CLASSES, STRUCTURE_CLASSES, SYNONYMS
 from .ground_truth import GridSpec, aligned_grid_pose
 from .layout import LayoutConfig
 from .noise import DepthNoiseConfig
-from .oracle import GroundTruthPerceptor
+from .oracle import GroundTruthPerceptor, LiftedGroundTruthPerceptor
 from .prompts import GroundingPrompt, RelationType, make_prompts
+from .revisit import Revisit, RevisitConfig, RevisitSource, TrueChange, revisit
 from .scene import KINECT_720P, SceneConfig, SyntheticFrame, SyntheticScene, generate_scene
 from .scene_objects import SUPPORT_FLOOR, SUPPORT_WALL, RoomShell, SyntheticObject
 from .source import SyntheticSource, parse_synthetic_spec
@@ -21,7 +23,8 @@ from .trajectory import TrajectoryConfig, TrajectoryKind
 __all__ = [
     "KINECT_720P", "OBJECT_CLASSES", "OCCUPANCY_CLASSES", "STRUCTURE_CLASSES", "SUPPORT_FLOOR", "SUPPORT_WALL",
     "SYNONYMS", "DepthNoiseConfig", "GridSpec", "GroundTruthPerceptor", "GroundingPrompt", "LayoutConfig",
-    "RelationType", "RoomShell", "SceneConfig", "SyntheticFrame", "SyntheticObject", "SyntheticScene",
-    "SyntheticSource", "TrajectoryConfig", "TrajectoryKind", "aligned_grid_pose", "generate_scene", "make_prompts",
-    "parse_synthetic_spec",
+    "LiftedGroundTruthPerceptor", "RelationType", "Revisit", "RevisitConfig", "RevisitSource", "RoomShell",
+    "SceneConfig", "SyntheticFrame", "SyntheticObject", "SyntheticScene", "SyntheticSource", "TrajectoryConfig",
+    "TrajectoryKind", "TrueChange", "aligned_grid_pose", "generate_scene", "make_prompts", "parse_synthetic_spec",
+    "revisit",
 ]

@@ -302,6 +302,15 @@ def generate_layout(rng: np.random.Generator,
     return room, p.objects
 
 
+def place_more(rng: np.random.Generator, room: RoomShell, objects: list[SyntheticObject],
+               config: LayoutConfig = LayoutConfig()) -> _Placer:
+    """A placer that knows ``objects`` already stand in ``room``: things put in a later state of the room
+    (synthetic/revisit.py) keep clear of them. Its ``objects`` list is theirs, plus what it places."""
+    placer = _Placer(rng, room, config)
+    placer.objects = list(objects)
+    return placer
+
+
 def _small_box(rng: np.random.Generator) -> ObjectTemplate:
     for _ in range(50):
         t = build_object("box", rng)
