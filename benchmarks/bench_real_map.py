@@ -407,8 +407,6 @@ def main() -> None:
     p.add_argument("--baseline", default="", metavar="REF",
                    help="also run this benchmark on git REF's package, on the same detections: before / after")
     p.add_argument("--result", action="store_true", help=argparse.SUPPRESS)  # a baseline child's summary line
-    args = p.parse_args()
-    before = _baseline(args.baseline) if args.baseline else None
     p.add_argument("--stream-baseline", default="", metavar="REF",
                    help="git ref (or a folder of its git archive): also replay every walk with its object map and "
                         "score every published map of both (needs --cache)")
