@@ -64,7 +64,6 @@ import numpy as np
 from baseline_runs import baseline_tree, print_result, run_child
 from memory_variants import MEMORIES
 from replay_stream import published_row
-from stream_report import print_delays, print_stream_table, print_true_boxes, score_rows
 
 import embodied_ros
 from embodied_ros.cli import default_data_dir
@@ -518,11 +517,14 @@ def main() -> None:
         print(f"{r.detector} / {r.walk} / {r.memory}: structure: {_structure_line(r, truth)}")
         if r.changes:  # the room is still: every change event is a false alarm
             print(f"{r.detector} / {r.walk} / {r.memory}: change events: {'; '.join(r.changes)}")
-    _print_streams(rows, truth, args.true_boxes)
+    if not args.result:  # a --baseline child runs on a ref's package, which may not have the streaming score
+        _print_streams(rows, truth, args.true_boxes)
 
 
 def _print_streams(rows: list[Row], truth, true_boxes: bool) -> None:
     """The streaming score of every row, and (with a baseline) this code's publication delay against it."""
+    from stream_report import print_delays, print_stream_table, print_true_boxes, score_rows  # this code's metrics
+
     scored = {(r.detector, r.walk, r.memory): score_rows(r.stream, truth) for r in rows}
     runs = [(f"{d} {w} {m}", s) for (d, w, m), s in scored.items()]
     print_stream_table(runs, truth)
