@@ -329,12 +329,12 @@ def _summary(rows: list[Row]) -> list[dict]:
             for r in rows]
 
 
-def _baseline(ref: str) -> list[dict]:
+def _baseline(ref: str, data: Path) -> list[dict]:
     """This benchmark, with the same arguments, on ``ref``'s package (its pictures under ``--out``/baseline)."""
     argv, skip = [], False
     for a in sys.argv[1:]:
-        if skip or a == "--baseline" or a.startswith("--baseline="):
-            skip = a == "--baseline"
+        if skip or a.split("=")[0] in ("--baseline", "--stream-baseline", "--data"):
+            skip = a in ("--baseline", "--stream-baseline", "--data")
             continue
         argv.append(a)
     if "--out" in argv:
@@ -343,7 +343,8 @@ def _baseline(ref: str) -> list[dict]:
     with tempfile.TemporaryDirectory() as tmp:
         code = baseline_tree(ref, Path(tmp))
         print(f"baseline {ref}: running ...", flush=True)
-        return run_child(code, __file__, [*argv, "--result"])  # type: ignore[return-value]
+        # the data named outright: the ref's default (../shared/data beside its code) is not beside a temporary tree
+        return run_child(code, __file__, [*argv, "--data", str(data.resolve()), "--result"])  # type: ignore[return-value]
 
 
 def _before_after(before: list[dict], after: list[dict], ref: str) -> None:
@@ -413,7 +414,7 @@ def main() -> None:
     args = p.parse_args()
     if args.stream_baseline and args.cache is None:
         p.error("--stream-baseline needs --cache (its replay reads the lifted detections from there)")
-    before = _baseline(args.baseline) if args.baseline else None
+    before = _baseline(args.baseline, args.data) if args.baseline else None
     scene = args.data / args.scene
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
     truth = load_ground_truth(scene / "ground_truth.json")
