@@ -224,6 +224,12 @@ def _replay(perceptions: list[FramePerception], memory: SceneMemory, passes: int
     return views, t_memory, t_discovery, t_structure, t_keyframe, t_changes, scores
 
 
+def _change_events(memory: SceneMemory) -> list[str]:
+    """The change events of the memory's history (none in code before them)."""
+    changes = getattr(memory, "changes", None)
+    return [e.summary() for e in changes.log.events()] if changes is not None else []
+
+
 def _structure(memory: SceneMemory) -> list:
     """The memory's published structure (none in code before it)."""
     return list(getattr(memory, "published_structure", list)())
@@ -452,7 +458,7 @@ def main() -> None:
                              "keyframe": 1e3 * float(np.mean(t_keyframe)) if t_keyframe else 0.0,
                              "changes": 1e3 * float(np.mean(t_changes))}, agnostic, objects,
                             [s[1] for s in scores], parts, _score_structure(parts, truth), stream,
-                            [e.summary() for e in memory.changes.log.events()]))
+                            _change_events(memory)))
             if args.out is not None:
                 args.out.mkdir(parents=True, exist_ok=True)
                 tag = f"{detector}_{name}_{walk}"
