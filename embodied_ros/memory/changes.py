@@ -1,7 +1,8 @@
 """What changed in the room: objects removed, new and moved, decided by evidence in looks, not frames.
 
-An object the map has believed once (its confidence reached ``memory.publish_confidence``, so it was
-published) is *established*. From then on:
+An object the map has believed once (its confidence reached ``memory.publish_confidence``) is *established*.
+The map shows it once it is ``memory.appear_margin`` surer with a box two looks agree on (memory/settling.py),
+so a new or moved thing seen from one look is told before the map shows it. From then on:
 
 * it is **removed** when ``removed_looks`` looks (a place of the camera and a visit to it, as existence
   counts them) each saw its place clearly without it (at least ``through_fraction`` of its surface points
@@ -403,7 +404,7 @@ class ChangeTracker:
 
     @property
     def n_established(self) -> int:
-        """Objects the changes watch: those the map believed (published once) and has not let go."""
+        """Objects the changes watch: those the map believed (confident once) and has not let go."""
         return len(self._established)
 
     # ---- the memory's life --------------------------------------------------------------------------------
