@@ -134,16 +134,16 @@ def test_raycast_work_is_bounded_whatever_the_rays_say() -> None:
     seg = rng.normal(size=(5000, 3)) * 1e9
     seg[:10] = rng.normal(size=(10, 3)) * 5  # a few ordinary rays
     hit = np.ones(len(seg), dtype=bool)
-    hits, free = raycast.trace_rays(np.zeros(3), seg, hit)
+    hits, free = raycast.trace_rays(np.zeros(3), seg.T, hit)  # (3, R): one row per axis
     assert len(hits) == len(np.unique(np.floor(seg[:10]).astype(np.int64), axis=0))  # only the ordinary rays hit
     assert np.abs(free).max() <= raycast._MAX_RAY_VOXELS + 2
     assert len(free) <= raycast._MAX_SAMPLES
     short = rng.normal(size=(2000, 3)) * 20  # ordinary rays: the cap changes nothing
-    a_hits, a_free = raycast.trace_rays(np.array([0.5, 0.5, 0.5]), short, np.ones(len(short), dtype=bool))
+    a_hits, a_free = raycast.trace_rays(np.array([0.5, 0.5, 0.5]), short.T, np.ones(len(short), dtype=bool))
     limit = raycast._MAX_RAY_VOXELS
     try:
         raycast._MAX_RAY_VOXELS = 1e12
-        b_hits, b_free = raycast.trace_rays(np.array([0.5, 0.5, 0.5]), short, np.ones(len(short), dtype=bool))
+        b_hits, b_free = raycast.trace_rays(np.array([0.5, 0.5, 0.5]), short.T, np.ones(len(short), dtype=bool))
     finally:
         raycast._MAX_RAY_VOXELS = limit
     np.testing.assert_array_equal(a_hits, b_hits)
