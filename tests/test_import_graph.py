@@ -26,9 +26,6 @@ INFERENCE_ROOMS = ("network", "runtime", "memory", "mapper", "pipeline")
 # (importer, imported): why it is there and what would remove it. The test fails when an entry is no
 # longer needed (so the list only shrinks) and when a new circle appears that it does not name.
 ALLOWED_UPWARD = {
-    ("runtime", "network"): "runtime/export.py is the `export` command (it builds perceptors: network/registry.py) "
-                            "and runtime/tensorrt_backend.py takes the cache folder and sha256 from "
-                            "network/weights.py: the command belongs in network/, the cache helpers in runtime/",
     ("network", "synthetic"): "network/perceptron_file.py: weights files written before vocabularies were saved "
                               "get the synthetic world's (synthetic/classes.py); goes when such files are no longer "
                               "read",

@@ -95,13 +95,13 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     exported once into the cache (keyed by the weights' sha256). A size calibration beside the
     weights (``<stem>.sizes.json``, ``embodied-ros calibrate``) is applied to its boxes."""
     from ..runtime.config import RuntimeConfig
+    from ..runtime.engine_cache import cache_dir, sha256_file
     from ..runtime.select import create_backend
     from .onnx_export import export_onnx
     from .perceptron import INPUT_NAMES, PerceptronNetwork, example_inputs, output_names, perceptron_contract
     from .perceptron_file import load_perceptron
     from .perceptron_perceptor import PerceptronPerceptor
     from .size_calibration import calibration_for
-    from .weights import cache_dir, sha256_file
 
     path = _perceptron_weights(weights)
     model, config = load_perceptron(path)
