@@ -103,8 +103,8 @@ NETWORKS = {"yolo": _yolo, "perceptron": _perceptron}
 
 def _worker(spec: dict) -> dict:
     """Load one backend, time it, return its figures. Imports only what that backend needs (RSS is its own)."""
+    from embodied_ros.network.export_command import max_differences
     from embodied_ros.runtime.contract import IOContract, TensorSpec
-    from embodied_ros.runtime.export import max_differences
 
     contract = IOContract(tuple(TensorSpec(**t) for t in spec["inputs"]),
                           tuple(TensorSpec(**t) for t in spec["outputs"]))
@@ -196,7 +196,7 @@ def _backends() -> list[str]:
 def _prepare(name: str, work: Path) -> dict:
     import torch
 
-    from embodied_ros.runtime.export import export_network
+    from embodied_ros.network.export_command import export_network
     from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 
     net, inputs = NETWORKS[name](work)

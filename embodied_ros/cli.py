@@ -317,7 +317,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .network.perceptron_perceptor import torch_runner
     from .network.registry import find_perceptron_weights
     from .network.size_calibration import calibration_path
-    from .network.weights import sha256_file
+    from .runtime.engine_cache import sha256_file
     from .training.calibrate import calibrate_sizes
     from .training.trainer import load_weights
 
@@ -445,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_play_arguments(p_play)
     p_play.set_defaults(func=cmd_play)
 
-    from .runtime.export import add_export_arguments, cmd_export
+    from .network.export_command import add_export_arguments, cmd_export
 
     p_export = sub.add_parser("export", help="export a network to ONNX (and a TensorRT engine on a GPU machine)")
     add_export_arguments(p_export)

@@ -20,6 +20,8 @@ from .detections import FramePerception
 from .errors import InputError
 from .frame import Frame
 from .grounding.engine import GrounderConfig
+from .keyframe_policy import KeyframePolicy
+from .map_files import recover, save_atomically
 from .memory.changes import ChangeConfig
 from .memory.config import MemoryConfig, OccupancyConfig
 from .memory.occupancy import OccupancyMap
@@ -28,8 +30,6 @@ from .memory.scene_object import MemorySnapshot
 from .network.lifting import LiftingParams
 from .network.perceptor import Perceptor
 from .network.weights import DEFAULT_MODEL
-from .ros.keyframes import KeyframePolicy
-from .ros.map_store import recover, save_atomically
 from .runtime.contract import Backend
 
 MEMORY_FILE = "memory.json"  # SceneMemory.save: written by `embodied-ros run` and by a saved map

@@ -13,7 +13,7 @@ from embodied_ros.cli import main
 from embodied_ros.errors import ModelError
 from embodied_ros.network.registry import build_perceptron
 from embodied_ros.network.size_calibration import SizeCalibration, calibration_path
-from embodied_ros.network.weights import sha256_file
+from embodied_ros.runtime.engine_cache import sha256_file
 from embodied_ros.training.config import load_config
 from embodied_ros.training.trainer import WEIGHTS, train
 

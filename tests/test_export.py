@@ -13,7 +13,7 @@ import onnxruntime as ort
 import pytest
 
 from embodied_ros.errors import ConfigError, ModelError
-from embodied_ros.runtime.export import add_export_arguments, cmd_export, export_command
+from embodied_ros.network.export_command import add_export_arguments, cmd_export, export_command
 from embodied_ros.runtime.tensorrt_backend import tensorrt_status
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))

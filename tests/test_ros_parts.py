@@ -14,6 +14,7 @@ import pytest
 from embodied_ros.errors import ConfigError
 from embodied_ros.frame import Frame
 from embodied_ros.grounding.engine import GrounderConfig
+from embodied_ros.keyframe_policy import KeyframePolicy
 from embodied_ros.memory.changes import ChangeConfig
 from embodied_ros.memory.config import MemoryConfig, OccupancyConfig
 from embodied_ros.memory.occupancy import OccupiedVoxels
@@ -21,7 +22,7 @@ from embodied_ros.memory.scene_object import SceneObject
 from embodied_ros.network.lifting import LiftingParams
 from embodied_ros.outputs.scene_messages import marker_array, occupancy_cloud, scene_object_array
 from embodied_ros.ros.config import GROUNDER_FROM_MEMORY, NodeConfig
-from embodied_ros.ros.keyframes import KeyframePolicy, KeyframeWorker
+from embodied_ros.ros.keyframes import KeyframeWorker
 from embodied_ros.ros.params import field_comments
 
 REPO = Path(__file__).resolve().parents[1]

@@ -12,9 +12,9 @@ import torch
 from runtime_nets import CONTRACT, MultiViewExportable, MultiViewNet
 
 from embodied_ros.errors import ModelError
+from embodied_ros.network.export_command import export_network, max_differences, random_inputs
 from embodied_ros.runtime import Backend, InferenceBackend, RuntimeConfig
 from embodied_ros.runtime.contract import ExportableNetwork
-from embodied_ros.runtime.export import export_network, max_differences, random_inputs
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.runtime.select import choose_backend, create_backend
 from embodied_ros.runtime.tensorrt_backend import tensorrt_status

@@ -21,6 +21,7 @@ import pytest
 from runtime_nets import CONTRACT, MultiViewExportable
 
 from embodied_ros.errors import ModelError
+from embodied_ros.network.export_command import export_network, max_differences, random_inputs
 from embodied_ros.runtime.engine_cache import (
     EngineKey,
     cache_decision,
@@ -29,7 +30,6 @@ from embodied_ros.runtime.engine_cache import (
     read_key,
     write_engine,
 )
-from embodied_ros.runtime.export import export_network, max_differences, random_inputs
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.runtime.tensorrt_backend import TensorRTBackend, fp16_onnx, tensorrt_status
 

@@ -21,7 +21,7 @@ from embodied_ros.network.size_calibration import (
     height_and_footprint,
     vertical_axes,
 )
-from embodied_ros.network.weights import sha256_file
+from embodied_ros.runtime.engine_cache import sha256_file
 from embodied_ros.synthetic.scene import generate_scene
 from embodied_ros.training.calibrate import calibrate_sizes, match_detections
 from embodied_ros.training.samples import scene_config

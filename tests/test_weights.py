@@ -10,14 +10,9 @@ import pytest
 
 from embodied_ros.errors import ModelError
 from embodied_ros.network import weights
-from embodied_ros.network.weights import (
-    KNOWN_MODELS,
-    cache_dir,
-    resolve_file,
-    resolve_known_model,
-    sha256_file,
-    verify_sha256,
-)
+from embodied_ros.network.weights import KNOWN_MODELS, resolve_file, resolve_known_model, verify_sha256
+from embodied_ros.runtime import engine_cache
+from embodied_ros.runtime.engine_cache import cache_dir, sha256_file
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 YOLO = DATA / "yolo_fastest"
@@ -86,9 +81,9 @@ def test_new_models_are_never_downloaded_without_consent(name: str, tmp_path: Pa
 
 
 def test_cache_dir_env_override(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(weights.CACHE_ENV, str(tmp_path / "c"))
+    monkeypatch.setenv(engine_cache.CACHE_ENV, str(tmp_path / "c"))
     assert cache_dir() == tmp_path / "c"
-    monkeypatch.delenv(weights.CACHE_ENV)
+    monkeypatch.delenv(engine_cache.CACHE_ENV)
     assert cache_dir() == Path.home() / ".cache" / "embodied_ros"
 
 

@@ -11,11 +11,11 @@ import pytest
 from PIL import Image
 
 from embodied_ros.errors import InputError, ModelError
+from embodied_ros.network.export_command import max_differences
 from embodied_ros.network.onnx_export import check_tensorrt_compatible
 from embodied_ros.network.weights import KNOWN_MODELS
 from embodied_ros.network.yolo_detector import Backend, YoloDetector2D, darknet_resize, preprocess
 from embodied_ros.runtime import InferenceBackend
-from embodied_ros.runtime.export import max_differences
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.runtime.tensorrt_backend import fp16_onnx, tensorrt_status
 

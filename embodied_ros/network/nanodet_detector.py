@@ -17,10 +17,10 @@ from scipy.special import softmax
 
 from ..errors import ModelError
 from ..runtime.contract import Backend, IOContract, TensorSpec
+from ..runtime.engine_cache import cache_dir, sha256_file
 from .detector2d import NetworkDetector2D, read_class_names, runtime_config
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, letterbox, paste_resized
 from .ncnn import NcnnNet, load_ncnn_weights, parse_param
-from .weights import cache_dir, sha256_file
 
 INPUT_NAME, OUTPUT_NAME = "data", "output"
 INPUT_SIZE = (416, 416)  # NanoDet-Plus-m-416 (the ncnn Input layer leaves it open)

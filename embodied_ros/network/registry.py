@@ -95,17 +95,17 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     exported once into the cache (keyed by the weights' sha256). A size calibration beside the
     weights (``<stem>.sizes.json``, ``embodied-ros calibrate``) is applied to its boxes."""
     from ..runtime.config import RuntimeConfig
+    from ..runtime.engine_cache import cache_dir, sha256_file
     from ..runtime.select import create_backend
-    from ..training.trainer import load_weights
     from .onnx_export import export_onnx
     from .perceptron import INPUT_NAMES, PerceptronNetwork, example_inputs, output_names, perceptron_contract
+    from .perceptron_file import load_perceptron
     from .perceptron_perceptor import PerceptronPerceptor
     from .size_calibration import calibration_for
-    from .weights import cache_dir, sha256_file
 
     path = _perceptron_weights(weights)
-    model, config = load_weights(path)
-    contract = perceptron_contract(config.model)
+    model, config = load_perceptron(path)
+    contract = perceptron_contract(config)
 
     def onnx_path() -> Path:
         beside = path.with_suffix(".onnx")
@@ -113,13 +113,13 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
             return beside
         cached = cache_dir() / "onnx" / f"embodied-perceptron-{sha256_file(path)[:16]}.onnx"
         if not cached.is_file():
-            export_onnx(model, example_inputs(config.model), cached, input_names=INPUT_NAMES,
-                        output_names=output_names(config.model))
+            export_onnx(model, example_inputs(config), cached, input_names=INPUT_NAMES,
+                        output_names=output_names(config))
         return cached
 
     runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,
                              onnx_path=onnx_path, torch_module=lambda: model)
-    perceptor = PerceptronPerceptor(runtime.run, config.model, name=f"{PERCEPTRON} ({runtime.kind.value})",
+    perceptor = PerceptronPerceptor(runtime.run, config, name=f"{PERCEPTRON} ({runtime.kind.value})",
                                     floor_z=floor_z, sizes=calibration_for(path))
     perceptor.network = PerceptronNetwork(model)  # for `embodied-ros export`
     return perceptor

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..geometry.boxes import as_boxes, box_rotations
-from .weights import sha256_file
+from ..runtime.engine_cache import sha256_file
 
 log = logging.getLogger(__name__)
 

@@ -30,9 +30,9 @@ import torch
 
 from ..errors import ModelError
 from ..runtime.contract import Backend, IOContract, TensorSpec
+from ..runtime.engine_cache import cache_dir
 from .detector2d import NetworkDetector2D, read_class_names, runtime_config
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, letterbox, paste_resized
-from .weights import cache_dir
 
 PAD_VALUE = 114.0  # Ultralytics' LetterBox fills the border with this grey
 DEFAULT_SCORE_THRESHOLD = 0.1  # class score; the memory applies the project's 0.075 rule after lifting

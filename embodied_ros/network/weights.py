@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -14,8 +13,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from ..errors import ModelError
+from ..runtime.engine_cache import cache_dir, sha256_file
 
-CACHE_ENV = "EMBODIED_ROS_CACHE"
 _URL_SCHEMES = ("http", "https", "file")
 _YOLO_FASTEST_URL = (
     "https://github.com/dog-qiuqiu/Yolo-Fastest/raw/96a2900d163196c396e73f3fdab04ca4dd9a2f70/"
@@ -129,28 +128,6 @@ KNOWN_MODELS: dict[str, KnownModel] = {
 # The default detector: it scores best on the redkitchen ground truth (benchmarks/bench_real_map.py:
 # precision 0.89 and recall 0.32 with the object map, against 0.70 / 0.28 for Yolo-Fastest-1.1-XL).
 DEFAULT_MODEL = "yolox-nano"
-
-
-def cache_dir() -> Path:
-    """The download/export cache: ``$EMBODIED_ROS_CACHE`` or ``~/.cache/embodied_ros``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "embodied_ros"
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes.
-
-    Raises:
-        ModelError: the file cannot be read.
-    """
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-    except OSError as exc:
-        raise ModelError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
-    return digest.hexdigest()
 
 
 def verify_sha256(path: str | Path, expected: str) -> None:

@@ -10,10 +10,11 @@ import torch
 
 from ..errors import ModelError
 from ..runtime.contract import Backend, IOContract, TensorSpec
+from ..runtime.engine_cache import cache_dir, sha256_file
 from .darknet import Darknet, load_darknet_weights, parse_cfg
 from .detector2d import NetworkDetector2D, check_rgb, read_class_names, runtime_config
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, letterbox, letterbox_size, stretch
-from .weights import cache_dir, resolve_known_model, sha256_file
+from .weights import resolve_known_model
 from .yolo_decode import DEFAULT_SCORE_THRESHOLD, YoloHeadSpec, decode_yolo_heads
 
 INPUT_NAME = "image"

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..errors import ModelError
 from ..runtime.contract import Backend, IOContract, TensorSpec
+from ..runtime.engine_cache import cache_dir
 from .detector2d import NetworkDetector2D, read_class_names, runtime_config
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, paste_resized, top_left
-from .weights import cache_dir
 
 if TYPE_CHECKING:  # torch only for the torch backend and export: the ONNX file runs without torch and onnx
     import torch

@@ -1,8 +1,9 @@
 """The ROS 2 edge (the only place that imports rclpy): the ``embodied_perception`` node, the player and their helpers.
 
 node.py (the node and ``main``), inputs.py (topics -> Frames: QoS, pairing, poses from TF or a topic),
-keyframes.py (the network's worker thread; the per-frame step is ..mapper.SceneMapper), map_store.py (map names
-and atomic saves), services.py, scene_publisher.py + cdr.py (outputs serialised from numpy arrays),
+keyframes.py (the network's worker thread on the keyframes ..keyframe_policy picks; the per-frame step is
+..mapper.SceneMapper), services.py (map names and atomic saves: ..map_files), scene_publisher.py + cdr.py
+(outputs serialised from numpy arrays),
 conversions.py (rosbags messages -> rclpy, for service answers), params.py (ROS parameters from the
 config dataclasses), config.py (NodeConfig), diagnostics.py, player.py (``embodied-ros play``), detector_node.py (the
 ``embodied_detector`` node: images in, vision_msgs/Detection2DArray out) and detections_input.py (the map
@@ -12,4 +13,4 @@ in-process harness of the tests and benchmarks is tests/ros_harness.py. Nothing 
 """
 
 __all__ = ["cdr", "config", "conversions", "detections_input", "detector_node", "diagnostics", "inputs", "keyframes",
-           "map_store", "node", "params", "player", "scene_publisher", "services"]
+           "node", "params", "player", "scene_publisher", "services"]

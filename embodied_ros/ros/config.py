@@ -8,12 +8,12 @@ from dataclasses import dataclass, replace
 
 from ..errors import ConfigError
 from ..grounding.engine import GrounderConfig
+from ..keyframe_policy import KeyframePolicy
 from ..mapper import ModelChoice, PipelineConfig
 from ..memory.changes import ChangeConfig
 from ..memory.config import MemoryConfig, OccupancyConfig
 from ..network.lifting import LiftingParams
 from ..runtime.contract import Backend
-from .keyframes import KeyframePolicy
 
 _KEYFRAMES = KeyframePolicy()  # the keyframe_* defaults are the policy's own
 _MODEL = ModelChoice()  # and the model's are the pipeline's

@@ -2,7 +2,7 @@
 
 :func:`register` creates them from the table :data:`SERVICES` (name, type, handler), so a new
 service is one handler and one line. Requests are bounded (phrase and map name lengths), map
-names resolve under the node's ``map_dir`` only (map_store.py), and a refused request gets
+names resolve under the node's ``map_dir`` only (..map_files), and a refused request gets
 ``success: false`` with the reason. The grounding engine (embodied_ros.grounding) is imported lazily and
 built on a background thread at start (its text encoder and parser take a while to load, so they load
 there, not in the first call), so a node without it still runs and answers ~/ground with "grounding
@@ -18,11 +18,11 @@ from typing import Any
 
 from ..errors import EmbodiedError
 from ..grounding.engine import GrounderConfig
+from ..map_files import map_path
 from ..messages.convert import header_msg
 from ..outputs.scene_messages import scene_object_array
 from .change_publisher import what_changed
 from .conversions import to_rclpy
-from .map_store import map_path
 
 MAX_PHRASE_CHARS = 1000
 LIMITED = frozenset({"ground", "describe"})  # handlers under ``max_ground_share`` (the language calls: the costly ones)

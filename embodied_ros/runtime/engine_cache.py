@@ -1,4 +1,5 @@
-"""TensorRT engine cache: which engine file fits an ONNX graph, TensorRT version and GPU (no TensorRT needed).
+"""The cache folder (engines, exported ONNX files, downloads), file hashes, and which TensorRT engine file fits an
+ONNX graph, TensorRT version and GPU (no TensorRT needed).
 
 An engine is only valid for the exact graph, TensorRT version and GPU model it was built for
 (TensorRT refuses to deserialise it otherwise, or it runs sub-optimally on another GPU), so the
@@ -17,6 +18,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..errors import ModelError
+
+CACHE_ENV = "EMBODIED_ROS_CACHE"
 SIDECAR_SUFFIX = ".json"
 
 
@@ -151,3 +155,24 @@ def _write_atomically(path: Path, data: bytes) -> None:
     finally:
         Path(tmp).unlink(missing_ok=True)
 
+
+def cache_dir() -> Path:
+    """The download/export cache: ``$EMBODIED_ROS_CACHE`` or ``~/.cache/embodied_ros``."""
+    env = os.environ.get(CACHE_ENV)
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "embodied_ros"
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes.
+
+    Raises:
+        ModelError: the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise ModelError(f"cannot read model file {path}: {exc.strerror or exc}") from exc
+    return digest.hexdigest()

@@ -145,8 +145,8 @@ class TensorRTBackend:
             ModelError: no tensorrt or no GPU, a missing/corrupt ONNX file, a parse or build failure, or
                 an engine whose tensors do not match the contract.
         """
-        from ..network.weights import cache_dir as default_cache_dir
-        from ..network.weights import sha256_file
+        from .engine_cache import cache_dir as default_cache_dir
+        from .engine_cache import sha256_file
         from .tensorrt_compat import load_onnx
 
         self.onnx_path = Path(onnx_path)

@@ -9,6 +9,7 @@ from typing import Any
 
 import yaml
 
+from ..config_mapping import from_mapping, yaml_mapping
 from ..errors import ConfigError
 from ..network.grounding_head import GroundingHeadConfig
 from ..network.perceptron import PerceptronConfig
@@ -81,30 +82,6 @@ def head_config(config: TrainConfig) -> GroundingHeadConfig:
     return dataclasses.replace(config.head, feature_dim=config.model.box_channels)
 
 
-def _build(base: Any, data: dict[str, Any] | None, where: str) -> Any:
-    """A (nested) frozen dataclass: ``base`` (the defaults) with a mapping's values; unknown keys are an
-    error, lists become tuples. A nested section starts from its parent's default for it."""
-    data = dict(data or {})
-    cls = type(base)
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - set(known))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    kwargs = {}
-    for name, value in data.items():
-        default = getattr(base, name)
-        if dataclasses.is_dataclass(default):
-            kwargs[name] = _build(default, value, f"{where}.{name}")
-        elif isinstance(default, tuple) and isinstance(value, list):
-            kwargs[name] = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-        else:
-            kwargs[name] = value
-    try:
-        return dataclasses.replace(base, **kwargs)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{where}: {err}") from None
-
-
 def load_config(path: str | Path) -> TrainConfig:
     """Read a YAML training config (missing keys take the defaults).
 
@@ -125,13 +102,7 @@ def config_from_yaml(text: str, where: str = "config") -> TrainConfig:
     Raises:
         ConfigError: bad YAML or unknown keys (``where`` names the source in the message).
     """
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{where}: {' '.join(str(err).split())}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: the config must be a mapping of sections")
-    return _build(TrainConfig(), data, where)
+    return from_mapping(TrainConfig(), yaml_mapping(text, where), where)
 
 
 def dump_config(config: TrainConfig) -> str:

@@ -22,6 +22,7 @@ from torch import nn
 from ..errors import ConfigError
 from ..network.grounding_head import GroundingHead
 from ..network.perceptron import EmbodiedPerceptron
+from ..network.perceptron_file import perceptron_from, read_weights
 from ..network.perceptron_loss import perceptron_loss, pixel_loss
 from ..network.perceptron_perceptor import torch_runner
 from .config import TrainConfig, config_from_yaml, dump_config, head_config, synthetic_model
@@ -96,7 +97,7 @@ def save_weights(model: EmbodiedPerceptron, config: TrainConfig, path: Path,
 
 def load_head(path: Path) -> GroundingHead | None:
     """The grounding head saved beside the perceptron (eval mode), or None if the file has none."""
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = read_weights(path)
     if "head_state_dict" not in blob:
         return None
     head = GroundingHead(head_config(config_from_yaml(blob["config_yaml"], path.name)))
@@ -105,16 +106,15 @@ def load_head(path: Path) -> GroundingHead | None:
 
 
 def load_weights(path: Path) -> tuple[EmbodiedPerceptron, TrainConfig]:
-    """A model (eval mode) and its TrainConfig from a weights file written by save_weights.
+    """A model (eval mode) and the whole TrainConfig from a weights file written by save_weights (inference reads
+    the model alone: network/perceptron_file.py).
 
     The labels are the vocabulary saved in the file's config; a file whose config names none was
     trained on the synthetic world and gets its vocabulary (``config.synthetic_model``).
     """
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = read_weights(path)
     config = config_from_yaml(blob["config_yaml"], path.name)
-    model = EmbodiedPerceptron(config.model)
-    model.load_state_dict(blob["state_dict"])
-    return model.eval(), config
+    return perceptron_from(blob, config.model), config
 
 
 def _pixel_term(logits: torch.Tensor, sample: TrainingSample, config: TrainConfig) -> torch.Tensor:
@@ -157,7 +157,7 @@ def _text_encoder() -> object | None:
 
 def _initialise(joint: _Joint, path: Path) -> None:
     """Start from a weights file: every tensor it holds must fit; modules it lacks stay fresh."""
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+    blob = read_weights(path)
     missing, unexpected = joint.perceptron.load_state_dict(blob["state_dict"], strict=False)
     if unexpected:
         raise ConfigError(f"init_weights {path}: tensors this model does not have: {', '.join(unexpected[:5])}")

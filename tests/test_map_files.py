@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from embodied_ros.errors import InputError
-from embodied_ros.ros.map_store import check_map_name, map_path, recover, save_atomically
+from embodied_ros.map_files import check_map_name, map_path, recover, save_atomically
 
 
 @pytest.mark.parametrize("name", ["kitchen", "map-2", "floor_1.v2", "A" * 64])

@@ -1,4 +1,4 @@
-"""Saved maps of the node: names under one folder, never other paths; saves that a crash cannot leave half-done.
+"""Saved maps (SceneMapper.save/load): names under one folder, never other paths; saves a crash cannot leave half-done.
 
 Anyone on the DDS domain can call ``~/save_map`` and ``~/load_map``, so a request names a map
 (``kitchen``), never a path: the map lives in ``<map_dir>/<name>/``. A name is 1-64 characters of
@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import InputError
+from .errors import InputError
 
 DEFAULT_MAP_DIR = Path("~/.embodied_ros/map")
 MAX_NAME_CHARS = 64

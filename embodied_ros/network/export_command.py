@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TextIO
 import numpy as np
 
 from ..errors import ConfigError, ModelError
-from .contract import ExportableNetwork, IOContract
+from ..runtime.contract import ExportableNetwork, IOContract
 
 if TYPE_CHECKING:  # onnx is imported where it is used: every `embodied-ros` command builds this parser
     import onnx
@@ -39,7 +39,7 @@ def export_network(network: ExportableNetwork, path: str | Path) -> onnx.ModelPr
     Raises:
         ModelError: the export fails or the graph does not declare the contract's interface.
     """
-    from ..network.onnx_export import export_onnx
+    from .onnx_export import export_onnx
 
     contract = network.contract
     model = export_onnx(network.torch_module(), network.example_inputs(), path,
@@ -101,13 +101,13 @@ def export_command(
         ModelError: unknown model or weights, export failure, a graph TensorRT would reject while an
             engine is asked for, or no TensorRT/GPU for the engine. (The CLI prints it as one line.)
     """
-    from ..network.registry import build_perceptor
-    from .onnxruntime_backend import OnnxRuntimeBackend
-    from .torch_backend import TorchBackend
+    from ..runtime.onnxruntime_backend import OnnxRuntimeBackend
+    from ..runtime.torch_backend import TorchBackend
+    from .registry import build_perceptor
 
     out = out or sys.stdout
     if engine_path is not None:
-        from .tensorrt_backend import tensorrt_status
+        from ..runtime.tensorrt_backend import tensorrt_status
 
         why_not = tensorrt_status()
         if why_not is not None:  # say so before minutes of work, not after
@@ -119,7 +119,7 @@ def export_command(
     exported = export_network(network, onnx_path)
     print(f"wrote {onnx_path} (ONNX IR {exported.ir_version}, opset {exported.opset_import[0].version})", file=out)
     print(network.contract.describe(), file=out)
-    from .tensorrt_compat import check_tensorrt_compatible
+    from ..runtime.tensorrt_compat import check_tensorrt_compatible
 
     problems = check_tensorrt_compatible(exported)
     for p in problems:
@@ -135,7 +135,7 @@ def export_command(
         return 0
     if problems:
         raise ModelError(f"{onnx_path}: TensorRT would reject the graph ({len(problems)} problems above)")
-    from .tensorrt_backend import TensorRTBackend
+    from ..runtime.tensorrt_backend import TensorRTBackend
 
     trt = TensorRTBackend(onnx_path, contract=network.contract, fp16=fp16, engine_path=engine_path, warmup_runs=1)
     print(f"{'built' if trt.built else 'reused'} {engine_path}: {trt.describe()}", file=out)
@@ -146,7 +146,7 @@ def export_command(
 
 def add_export_arguments(p: argparse.ArgumentParser) -> None:
     """The `export` subcommand's options."""
-    from ..network.weights import DEFAULT_MODEL
+    from .weights import DEFAULT_MODEL
 
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help="perceptor whose network to export, e.g. yolox-nano, nanodet-plus-m-416 (%(default)s)")
