@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import FrameError, InputError, json_error_line, os_error_line
 from .frame import Frame
-from .mapper import MEMORY_FILE
+from .map_files import MEMORY_FILE
 from .memory.change_events import ChangeEvent, ChangeLog
 from .sources.base import FrameSource
 

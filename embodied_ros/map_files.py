@@ -20,6 +20,9 @@ from pathlib import Path
 
 from .errors import InputError
 
+MEMORY_FILE = "memory.json"  # SceneMemory.save: written by `embodied-ros run` and by a saved map
+OCCUPANCY_FILE = "occupancy.npz"  # OccupancyMap.save, in a saved map
+
 DEFAULT_MAP_DIR = Path("~/.embodied_ros/map")
 MAX_NAME_CHARS = 64
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -21,7 +21,7 @@ from .errors import InputError
 from .frame import Frame
 from .grounding.engine import GrounderConfig
 from .keyframe_policy import KeyframePolicy
-from .map_files import recover, save_atomically
+from .map_files import MEMORY_FILE, OCCUPANCY_FILE, recover, save_atomically
 from .memory.changes import ChangeConfig
 from .memory.config import MemoryConfig, OccupancyConfig
 from .memory.occupancy import OccupancyMap
@@ -31,9 +31,6 @@ from .network.lifting import LiftingParams
 from .network.perceptor import Perceptor
 from .network.weights import DEFAULT_MODEL
 from .runtime.contract import Backend
-
-MEMORY_FILE = "memory.json"  # SceneMemory.save: written by `embodied-ros run` and by a saved map
-OCCUPANCY_FILE = "occupancy.npz"  # OccupancyMap.save, in a saved map
 
 
 @dataclass(frozen=True)
