@@ -109,7 +109,9 @@ def _grounded(g: Any, frame_id: str) -> Any:
     """grounding.GroundedObject -> embodied_ros/msg/GroundedObject."""
     from embodied_ros.msg import GroundedObject
 
-    obj = to_rclpy(scene_object_array([g.object], frame_id, 0).objects[0])
+    array = scene_object_array([g.object], frame_id, 0)  # an unnamed answer goes in unknown_objects: either field
+    (item,) = [*array.objects, *array.unknown_objects]
+    obj = to_rclpy(item)
     return GroundedObject(object=obj, score=float(g.score), explanation=str(g.explanation))
 
 
