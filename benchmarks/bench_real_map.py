@@ -392,7 +392,7 @@ def _baseline_row(args: argparse.Namespace, detector: str, walk: str, name: str,
           "discovery": result.get("discovery_ms", nan), "structure": nan,
           "keyframe": nan}
     return Row(detector, walk, f"{name}@{Path(args.stream_baseline).name}", len(stream), n, iou, centre, ms, agnostic,
-               objects, [iou], stream)
+               objects, [iou], [], _score_structure([], truth), stream)
 
 
 def main() -> None:

@@ -149,3 +149,17 @@ def test_a_thing_keeps_its_extent_across_looks() -> None:
         memory.update(_perception(render_frame(look_at(eye, target), scene, wall_y=WALL_Y, index=k)))
     (thing,) = _unknown(memory)
     assert box_iou_3d(thing.box[None], SMALL[None])[0, 0] > 0.6, thing.box
+
+
+def test_a_frame_with_only_small_supports_has_no_flat_things() -> None:
+    """A few support samples (a corner of a table at the image's edge) make no surface: no flat thing, no error
+    (the median of an empty set of surfaces once stopped a run)."""
+    from embodied_ros.memory.flat_things import FlatParams, flat_regions
+
+    h, w = 40, 60
+    points = np.zeros((h, w, 3))
+    points[..., 2] = 0.75
+    support = np.zeros((h, w), dtype=bool)
+    support[:4, :5] = True  # 20 samples, under FlatParams.min_surface
+    color = np.full((h, w, 3), 128, np.uint8)
+    assert flat_regions(points, np.ones((h, w), dtype=bool), support, color, 1, 0.0, FlatParams()) == []

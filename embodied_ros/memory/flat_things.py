@@ -115,6 +115,8 @@ def flat_regions(points: np.ndarray, valid: np.ndarray, support: np.ndarray, col
     flat = surfaces.ravel()
     z = points[..., 2].ravel()
     large = np.flatnonzero(np.bincount(flat, minlength=n + 1)[1:] >= p.min_surface) + 1
+    if len(large) == 0:  # only small supports in view: no surface around which a flat thing could lie
+        return []
     on = np.flatnonzero(np.isin(flat, large))
     heights = np.full(n + 1, np.nan)
     heights[large] = ndimage.median(z[on], flat[on], large)
