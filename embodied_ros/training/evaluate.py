@@ -69,8 +69,9 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     """Run the network frame by frame over held-out synthetic scenes and score it.
 
     Accumulation uses the real SceneMemory with the project's rules (score 0.075, IoU 0.15);
-    every object the memory holds is scored (min_observations=1, publish_confidence=0: mAP ranks
-    them all by score; what a robot is shown is a choice on top), so the scene metric sees all of them.
+    every object the memory holds is scored with its own box (min_observations=1, publish_confidence=0,
+    settle_boxes=False: mAP ranks them all by score; what a robot is shown while the map is built, only
+    boxes two looks agreed on, is a choice on top), so the scene metric sees all of them.
     ``sizes``: the weights' size calibration, applied as the shipped perceptor applies it.
     ``memory_kwargs``, ``occupancy_kwargs``: parameters of the SceneMemory and the world OccupancyMap.
     ``resamples``: bootstrap resamples over scenes for ``EvalResult.intervals`` (0: none).
@@ -80,7 +81,8 @@ def evaluate(run_graph: RunGraph, model: PerceptronConfig, data: DataConfig, see
     n_frames = frames_per_scene or data.val_frames_per_scene
     perceptor = PerceptronPerceptor(run_graph, model, floor_z=0.0, sizes=sizes, pixels=pixels)  # floors at z = 0
     config = PipelineConfig(
-        memory=MemoryConfig(**{"min_observations": 1, "publish_confidence": 0.0, **(memory_kwargs or {})}),
+        memory=MemoryConfig(**{"min_observations": 1, "publish_confidence": 0.0, "settle_boxes": False,
+                                **(memory_kwargs or {})}),
         occupancy=OccupancyConfig(**(occupancy_kwargs or {})))
     frame_preds, frame_gts, scene_preds, scene_gts = [], [], [], []
     occ = OccupancyAccumulator(model.occupancy_classes)
