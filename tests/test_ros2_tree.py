@@ -219,7 +219,7 @@ def test_the_detector_as_a_node_of_its_own_maps_over_dds(tree: Tree) -> None:
     assert [k for k in diagnostics if k.startswith("without_detections: ")] in (
         [], ["without_detections: detector slower than the camera (no detections for this stamp in time)"]), diagnostics
     assert diagnostics["detections_without_frame"] == "0" and diagnostics["detections_unusable"] == "0", diagnostics
-    detector = _diagnostics(tree, node="/embodied_detector: detector", until=lambda d: "images_detected" in d)
+    detector = _diagnostics(tree, node="embodied_detector: detector", until=lambda d: "images_detected" in d)
     assert detector["images_detected"] == diagnostics["detections_received"], (detector, diagnostics)  # none lost
     assert int(diagnostics["keyframes_processed"]) > 0 and int(diagnostics["objects"]) > 0, diagnostics
     answer = tree.sh(GROUND)
