@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 import time
+from typing import Any
 
 from ros_harness import BUILD_DIR
 from ros_interfaces import build_interfaces, flavour, use_interfaces
@@ -35,16 +36,37 @@ def main() -> None:
     client = node.create_client(Ground, service, qos_profile=QoSProfile(depth=1000))
     executor = SingleThreadedExecutor()
     executor.add_node(node)
-    threading.Thread(target=executor.spin, daemon=True).start()
-    if not client.wait_for_service(timeout_sec=20):
-        print(json.dumps({"error": f"{service} did not appear"}))
-        return
-    sent: list[tuple[float, str, object]] = []
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    spinner = threading.Thread(target=spin, name="flood-spin")
+    spinner.start()
+    try:
+        report = flood(client, Ground, rate, seconds) if client.wait_for_service(timeout_sec=20) else {
+            "error": f"{service} did not appear"}
+        print(json.dumps(report), flush=True)
+    finally:
+        # the spinning thread ends before anything it uses is destroyed: rclpy's executor.shutdown() does not
+        # wait for it, and a thread still in rclpy's C++ at exit aborts the process ("terminate called without
+        # an active exception", exit -6) after the report was printed
+        stop.set()
+        spinner.join()
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.shutdown()
+
+
+def flood(client: Any, srv: Any, rate: float, seconds: float) -> dict[str, Any]:
+    """Call ``rate`` times a second for ``seconds``, wait up to 60 s for the answers: the report."""
+    sent: list[tuple[float, str, Any]] = []
     answered: dict[int, float] = {}
     start = time.monotonic()
     while time.monotonic() - start < seconds:
         i = len(sent)
-        future = client.call_async(Ground.Request(phrase=PHRASES[i % len(PHRASES)]))
+        future = client.call_async(srv.Request(phrase=PHRASES[i % len(PHRASES)]))
         future.add_done_callback(lambda _f, i=i: answered.setdefault(i, time.monotonic()))
         sent.append((time.monotonic(), PHRASES[i % len(PHRASES)], future))
         time.sleep(max(0.0, start + len(sent) / rate - time.monotonic()))
@@ -56,11 +78,7 @@ def main() -> None:
         result = future.result() if i in answered else None
         calls.append({"length": len(phrase), "seconds": answered[i] - t if i in answered else None,
                       "success": bool(result.success) if result else None, "message": result.message if result else ""})
-    print(json.dumps({"sent": len(sent), "calls": calls}))
-    executor.shutdown()
-    node.destroy_node()
-    rclpy.shutdown()
-
+    return {"sent": len(sent), "calls": calls}
 
 if __name__ == "__main__":
     main()

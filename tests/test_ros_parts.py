@@ -150,6 +150,21 @@ def _frame(stamp_s: float, x: float = 0.0) -> Frame:
                  T_world_camera=T, stamp_ns=int(stamp_s * 1e9), index=int(stamp_s * 10))
 
 
+def test_image_age_is_said_past_5_s_behind_or_1_s_ahead_of_the_clock() -> None:
+    """A loaded node gets to a pair a second or more after its stamp (its own queueing): not the images' fault;
+    a bag played without --clock, a driver seconds late or a stamp from the future is."""
+    from embodied_ros.ros.input_checks import InputChecks
+
+    checks = InputChecks("camera_info", 10.0)
+    frame = _frame(100.0)
+    now = frame.stamp_ns
+    assert checks.image_age(frame, now) == ""
+    assert checks.image_age(frame, now + int(3.0e9)) == ""  # late by load (seen: 1.0 s on 2 loaded cores)
+    assert "6.0 s behind this node's clock" in checks.image_age(frame, now + int(6.0e9))
+    assert checks.image_age(frame, now - int(0.5e9)) == ""
+    assert "1.5 s ahead of this node's clock" in checks.image_age(frame, now - int(1.5e9))
+
+
 def test_keyframe_policy_by_motion_and_time() -> None:
     policy = KeyframePolicy(min_translation=0.05, min_rotation=0.1, max_interval=1.0)
     first = _frame(0.0)
