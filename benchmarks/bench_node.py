@@ -355,7 +355,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
             # its own msg/ and srv/, built like ours
-            code = baseline_tree(args.baseline, Path(tmp), ("embodied_ros", "msg", "srv", "CMakeLists.txt",
+            code = baseline_tree(args.baseline, Path(tmp), ("embodied_ros", "tests", "msg", "srv", "CMakeLists.txt",
                                                             "package.xml"))
             runs.append((f"baseline ({args.baseline})",
                          _run_child(code, args, build_interfaces(BUILD_DIR / f"{flavour()}-baseline", source=code))))
