@@ -209,7 +209,7 @@ class InProcessRos:
     def close(self, nodes: list[Any]) -> None:
         import rclpy
 
-        from embodied_ros.ros.node import stop_executor
+        from embodied_ros.ros.spin import stop_executor
 
         stop_executor(self.executor, self._thread)
         for node in nodes:

@@ -16,8 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import rclpy
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -30,6 +29,7 @@ from ..sources.images import decode_compressed_rgb, image_to_rgb
 from .conversions import to_rclpy
 from .inputs import QosMatch, is_compressed
 from .params import declare_config
+from .spin import run_node
 
 NODE_NAME = "embodied_detector"
 _MODEL = ModelChoice()
@@ -163,32 +163,7 @@ class EmbodiedDetectorNode(Node):
 
 def main(args: list[str] | None = None) -> None:
     """``ros2 run embodied_ros embodied_detector``: spin; quiet on Ctrl-C; exit code 2 after a fatal line."""
-    import signal
-
-    rclpy.init(args=args)
-    node = executor = None
-    code = 0
-    try:
-        node = EmbodiedDetectorNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        executor.spin_until_future_complete(node.failed)
-        code = 2 if node.failed.done() else 0
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except EmbodiedError as err:  # a bad parameter: one line
-        rclpy.logging.get_logger(NODE_NAME).fatal(str(err))
-        code = 2
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
-        if executor is not None:
-            executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    if code:
-        raise SystemExit(code)
+    run_node(NODE_NAME, EmbodiedDetectorNode, SingleThreadedExecutor, args)
 
 
 if __name__ == "__main__":

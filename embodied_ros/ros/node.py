@@ -10,15 +10,13 @@ the node with one line (exit code 2).
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections import deque
 from typing import Any
 
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
@@ -42,6 +40,7 @@ from .inputs import PAIRING_QUEUE, FrameAssembler, InputSubscriptions, PoseLooku
 from .keyframes import KeyframeWorker
 from .params import declare_config
 from .scene_publisher import ScenePublisher
+from .spin import run_node
 from .view_publisher import ViewPublisher
 
 NODE_NAME = "embodied_perception"
@@ -330,49 +329,10 @@ class _Answer:
     message = ""
 
 
-def stop_executor(executor: MultiThreadedExecutor, spinning: threading.Thread | None = None,
-                  timeout: float = 10.0) -> None:
-    """Stop ``executor`` and let the callbacks it started finish, before any node is destroyed.
-
-    rclpy's shutdown does not wait for a MultiThreadedExecutor's worker threads: a node destroyed
-    under a running callback leaves "The following exception was never retrieved: cannot use
-    Destroyable ..." at exit. ``spinning``: the thread running ``executor.spin``, joined first (no
-    callback is handed to the workers after that).
-    """
-    executor.shutdown(timeout_sec=timeout)
-    if spinning is not None:
-        spinning.join(timeout)
-    workers = getattr(executor, "_executor", None)  # the worker pool: rclpy offers no public wait
-    if workers is not None and (spinning is None or not spinning.is_alive()):
-        workers.shutdown(wait=True)
-
-
 def main(args: list[str] | None = None) -> None:
     """``ros2 run embodied_ros embodied_perception``: spin; quiet on Ctrl-C; exit code 2 after a fatal line."""
-    rclpy.init(args=args)
-    node = executor = None
-    code = 0
-    try:
-        node = EmbodiedPerceptionNode()
-        executor = MultiThreadedExecutor(num_threads=4)  # inputs (may wait for TF), TF, services, timers
-        executor.add_node(node)
-        executor.spin_until_future_complete(node.failed)
-        code = 2 if node.failed.done() else 0
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except EmbodiedError as err:  # a bad parameter: one line
-        rclpy.logging.get_logger(NODE_NAME).fatal(str(err))
-        code = 2
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the clean-up
-        if executor is not None:
-            stop_executor(executor)
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    if code:
-        raise SystemExit(code)
+    # inputs (may wait for TF), TF, services, timers
+    run_node(NODE_NAME, EmbodiedPerceptionNode, lambda: MultiThreadedExecutor(num_threads=4), args)
 
 
 if __name__ == "__main__":
