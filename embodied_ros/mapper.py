@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .detections import FramePerception
 from .errors import InputError
 from .frame import Frame
@@ -24,9 +26,9 @@ from .keyframe_policy import KeyframePolicy
 from .map_files import MEMORY_FILE, OCCUPANCY_FILE, recover, save_atomically
 from .memory.changes import ChangeConfig
 from .memory.config import MemoryConfig, OccupancyConfig
-from .memory.occupancy import OccupancyMap
+from .memory.occupancy import OccupancyMap, OccupiedVoxels
 from .memory.scene_memory import SceneMemory
-from .memory.scene_object import MemorySnapshot
+from .memory.scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .network.lifting import LiftingParams
 from .network.perceptor import Perceptor
 from .network.weights import DEFAULT_MODEL
@@ -86,8 +88,26 @@ class StepResult:
     """
 
     perception: FramePerception
-    update: Any
+    update: UpdateResult
     stages_s: dict[str, float]
+
+    def stage_split_s(self) -> dict[str, float]:
+        """Seconds per stage with the memory's update split: "memory" (association and fusion), "discovery"
+        (unknown objects) and "structure" (the room's parts) apart; the offline run reports these."""
+        stages, u = self.stages_s, self.update
+        return {"network": stages.get("network", 0.0), "lifting": stages.get("lifting", 0.0),
+                "memory": stages["memory"] - u.discovery_s - u.structure_s, "discovery": u.discovery_s,
+                "structure": u.structure_s, "occupancy": stages["occupancy"]}
+
+
+@dataclass(frozen=True)
+class PublishedScene:
+    """What the map shows after a keyframe: the outputs write and publish exactly this."""
+
+    objects: list[SceneObject]  # the published objects (confident, at most N per class)
+    movers: list[SceneObject]  # the people and animals seen now, never among the objects
+    structure: list[SceneObject]  # the room's published parts (floor, walls, counters, ...)
+    voxels: OccupiedVoxels  # the occupancy map's occupied voxels
 
 
 class SceneMapper:
@@ -129,7 +149,7 @@ class SceneMapper:
         stages["occupancy"] = self._integrate(frame, perception)
         return StepResult(perception, update, stages)
 
-    def _remember(self, frame: Frame) -> tuple[FramePerception, Any, dict[str, float]]:
+    def _remember(self, frame: Frame) -> tuple[FramePerception, UpdateResult, dict[str, float]]:
         """Network and memory for one keyframe: (perception, the memory's update result, seconds per stage)."""
         if self.perceptor is None:
             raise RuntimeError("the network is not loaded yet")
@@ -158,6 +178,19 @@ class SceneMapper:
             return time.perf_counter() - start
 
     # ---- reading -----------------------------------------------------------------------------
+
+    def published_scene(self) -> PublishedScene:
+        """The published objects, the movers seen now, the room's structure and the occupied voxels."""
+        memory = self.memory
+        structure = memory.published_structure()
+        return PublishedScene(memory.published_objects(), memory.current_movers(), structure,
+                              self.occupancy.occupied_voxels())
+
+    def seen_in(self, update: UpdateResult) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(id, box, geometry points) of the objects ``update`` created or took a detection into: what was
+        seen of them on that keyframe (the contact sheet keeps a view of each)."""
+        touched = (self.memory.get(i) for i in (*update.created, *update.updated))
+        return [(o.id, o.box, self.memory.geometry_points(o.id)) for o in touched if o is not None]
 
     def snapshot(self) -> MemorySnapshot:
         """Every object the memory holds, immutable (never waits for an update)."""

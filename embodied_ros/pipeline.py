@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +15,7 @@ import numpy as np
 from .errors import FrameError, InputError
 from .frame import Frame
 from .frame_detections import with_detections
-from .mapper import MEMORY_FILE, SceneMapper
+from .mapper import MEMORY_FILE, PublishedScene, SceneMapper, StepResult
 from .memory.scene_memory import SceneObject
 from .outputs.background_writer import BackgroundBagWriter
 from .outputs.bag_writer import SceneBagWriter
@@ -100,6 +100,112 @@ def _picture_indices(n_frames: int, count: int) -> set[int]:
     return {int(i) for i in np.linspace(0, n_frames - 1, num=min(count, n_frames)).round()}
 
 
+@dataclass
+class _RunRecord:
+    """The run's per-frame bookkeeping, from which the files at the end are written."""
+
+    picture_indices: set[int]
+    recent_changes: RecentChanges
+    timer: StageTimer = field(default_factory=StageTimer)
+    views: ObjectViews = field(default_factory=ObjectViews)
+    kept: list[Frame] = field(default_factory=list)  # the frames the final boxes are drawn on
+    skipped: list[str] = field(default_factory=list)
+    camera_poses: list[CameraPose] = field(default_factory=list)
+    frames_read: int = 0
+    processed: int = 0
+    last_frame_id: str = "world"
+
+    def skip(self, error: FrameError) -> None:
+        self.skipped.append(str(error))
+        log.warning("skipped: %s", error)
+
+    def took(self, frame: Frame, step: StepResult, seen: list[tuple[int, np.ndarray, np.ndarray]]) -> None:
+        """A keyframe went through the mapper: its stage times, its views of the objects it saw, its pose."""
+        self.last_frame_id = frame.world_frame
+        for stage, seconds in step.stage_split_s().items():
+            self.timer.add(stage, seconds)
+        self.views.merged(step.update.merged)
+        self.views.observe(frame, seen)
+        if self.processed in self.picture_indices:
+            self.kept.append(frame)
+        self.camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
+                                            frame.width, frame.height))
+        self.processed += 1
+
+
+def _write_keyframe(writer: BackgroundBagWriter, record: _RunRecord, mapper: SceneMapper, frame: Frame,
+                    step: StepResult, scene: PublishedScene) -> None:
+    """Hand the keyframe's inputs, image detections, map and changes to the bag's thread."""
+    found = step.perception.detections_2d  # the detector's image detections go into the bag with the inputs
+    shown = record.recent_changes.to_draw(mapper.memory.changes.log.current(), frame.stamp_ns)
+    changes = (step.update.changes, shown) if step.update.changes or shown is not None else None
+    writer.write(frame if found is None else with_detections(frame, found), [*scene.objects, *scene.movers],
+                 scene.voxels, scene.structure, changes)
+
+
+def _map_frames(frames: Iterable[Frame | FrameError], mapper: SceneMapper, writer: BackgroundBagWriter,
+                record: _RunRecord, should_stop: Callable[[], bool] | None) -> bool:
+    """Step the mapper over the frames, writing each into the bag; True when ``should_stop`` ended it early."""
+    timer = record.timer
+    t_decode = time.perf_counter()
+    for item in frames:
+        if should_stop is not None and should_stop():
+            return True
+        timer.add("decode", time.perf_counter() - t_decode)
+        record.frames_read += 1
+        if isinstance(item, FrameError):
+            record.skip(item)
+        else:
+            step = mapper.step(item)
+            record.took(item, step, mapper.seen_in(step.update))
+            with timer.stage("writing"):
+                scene = mapper.published_scene()
+                if step.update.structure_s > 0:  # the structure looked at this keyframe: a view of its parts
+                    record.views.observe(item, ((o.id, o.box, np.zeros((0, 3))) for o in scene.structure))
+                _write_keyframe(writer, record, mapper, item, step, scene)
+        t_decode = time.perf_counter()
+    return False
+
+
+def _write_results(out_dir: Path, source: FrameSource, mapper: SceneMapper, record: _RunRecord) -> list[Path]:
+    """The end-of-run files beside the bag: objects.json, the memory, camera poses and the pictures."""
+    memory, processed = mapper.memory, record.processed
+    objects = tuple(memory.published_objects())
+    structure = tuple(memory.published_structure())
+    objects_json, memory_json = out_dir / "objects.json", out_dir / MEMORY_FILE
+    write_objects_json(objects_json, objects, record.last_frame_id,
+                       extra={"source": source.name, "frames_processed": processed,
+                              "frames_skipped": len(record.skipped),
+                              "changes": [e.to_dict() for e in memory.changes.log.current()]},
+                       structure=structure)
+    memory.save(memory_json)
+    outputs = [out_dir / "metadata.yaml", objects_json, memory_json, out_dir / CAMERA_POSES_FILE]
+    write_camera_poses(outputs[-1], record.last_frame_id, record.camera_poses)  # where "on the left" looks from
+    for frame in record.kept:
+        path = out_dir / f"boxes_frame_{frame.index:06d}.png"
+        save_rgb(path, draw_boxes_on_frame(frame, objects))
+        outputs.append(path)
+    top = out_dir / "top_down.png"
+    camera_path = np.array([p.T_world_camera[:3, 3] for p in record.camera_poses])
+    save_top_down_map(top, objects + structure, mapper.occupancy.occupied_voxels(), camera_path,
+                      title=f"{source.name}: {len(objects)} objects, {len(structure)} parts of the room, "
+                            f"{processed} frames")
+    sheet = out_dir / "objects.png"
+    save_contact_sheet(sheet, objects + structure, record.views,
+                       title=f"{source.name}: the {len(objects)} published objects and {len(structure)} parts of the "
+                             "room, each on a frame where it was seen")
+    return [*outputs, top, sheet]
+
+
+def _frames_expected(source: FrameSource, stride: int, max_frames: int | None) -> int:
+    """How many frames the run will read (0: unknown), for spreading the pictures over them."""
+    expected = len(source)
+    n_expected = (expected + stride - 1) // stride if expected else 0
+    if max_frames is not None:
+        n_expected = min(n_expected, max_frames) if n_expected else max_frames
+    return n_expected
+
+
 def run(
     source: FrameSource,
     mapper: SceneMapper,
@@ -132,69 +238,13 @@ def run(
         KeyboardInterrupt: passed on after closing the bag, which stays readable.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    timer = StageTimer()
-    expected = len(source)
-    n_expected = (expected + stride - 1) // stride if expected else 0
-    if max_frames is not None:
-        n_expected = min(n_expected, max_frames) if n_expected else max_frames
-    keep_for_pictures = _picture_indices(n_expected, n_pictures)
-    kept: list[Frame] = []
-    skipped: list[str] = []
-    camera_poses: list[CameraPose] = []
-    frames_read = processed = 0
-    last_frame_id = "world"
-    stopped = False
-
-    views = ObjectViews()
-    recent_changes = RecentChanges(mapper.config.changes.marker_window_s)
+    record = _RunRecord(_picture_indices(_frames_expected(source, stride, max_frames), n_pictures),
+                        RecentChanges(mapper.config.changes.marker_window_s))
     writer = BackgroundBagWriter(SceneBagWriter(out_dir, write_inputs=write_inputs))
     started = time.perf_counter()
     try:
         frames = source.frames(stride=stride, max_frames=max_frames)
-        if progress is not None:
-            frames = progress(frames)
-        t_decode = time.perf_counter()
-        for item in frames:
-            if should_stop is not None and should_stop():
-                stopped = True
-                break
-            timer.add("decode", time.perf_counter() - t_decode)
-            frames_read += 1
-            if isinstance(item, FrameError):
-                skipped.append(str(item))
-                log.warning("skipped: %s", item)
-                t_decode = time.perf_counter()
-                continue
-            frame = item
-            last_frame_id = frame.world_frame
-            step = mapper.step(frame)
-            result, stages = step.update, step.stages_s
-            for stage in ("network", "lifting"):
-                timer.add(stage, stages.get(stage, 0.0))
-            timer.add("memory", stages["memory"] - result.discovery_s - result.structure_s)
-            timer.add("discovery", result.discovery_s)  # the unknown objects' part of the update
-            timer.add("structure", result.structure_s)  # the room's structure (memory/structure.py)
-            timer.add("occupancy", stages["occupancy"])
-            memory = mapper.memory
-            views.merged(result.merged)
-            touched = (memory.get(i) for i in (*result.created, *result.updated))
-            views.observe(frame, ((o.id, o.box, memory.geometry_points(o.id)) for o in touched if o is not None))
-            structure = memory.published_structure()
-            if result.structure_s > 0:  # a keyframe the structure looked at: a view of its parts for objects.png
-                views.observe(frame, ((o.id, o.box, np.zeros((0, 3))) for o in structure))
-            with timer.stage("writing"):  # the detector's image detections go into the bag with the inputs
-                found = step.perception.detections_2d
-                shown = recent_changes.to_draw(memory.changes.log.current(), frame.stamp_ns)
-                changes = (result.changes, shown) if result.changes or shown is not None else None
-                writer.write(frame if found is None else with_detections(frame, found),
-                             [*memory.published_objects(), *memory.current_movers()],
-                             mapper.occupancy.occupied_voxels(), structure, changes)
-            if processed in keep_for_pictures:
-                kept.append(frame)
-            camera_poses.append(CameraPose(frame.index, frame.stamp_ns, frame.T_world_camera.copy(), frame.K.copy(),
-                                           frame.width, frame.height))
-            processed += 1
-            t_decode = time.perf_counter()
+        stopped = _map_frames(frames if progress is None else progress(frames), mapper, writer, record, should_stop)
     except KeyboardInterrupt:
         writer.close()  # stopped at once: what was written stays a readable bag
         raise
@@ -203,38 +253,14 @@ def run(
         raise
     bag_path = writer.close()
     seconds = time.perf_counter() - started
-    writer_ms = 1000.0 * writer.busy_s / max(processed, 1)
-
+    processed, skipped = record.processed, tuple(record.skipped)
     if processed == 0 and stopped:
-        return RunSummary(frames_read, 0, tuple(skipped), (), (), timer.mean_ms(), (), stopped=True, seconds=seconds)
+        return RunSummary(record.frames_read, 0, skipped, (), (), record.timer.mean_ms(), (), stopped=True,
+                          seconds=seconds)
     if processed == 0:
         reason = skipped[0] if skipped else "the source yielded no frames"
         raise InputError(f"{source.name}: no usable frame ({len(skipped)} skipped; first: {reason})")
-
-    memory = mapper.memory
-    objects = tuple(memory.published_objects())
-    voxels = mapper.occupancy.occupied_voxels()
-    outputs = [bag_path, out_dir / "metadata.yaml", out_dir / "objects.json", out_dir / MEMORY_FILE]
-    structure = tuple(memory.published_structure())
-    write_objects_json(outputs[2], objects, last_frame_id,
-                       extra={"source": source.name, "frames_processed": processed, "frames_skipped": len(skipped),
-                              "changes": [e.to_dict() for e in memory.changes.log.current()]},
-                       structure=structure)
-    memory.save(outputs[3])
-    outputs.append(out_dir / CAMERA_POSES_FILE)  # where viewer-centred words ("on the left") look from
-    write_camera_poses(outputs[-1], last_frame_id, camera_poses)
-    for frame in kept:
-        path = out_dir / f"boxes_frame_{frame.index:06d}.png"
-        save_rgb(path, draw_boxes_on_frame(frame, objects))
-        outputs.append(path)
-    top = out_dir / "top_down.png"
-    save_top_down_map(top, objects + structure, voxels, np.array([p.T_world_camera[:3, 3] for p in camera_poses]),
-                      title=f"{source.name}: {len(objects)} objects, {len(structure)} parts of the room, "
-                            f"{processed} frames")
-    sheet = out_dir / "objects.png"
-    save_contact_sheet(sheet, objects + structure, views,
-                       title=f"{source.name}: the {len(objects)} published objects and {len(structure)} parts of the "
-                             "room, each on a frame where it was seen")
-    outputs += [top, sheet]
-    return RunSummary(frames_read, processed, tuple(skipped), objects, tuple(memory.objects()),
-                      timer.mean_ms(), tuple(outputs), stopped, seconds, writer_ms)
+    outputs = [bag_path, *_write_results(out_dir, source, mapper, record)]
+    return RunSummary(record.frames_read, processed, skipped, tuple(mapper.memory.published_objects()),
+                      tuple(mapper.memory.objects()), record.timer.mean_ms(), tuple(outputs), stopped, seconds,
+                      1000.0 * writer.busy_s / max(processed, 1))

@@ -8,8 +8,9 @@ import pytest
 pytest.importorskip("open3d", reason="rendering needs open3d (pip install open3d; apt libusb-1.0-0)")
 
 from embodied_ros.errors import InputError  # noqa: E402
-from embodied_ros.mapper import MEMORY_FILE, OCCUPANCY_FILE, PipelineConfig, SceneMapper  # noqa: E402
+from embodied_ros.mapper import MEMORY_FILE, OCCUPANCY_FILE, PipelineConfig, SceneMapper, StepResult  # noqa: E402
 from embodied_ros.memory.config import MemoryConfig  # noqa: E402
+from embodied_ros.memory.scene_object import UpdateResult  # noqa: E402
 from embodied_ros.synthetic import GroundTruthPerceptor, SceneConfig, SyntheticSource, TrajectoryConfig  # noqa: E402
 
 CONFIG = SceneConfig(width=128, height=128, trajectory=TrajectoryConfig(n_frames=4))
@@ -22,22 +23,48 @@ def mapped() -> tuple[SceneMapper, list]:
                          GroundTruthPerceptor(source.scene, min_pixels=20))
     seen: list[tuple[int, int]] = []  # (objects, occupied voxels) when before_occupancy is called
     frames = list(source.frames())
-    for frame in frames:
-        step = mapper.step(frame, before_occupancy=lambda _: seen.append(
-            (len(mapper.memory), len(mapper.occupancy.occupied_voxels()))))
-        assert {"memory", "occupancy"} <= set(step.stages_s) and step.update.created is not None
-    return mapper, [frames, seen]
+    steps = [mapper.step(frame, before_occupancy=lambda _: seen.append(
+        (len(mapper.memory), len(mapper.occupancy.occupied_voxels())))) for frame in frames]
+    return mapper, [frames, seen, steps]
+
+
+def test_a_step_splits_the_memory_time_into_its_parts(mapped) -> None:
+    """The offline run reports the memory's association apart from discovery and structure: the split adds up."""
+    *_, steps = mapped[1]
+    step = steps[-1]
+    timed = StepResult(step.perception, UpdateResult(discovery_s=0.02, structure_s=0.01),
+                       {"network": 0.04, "memory": 0.05, "occupancy": 0.03})
+    for s in (*steps, timed):
+        split, u = s.stage_split_s(), s.update
+        assert list(split) == ["network", "lifting", "memory", "discovery", "structure", "occupancy"]
+        assert split["memory"] + split["discovery"] + split["structure"] == pytest.approx(s.stages_s["memory"])
+        assert (split["discovery"], split["structure"]) == (u.discovery_s, u.structure_s)
+        assert split["occupancy"] == s.stages_s["occupancy"] and split["memory"] >= 0
+    assert timed.stage_split_s() == pytest.approx({"network": 0.04, "lifting": 0.0, "memory": 0.02, "discovery": 0.02,
+                                                   "structure": 0.01, "occupancy": 0.03})
+
+
+def test_the_published_scene_is_what_the_memory_and_the_map_publish(mapped) -> None:
+    mapper, (_, _, steps) = mapped
+    scene = mapper.published_scene()
+    assert [o.id for o in scene.objects] == [o.id for o in mapper.memory.published_objects()] and scene.objects
+    assert [o.id for o in scene.structure] == [o.id for o in mapper.memory.published_structure()]
+    assert len(scene.voxels) == len(mapper.occupancy.occupied_voxels()) > 100
+    seen = mapper.seen_in(steps[-1].update)
+    assert {i for i, *_ in seen} == set(steps[-1].update.created) | set(steps[-1].update.updated)
+    for i, box, points in seen:
+        assert np.array_equal(box, mapper.memory.get(i).box) and points.ndim == 2 and points.shape[1] == 3
 
 
 def test_a_step_fills_the_memory_and_the_occupancy_map(mapped) -> None:
-    mapper, (frames, seen) = mapped
+    mapper, (frames, *_) = mapped
     assert len(mapper.memory) >= 3 and len(mapper.occupancy.occupied_voxels()) > 100
     assert mapper.frames_processed == len(frames) and mapper.last_frame is frames[-1]
     assert len(mapper.snapshot()) == len(mapper.memory)
 
 
 def test_objects_are_in_the_memory_before_the_occupancy_fusion_starts(mapped) -> None:
-    _, (_, seen) = mapped
+    _, (_, seen, _) = mapped
     objects, voxels = seen[0]
     assert objects > 0 and voxels == 0  # the first frame: objects already in, depth not fused yet
 
