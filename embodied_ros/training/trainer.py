@@ -220,17 +220,95 @@ def _plot(history: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
+def _check_vocabulary(config: TrainConfig) -> None:
+    world_classes = synthetic_model()
+    if (config.model.classes, config.model.occupancy_classes) != (world_classes.classes,
+                                                                 world_classes.occupancy_classes):
+        raise ConfigError("model.classes and model.occupancy_classes must be the synthetic world's "
+                          "(training labels are indices into them; synthetic/classes.py)")
+
+
+def _optimiser(joint: _Joint, config: TrainConfig) -> tuple[torch.optim.Optimizer, Any]:
+    """AdamW over the trained parameters and its warm-up + cosine schedule."""
+    optimiser = torch.optim.AdamW(_trained(joint, config.optim.train_only), lr=config.optim.lr,
+                                  weight_decay=config.optim.weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: _lr_factor(s, config.optim.warmup_steps, config.optim.steps))
+    return optimiser, schedule
+
+
+def _resume(path: Path, joint: _Joint, optimiser: torch.optim.Optimizer, schedule: Any) -> tuple[int, list]:
+    """Load a checkpoint into the model, optimiser and schedule: (step reached, history so far)."""
+    blob = torch.load(path, map_location="cpu", weights_only=False)
+    joint.load_state_dict(blob["model"])
+    optimiser.load_state_dict(blob["optimiser"])
+    schedule.load_state_dict(blob["schedule"])
+    log.info("resumed %s at step %d", path.parent, int(blob["step"]))
+    return int(blob["step"]), list(blob["history"])
+
+
+def _window_means(window: list[dict[str, float]], grounding: bool) -> dict[str, float]:
+    """Mean losses over the steps since the last log line (and the grounding head's accuracy)."""
+    mean = {key: float(np.mean([w[key] for w in window])) for key in window[0] if not key.startswith("ground_")}
+    if grounding:
+        total = sum(w["ground_total"] for w in window)
+        mean["ground_acc"] = sum(w["ground_correct"] for w in window) / total if total else float("nan")
+    return mean
+
+
+def _held_out(done: int, model: EmbodiedPerceptron, head: GroundingHead | None, encoder: object | None,
+              config: TrainConfig, pixels_only: bool) -> dict[str, Any]:
+    """The held-out scenes' metrics at step ``done``: the pixel head's IoU alone when only it trains."""
+    if pixels_only:
+        ious = evaluate_pixel_head(model.eval(), config)  # the rest is frozen: its metrics cannot move
+        log.info("step %d: pixel head IoU %.3f (%s)", done, ious["mean"],
+                 ", ".join(f"{k} {v:.2f}" for k, v in ious.items() if k != "mean"))
+        return {"step": done, "pixel_miou": ious["mean"],
+                **{f"pixel_iou_{k}": v for k, v in ious.items() if k != "mean"}}
+    result = evaluate(torch_runner(model.eval()), config.model, config.data)
+    record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
+              "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
+              "miou_view": result.occupancy_in_view.miou, "miou_map": result.occupancy_map.miou,
+              "miou_map_grid": result.occupancy_map_grid.miou,
+              "map50_scene": result.accumulated.mean_ap[0.5]}
+    if head is not None and encoder is not None:
+        record["grounding_acc"] = evaluate_grounding_head(model, head.eval(), config, encoder)
+    log.info("step %d: %s", done, result.summary())
+    return record
+
+
+def _checkpoint(out_dir: Path, joint: _Joint, optimiser: torch.optim.Optimizer, schedule: Any, done: int,
+                history: list[dict[str, Any]]) -> None:
+    """Write the checkpoint atomically (a crash mid-write keeps the last one) and the history."""
+    tmp = out_dir / (CHECKPOINT + ".tmp")
+    torch.save({"model": joint.state_dict(), "optimiser": optimiser.state_dict(),
+                "schedule": schedule.state_dict(), "step": done, "history": history}, tmp)
+    tmp.replace(out_dir / CHECKPOINT)
+    (out_dir / HISTORY).write_text(json.dumps(history, indent=1))
+
+
+def _accumulated_losses(ddp: nn.Module, samples: list[TrainingSample], rng: np.random.Generator, config: TrainConfig,
+                        coarse: torch.Tensor, pixels_only: bool, distributed: bool) -> list[dict[str, float]]:
+    """Backward passes over ``config.optim.accumulate`` random samples (gradients synced on the last only)."""
+    losses_per_sample = []
+    for k in range(config.optim.accumulate):
+        sample = samples[int(rng.integers(len(samples)))]
+        last = k == config.optim.accumulate - 1
+        context = ddp.no_sync() if distributed and not last else contextlib.nullcontext()
+        with context:
+            losses = _sample_loss(ddp, sample, config, coarse, pixels_only)
+            (losses["total"] / config.optim.accumulate).backward()
+        losses_per_sample.append({key: float(v.detach()) for key, v in losses.items()})
+    return losses_per_sample
+
+
 def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bool = True) -> TrainResult | None:
     """Train (or resume) a run in ``out_dir``; returns the result on rank 0, None on other ranks."""
     import time
 
     from tqdm import tqdm
 
-    world_classes = synthetic_model()
-    if (config.model.classes, config.model.occupancy_classes) != (world_classes.classes,
-                                                                 world_classes.occupancy_classes):
-        raise ConfigError("model.classes and model.occupancy_classes must be the synthetic world's "
-                          "(training labels are indices into them; synthetic/classes.py)")
+    _check_vocabulary(config)
     rank, world = _dist_info()
     distributed = world > 1
     if distributed:
@@ -245,23 +323,13 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     model = EmbodiedPerceptron(config.model)
     head = GroundingHead(head_config(config)) if config.data.prompts_per_sample > 0 else None
     joint = _Joint(model, head)
-    if config.init_weights and not (resume and (out_dir / CHECKPOINT).is_file()):
+    resuming = resume and (out_dir / CHECKPOINT).is_file()
+    if config.init_weights and not resuming:
         _initialise(joint, Path(config.init_weights))
     train_only = config.optim.train_only
     pixels_only = bool(train_only) and all(t == "perceptron.pixel_head" for t in train_only)
-    optimiser = torch.optim.AdamW(_trained(joint, train_only), lr=config.optim.lr,
-                                  weight_decay=config.optim.weight_decay)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda s: _lr_factor(s, config.optim.warmup_steps, config.optim.steps))
-    history: list[dict[str, Any]] = []
-    start = 0
-    if resume and (out_dir / CHECKPOINT).is_file():
-        blob = torch.load(out_dir / CHECKPOINT, map_location="cpu", weights_only=False)
-        joint.load_state_dict(blob["model"])
-        optimiser.load_state_dict(blob["optimiser"])
-        schedule.load_state_dict(blob["schedule"])
-        start, history = int(blob["step"]), list(blob["history"])
-        log.info("resumed %s at step %d", out_dir, start)
+    optimiser, schedule = _optimiser(joint, config)
+    start, history = _resume(out_dir / CHECKPOINT, joint, optimiser, schedule) if resuming else (0, [])
     # find_unused_parameters: the head gets no gradient from a keyframe without prompts.
     ddp = torch.nn.parallel.DistributedDataParallel(joint, find_unused_parameters=True) if distributed else joint
     encoder = _text_encoder() if head is not None and not pixels_only else None
@@ -277,49 +345,20 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     for step in bar:
         _train_mode(joint, train_only)
         optimiser.zero_grad()
-        for k in range(config.optim.accumulate):
-            sample = samples[int(rng.integers(len(samples)))]
-            last = k == config.optim.accumulate - 1
-            context = ddp.no_sync() if distributed and not last else contextlib.nullcontext()
-            with context:
-                losses = _sample_loss(ddp, sample, config, coarse, pixels_only)
-                (losses["total"] / config.optim.accumulate).backward()
-            window.append({key: float(v.detach()) for key, v in losses.items()})
+        window += _accumulated_losses(ddp, samples, rng, config, coarse, pixels_only, distributed)
         torch.nn.utils.clip_grad_norm_(joint.parameters(), config.optim.grad_clip)
         optimiser.step()
         schedule.step()
         done = step + 1
         if done % config.log_every == 0 or done == config.optim.steps:
-            mean = {key: float(np.mean([w[key] for w in window])) for key in window[0] if not key.startswith("ground_")}
-            if head is not None and not pixels_only:
-                total = sum(w["ground_total"] for w in window)
-                mean["ground_acc"] = sum(w["ground_correct"] for w in window) / total if total else float("nan")
+            mean = _window_means(window, grounding=head is not None and not pixels_only)
             history.append({"step": done, "lr": schedule.get_last_lr()[0], **mean})
             bar.set_postfix(loss=f"{mean['total']:.3f}")
             window = []
-        if rank == 0 and pixels_only and (done % config.eval_every == 0 or done == config.optim.steps):
-            ious = evaluate_pixel_head(model.eval(), config)  # the rest is frozen: its metrics cannot move
-            history.append({"step": done, "pixel_miou": ious["mean"],
-                            **{f"pixel_iou_{k}": v for k, v in ious.items() if k != "mean"}})
-            log.info("step %d: pixel head IoU %.3f (%s)", done, ious["mean"],
-                     ", ".join(f"{k} {v:.2f}" for k, v in ious.items() if k != "mean"))
-        elif rank == 0 and (done % config.eval_every == 0 or done == config.optim.steps):
-            result = evaluate(torch_runner(model.eval()), config.model, config.data)
-            record = {"step": done, "map25_frame": result.per_frame.mean_ap[0.25],
-                      "map25_scene": result.accumulated.mean_ap[0.25], "miou": result.occupancy.miou,
-                      "miou_view": result.occupancy_in_view.miou, "miou_map": result.occupancy_map.miou,
-                      "miou_map_grid": result.occupancy_map_grid.miou,
-                      "map50_scene": result.accumulated.mean_ap[0.5]}
-            if head is not None and encoder is not None:
-                record["grounding_acc"] = evaluate_grounding_head(model, head.eval(), config, encoder)
-            history.append(record)
-            log.info("step %d: %s", done, result.summary())
+        if rank == 0 and (done % config.eval_every == 0 or done == config.optim.steps):
+            history.append(_held_out(done, model, head, encoder, config, pixels_only))
         if rank == 0 and (done % config.checkpoint_every == 0 or done == config.optim.steps):
-            tmp = out_dir / (CHECKPOINT + ".tmp")
-            torch.save({"model": joint.state_dict(), "optimiser": optimiser.state_dict(),
-                        "schedule": schedule.state_dict(), "step": done, "history": history}, tmp)
-            tmp.replace(out_dir / CHECKPOINT)
-            (out_dir / HISTORY).write_text(json.dumps(history, indent=1))
+            _checkpoint(out_dir, joint, optimiser, schedule, done, history)
         if distributed:
             torch.distributed.barrier()
     seconds = time.perf_counter() - t0
@@ -332,4 +371,3 @@ def train(config: TrainConfig, out_dir: Path, resume: bool = False, progress: bo
     (out_dir / HISTORY).write_text(json.dumps(history, indent=1))
     _plot(history, out_dir / PLOT)
     return TrainResult(config.optim.steps, weights, history, seconds)
-
