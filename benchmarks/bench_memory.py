@@ -158,7 +158,10 @@ def bench_hours(hours: float, rate_hz: float = 3.0, report_every: int = 1000) ->
 
     from embodied_ros.network.lifting import lift_detections
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    try:
+        from embodied_ros.recordings import open_source
+    except ImportError:  # a baseline from before recordings.py
+        from embodied_ros.sources import open_source
 
     perceptor = build_perceptor("yolox-nano", weights=DATA, backend="onnxruntime")
     with open_source(DATA / "redkitchen") as source:

@@ -83,7 +83,10 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     from visualization_msgs.msg import MarkerArray
 
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    try:
+        from embodied_ros.recordings import open_source
+    except ImportError:  # a baseline from before recordings.py
+        from embodied_ros.sources import open_source
 
     count = 1 if args.publisher == "process" else args.frames + 1  # the player process reads its own frames
     detector_process = _start_detector() if args.split else None

@@ -28,7 +28,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    try:
+        from embodied_ros.recordings import open_source
+    except ImportError:  # a baseline from before recordings.py
+        from embodied_ros.sources import open_source
 
     perceptor = build_perceptor("yolo-fastest-1.1-xl", weights=DATA / "yolo_fastest", backend="onnxruntime")
     with open_source(DATA / "redkitchen") as source:

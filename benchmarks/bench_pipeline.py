@@ -51,7 +51,10 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
     from embodied_ros.memory.scene_memory import SceneMemory
     from embodied_ros.network.registry import build_perceptor
     from embodied_ros.pipeline import run
-    from embodied_ros.sources import open_source
+    try:
+        from embodied_ros.recordings import open_source
+    except ImportError:  # a baseline from before recordings.py
+        from embodied_ros.sources import open_source
 
     model, memory = pair.split(":")
     per_frame: list[dict[str, float]] = []  # each frame's stages, ms (SceneMapper's step; a baseline without it: none)

@@ -85,7 +85,12 @@ from embodied_ros.network.lifting import lift_detections
 from embodied_ros.network.registry import build_perceptor
 from embodied_ros.outputs.contact_sheet import ObjectViews, save_contact_sheet
 from embodied_ros.outputs.pictures import save_top_down_map
-from embodied_ros.sources import RecordingOptions, open_source
+from embodied_ros.sources import RecordingOptions
+
+try:
+    from embodied_ros.recordings import open_source
+except ImportError:  # a baseline from before recordings.py
+    from embodied_ros.sources import open_source
 from embodied_ros.sources.registration import Registration
 
 PASS_GAP_NS = 60 * 10**9  # between the end of one pass and the start of the next

@@ -28,7 +28,12 @@ from baseline_runs import print_result
 from embodied_ros.detections import FramePerception
 from embodied_ros.frame import Frame
 from embodied_ros.memory.scene_memory import SceneMemory
-from embodied_ros.sources import RecordingOptions, open_source
+from embodied_ros.sources import RecordingOptions
+
+try:
+    from embodied_ros.recordings import open_source
+except ImportError:  # a baseline from before recordings.py
+    from embodied_ros.sources import open_source
 from embodied_ros.sources.registration import Registration
 
 

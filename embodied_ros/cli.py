@@ -140,7 +140,7 @@ def _add_recording_options(p: argparse.ArgumentParser) -> None:
 
 def _open_recording(args: argparse.Namespace) -> tuple[FrameSource, RecordingOptions]:
     """The source named on the command line, and its recording options."""
-    from .sources import open_source
+    from .recordings import open_source
 
     options = RecordingOptions(
         registration=Registration(args.registration),

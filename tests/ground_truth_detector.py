@@ -67,7 +67,7 @@ def write_recording(kitchen: Path, out: Path, topic: str = "/third_party/detecti
     depth, camera_info, /tf, and this detector's Detection2DArray on ``topic`` for every frame. Returns ``out``."""
     from embodied_ros.frame_detections import named_detections, with_detections
     from embodied_ros.outputs.bag_writer import OutputTopics, SceneBagWriter
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     boxes = annotated_boxes(kitchen)
     writer = SceneBagWriter(out, OutputTopics(detections_2d=topic))

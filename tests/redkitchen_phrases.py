@@ -68,7 +68,7 @@ def distance_to_box(point: np.ndarray, box: np.ndarray) -> float:
 
 def viewpoint_poses(kitchen: Path, frames: set[int]) -> dict[int, tuple[np.ndarray, np.ndarray, int]]:
     """frame number (file name) -> (T_world_camera, K, width) as the project's source reads it."""
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     out = {}
     with open_source(kitchen) as source:

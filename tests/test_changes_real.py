@@ -31,7 +31,7 @@ def test_a_saved_map_and_a_later_run_of_the_same_frames_change_nothing(kitchen_r
 
 
 def test_an_object_erased_from_a_later_run_is_reported_removed(kitchen_run: Path, tmp_path: Path, capsys) -> None:
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     objects = json.loads((kitchen_run / "objects.json").read_text())["objects"]
     cups = sorted((o for o in objects if o["class"] == "cup"), key=lambda o: -o["n_looks"])

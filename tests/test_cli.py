@@ -131,7 +131,7 @@ def test_run_writes_camera_poses_and_colours(kitchen_run: Path) -> None:
     import numpy as np
 
     from embodied_ros.outputs.camera_poses import read_camera_poses
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     poses = read_camera_poses(kitchen_run / "camera_poses.json")
     assert [p.index for p in poses] == list(range(0, 100, 4))

@@ -79,7 +79,7 @@ def test_the_given_perceptor_grows_its_vocabulary_and_refuses_frames_without_det
 def test_detections_through_the_message_give_the_same_map_as_the_detector_run_in_process() -> None:
     """The split pipeline's only difference is transport: the same frames, the same objects, ids and boxes."""
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     config = PipelineConfig()
     inside = SceneMapper(config, build_perceptor("yolox-nano", weights=DATA / "yolox_nano", backend="onnxruntime"))

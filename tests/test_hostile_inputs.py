@@ -90,7 +90,7 @@ def test_a_frame_whose_camera_changes_to_no_cameras_is_skipped(tmp_path: Path) -
     from dataclasses import replace
 
     from embodied_ros.errors import FrameError
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
     from embodied_ros.sources.base import FrameSource
     from embodied_ros.sources.preflight import RecordingOptions, prepare
 

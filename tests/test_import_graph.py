@@ -29,10 +29,6 @@ ALLOWED_UPWARD = {
     ("network", "synthetic"): "network/perceptron_file.py: weights files written before vocabularies were saved "
                               "get the synthetic world's (synthetic/classes.py); goes when such files are no longer "
                               "read",
-    ("sources", "synthetic"): "sources/__init__.py opens `synthetic:N` as a source, while the synthetic world is "
-                              "built on sources/base.py, network (lifting), metrics and, through them, grounding and "
-                              "outputs: "
-                              "the synthetic source wants registering from above",
     ("changes_cli", "cli"): "changes_cli.py reuses cli.py's run helpers (_open_recording, _run_into_folder); they "
                             "belong in a module both import",
 }

@@ -49,7 +49,7 @@ def test_the_nodes_default_model_loads_without_torch_or_onnx() -> None:
     code = ("import embodied_ros.ros.node; from pathlib import Path; "
             "from embodied_ros.ros.config import NodeConfig; "
             "from embodied_ros.network.registry import build_perceptor; "
-            "from embodied_ros.sources import open_source; c = NodeConfig(); "
+            "from embodied_ros.recordings import open_source; c = NodeConfig(); "
             "p = build_perceptor(c.model, weights=Path(sys.argv[1]), backend=c.backend); "
             "f = next(iter(open_source(Path(sys.argv[2])).frames(max_frames=1))); p.perceive(f)")
     assert _heavy_modules(code, str(DATA / "yolox_nano"), str(DATA / "redkitchen")) == []

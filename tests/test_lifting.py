@@ -478,7 +478,7 @@ YOLOX = DATA / "yolox_nano"
 def _walk_detections() -> tuple[LiftingParams, list[tuple[Frame, Detections2D]]]:
     """Frames spread over the 1000-frame walk with YOLOX-Nano's detections (as `run` lifts them)."""
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     perceptor = build_perceptor("yolox-nano", weights=DATA, backend="onnxruntime")
     source = open_source(WALK)

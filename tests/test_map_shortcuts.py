@@ -202,7 +202,7 @@ def test_judging_a_frames_pairs_at_once_keeps_the_map_of_judging_them_one_by_one
 
     from embodied_ros.memory.scene_memory import SceneMemory
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     perceptor = build_perceptor("yolox-nano", weights=DATA, backend="onnxruntime")
     source = open_source(WALK)

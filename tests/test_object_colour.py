@@ -154,7 +154,7 @@ REAL = [(6, 300, "white"), (7, 300, "white"), (37, 250, "red"), (38, 90, "red"),
 def kitchen_frames() -> dict[int, Frame]:
     if not KITCHEN.is_dir():
         pytest.skip(f"real data not found in {KITCHEN}")
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     wanted = {n for _, n, _ in REAL}
     with open_source(KITCHEN) as source:

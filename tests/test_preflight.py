@@ -9,7 +9,8 @@ import pytest
 from layouts import KITCHEN, image_folder, inverted, millimetres, rigid_pose, seven_scenes, tum
 
 from embodied_ros.geometry.transforms import gravity_alignment
-from embodied_ros.sources import RecordingOptions, open_source
+from embodied_ros.recordings import open_source
+from embodied_ros.sources import RecordingOptions
 from embodied_ros.sources.folders import SevenScenesFolder
 from embodied_ros.sources.gravity import estimate_gravity
 from embodied_ros.sources.pose_check import PoseConvention, PoseUnits, check_poses

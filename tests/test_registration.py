@@ -7,7 +7,8 @@ import pytest
 from layouts import KITCHEN, color, image_folder, seven_scenes, tum
 
 from embodied_ros.errors import InputError
-from embodied_ros.sources import RecordingOptions, open_source
+from embodied_ros.recordings import open_source
+from embodied_ros.sources import RecordingOptions
 from embodied_ros.sources.folders import SevenScenesFolder
 from embodied_ros.sources.registration import (
     SEVEN_SCENES_DEFAULT,

@@ -33,7 +33,7 @@ def changed(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
     from embodied_ros.mapper import SceneMapper
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     perceptor = build_perceptor("yolox-nano", weights=DETECTOR, backend="onnxruntime")
     before = SceneMapper(perceptor=perceptor)

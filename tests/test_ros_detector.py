@@ -34,7 +34,7 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
     if not (KITCHEN.is_dir() and (DATA / "yolox_nano").is_dir()):
         pytest.skip(f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
     os.environ["EMBODIED_ROS_CACHE"] = str(tmp_path_factory.getbasetemp() / "cache")
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     harness = InProcessRos()
     harness.frames = [f for f in open_source(KITCHEN).frames(stride=5, max_frames=12) if not isinstance(f, Exception)]
@@ -93,8 +93,8 @@ def test_a_detector_with_a_vocabulary_never_shipped_fills_the_map_and_grounds_th
     from vision_msgs.msg import Detection2DArray
 
     from embodied_ros.messages.detections2d import detection2d_array_msg
+    from embodied_ros.recordings import open_source
     from embodied_ros.ros.conversions import to_rclpy
-    from embodied_ros.sources import open_source
 
     node = ros.node(None, namespace="/third", pose_topic="camera_pose", world_frame="world",
                     keyframe_max_interval=0.0, detections_topic="/third_party/detections", detections_wait=10.0)

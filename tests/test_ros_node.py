@@ -45,7 +45,7 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
         pytest.skip(f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
     os.environ["EMBODIED_ROS_CACHE"] = str(tmp_path_factory.getbasetemp() / "cache")  # as test_cli does
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     harness = InProcessRos()
     harness.perceptor = build_perceptor("yolo-fastest-1.1-xl", weights=YOLO)

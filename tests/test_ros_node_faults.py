@@ -48,7 +48,7 @@ def ros(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from rcl_interfaces.msg import Log
 
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     harness = InProcessRos()
     harness.perceptor = build_perceptor("yolo-fastest-1.1-xl", weights=YOLO)

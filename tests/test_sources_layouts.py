@@ -8,7 +8,8 @@ from layouts import KITCHEN, K, color, depth_mm, image_folder, rigid_pose, scann
 
 from embodied_ros.errors import FrameError, InputError
 from embodied_ros.frame import Frame
-from embodied_ros.sources import RecordingOptions, open_source
+from embodied_ros.recordings import open_source
+from embodied_ros.sources import RecordingOptions
 from embodied_ros.sources.image_folder import ImageFolder
 from embodied_ros.sources.registration import SEVEN_SCENES_DEFAULT, Registration
 from embodied_ros.sources.scannet import ScanNetExport

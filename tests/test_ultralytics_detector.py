@@ -127,7 +127,7 @@ def test_your_own_classes_go_through_lifting_the_map_and_grounding(tmp_path: Pat
                     reason="../shared/data/yolov8n_int8 (a real Ultralytics export) is not here")
 def test_a_real_ultralytics_export_finds_the_kitchen_on_real_frames() -> None:
     """YOLOv8n (AGPL-3.0 weights: tests and benchmarks only) on redkitchen frames: the table, chairs and cups."""
-    from embodied_ros.sources import open_source
+    from embodied_ros.recordings import open_source
 
     perceptor = build_perceptor("ultralytics-onnx", weights=DATA / "yolov8n_int8")
     assert len(perceptor.class_names) == 80

@@ -124,7 +124,7 @@ class Player:
 
 
 def _frames(args: argparse.Namespace) -> Any:
-    from ..sources import open_source
+    from ..recordings import open_source
 
     bag = {"detections_topic": args.detections_topic} if getattr(args, "detections_topic", None) else {}
     source = open_source(args.source, poses=args.poses, world_frame=args.world_frame, **bag)
