@@ -8,7 +8,7 @@ import cv2
 import numpy as np
 from rendered_scenes import look_at, render_frame
 
-from embodied_ros.outputs.colors import class_color
+from embodied_ros.outputs.class_palette import class_colour
 from embodied_ros.outputs.contact_sheet import ObjectViews, save_contact_sheet
 
 CRATE = np.array([0.0, 2.0, 0.2, 0.4, 0.4, 0.4, 0.0, 0.0, 0.0])
@@ -30,7 +30,7 @@ class _Object:
 def _coloured_pixels(tile: np.ndarray, name: str) -> int:
     """Pixels of the tile (caption band excluded) within 40 of the class's colour."""
     picture = tile[:-22].astype(np.int32)
-    return int((np.abs(picture - np.array(class_color(name))).max(axis=-1) < 40).sum())
+    return int((np.abs(picture - np.array(class_colour(name))).max(axis=-1) < 40).sum())
 
 
 def test_an_object_is_drawn_on_the_view_that_showed_it_largest() -> None:

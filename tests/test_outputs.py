@@ -19,7 +19,7 @@ from embodied_ros.memory.occupancy import OccupancyMap
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.messages.types import typestore
 from embodied_ros.outputs.bag_writer import BAG_VERSION, OutputTopics, SceneBagWriter
-from embodied_ros.outputs.colors import OCCUPANCY_GREY, class_color_float
+from embodied_ros.outputs.class_palette import OCCUPANCY_GREY, class_colour_float
 from embodied_ros.outputs.objects_json import objects_document, write_objects_json
 from embodied_ros.outputs.pictures import draw_boxes_on_frame, save_top_down_map, visible_in_frame
 from embodied_ros.outputs.scene_messages import marker_array
@@ -121,7 +121,7 @@ def test_marker_ids_are_object_ids_and_colours_stable() -> None:
     cubes = next(m for m in first.markers if m.ns == "occupancy")
     assert len(cubes.points) == len(cubes.colors) == len(voxels)
     for name, c in zip(voxels.class_names, cubes.colors, strict=True):  # class colour, grey where none voted
-        expected = class_color_float(name) if name else tuple(v / 255 for v in OCCUPANCY_GREY)
+        expected = class_colour_float(name) if name else tuple(v / 255 for v in OCCUPANCY_GREY)
         assert (c.r, c.g, c.b) == pytest.approx(expected)
     assert any(voxels.class_names) and not all(voxels.class_names)
     label = next(m for m in first.markers if m.ns == "labels")

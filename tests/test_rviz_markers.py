@@ -18,7 +18,7 @@ import yaml
 from embodied_ros.detections import Detections2D
 from embodied_ros.memory.occupancy import OccupiedVoxels
 from embodied_ros.outputs.change_messages import CHANGE_NAMESPACES
-from embodied_ros.outputs.colors import class_color
+from embodied_ros.outputs.class_palette import class_colour
 from embodied_ros.outputs.pictures import draw_detections
 from embodied_ros.outputs.scene_messages import (
     LABEL_GAP,
@@ -162,7 +162,7 @@ def test_detections_drawn_from_the_minimum_score_up() -> None:
                         np.array([0.9, 0.2]), ("cup", "book"))
     drawn = draw_detections(rgb, dets, min_score=0.3)
     assert (rgb == 90).all()  # a copy
-    colour = np.array(class_color("cup"))
+    colour = np.array(class_colour("cup"))
     assert (np.abs(drawn[60, 18:23].astype(int) - colour).max(axis=1) < 30).any()  # the cup's left edge
     assert (drawn[30:60, 100:150] == 90).all() and (drawn[61:, 101:] == 90).all()  # the book (0.2) is left out
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..memory.object_colour import colour_similarity
 from ..memory.scene_object import MemorySnapshot
-from .colours import colour_fits
+from .colour_words import colour_fits
 from .materials import material_holds
 from .phrases import Attribute, NounPhrase
 from .relations import SceneGeometry

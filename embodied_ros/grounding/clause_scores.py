@@ -14,10 +14,10 @@ import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
 from .phrases import Relation, RelationClause
-from .relations import SceneGeometry, Supports, between_scores, pair_scores
+from .relations import SceneGeometry, Supports, between_scores, pair_scores, satisfied_threshold
 from .structure_words import wall_scores
 
-__all__ = ["anchor_count", "score_clause"]
+__all__ = ["anchor_count", "clause_threshold", "score_clause"]
 
 _SUPPORT = (Relation.ON, Relation.UNDER, Relation.SUPPORTING, Relation.HANGING)
 
@@ -28,6 +28,11 @@ def anchor_count(clause: RelationClause) -> int:
     if clause.relation is Relation.BETWEEN:
         return 2
     return max(1, max((a.count for a in clause.anchors), default=1))
+
+
+def clause_threshold(clause: RelationClause) -> float:
+    """The score below which a clause fails: a negated one fails when the relation holds."""
+    return 1.0 - satisfied_threshold(clause.relation) if clause.negated else satisfied_threshold(clause.relation)
 
 
 def score_clause(clause: RelationClause, g: SceneGeometry, t: np.ndarray,

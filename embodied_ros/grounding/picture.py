@@ -14,7 +14,7 @@ from ..errors import EmbodiedError
 from ..frame import Frame
 from ..geometry.boxes import box_corners
 from ..memory.scene_object import MemorySnapshot, SceneObject
-from ..outputs.colors import class_color_float
+from ..outputs.class_palette import class_colour_float
 from ..outputs.pictures import draw_boxes_on_frame
 from .results import GroundingResult
 
@@ -63,7 +63,7 @@ def save_grounding_map(path: Path, snapshot: MemorySnapshot, result: GroundingRe
         for anchor_id in result.best.anchor_ids:
             if anchor_id in by_id:
                 a = by_id[anchor_id]
-                outline(a, class_color_float(a.class_name), 2.0, "-", f"{a.class_name} #{a.id}")
+                outline(a, class_colour_float(a.class_name), 2.0, "-", f"{a.class_name} #{a.id}")
         b = result.best.object
         outline(b, _ANSWER_RGB, 3.5, "-", f"ANSWER: {b.class_name} #{b.id}")
     ax.set_aspect("equal")

@@ -236,7 +236,29 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         The parse; ``target.empty`` when no target words were found.
     """
     clean, unknown, ignored = split_foreign(str(phrase)[:MAX_PHRASE_CHARS])
-    text = _normalise(clean)
+    words, count = _without_lead_in(_normalise(clean))
+    tokens, with_clause, unread = _with(_mark_viewer_patterns(words))
+    spans = _relation_spans(tokens)
+    end = spans[0][1] if spans else len(tokens)  # the words before the first keyword are the target
+    target, notes = _noun_phrase(tokens[:end])
+    clauses = [with_clause] if with_clause is not None and not with_clause.anchors[0].empty else []
+    viewer_attrs: list[Attribute] = []
+    for k, span in enumerate(spans):
+        stop = spans[k + 1][1] if k + 1 < len(spans) else len(tokens)
+        clause, viewer, span_notes, span_unread = _span_clause(span, tokens, stop)
+        clauses += [clause] if clause is not None else []
+        viewer_attrs += viewer
+        notes += span_notes
+        unread += span_unread
+    if viewer_attrs:
+        target = NounPhrase(target.text, target.attributes + tuple(viewer_attrs))
+    return ParsedPhrase(" ".join(words), target, tuple(clauses), tuple(dict.fromkeys(notes)), count, "rules",
+                        (*unknown, *unread), ignored)
+
+
+def _without_lead_in(text: str) -> tuple[list[str], bool]:
+    """The normalised phrase's words without lead-ins ("find", "show me", "how many ... are there"), and whether
+    it asks for a count."""
     count = False
     for lead in _COUNT_LEAD_INS:
         if text.startswith(lead + " "):
@@ -251,12 +273,19 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         for tail in _COUNT_TAILS:
             if tuple(words[-len(tail):]) == tail:
                 words = words[:-len(tail)]
-    tokens, with_clause, unread = _with(_mark_viewer_patterns(words))
-    # "the nearest chair to the sink": a superlative before the target takes "to"/"from" as its relation.
+    return words, count
+
+
+# A relation keyword in the token list: (relation, keyword start, anchor start, negated).
+_Span = tuple[Relation, int, int, bool]
+
+
+def _relation_spans(tokens: list[str]) -> list[_Span]:
+    """Where the token list is cut at relation keywords. A superlative before the target takes "to"/"from" as
+    its relation ("the nearest chair to the sink"): its token is then replaced by "," in ``tokens``."""
     lead_sup = next((i for i, t in enumerate(tokens) if t in _SUPERLATIVE_RELATIONS
                      and not any(_content(x) for x in tokens[:i])), None)
-    # Cut the token list at relation keywords; the words before the first keyword are the target.
-    spans: list[tuple[Relation, int, int, bool]] = []  # (relation, keyword start, anchor start, negated)
+    spans: list[_Span] = []
     i = 0
     while i < len(tokens):
         # A relation needs a target before it ("the closest chair" has none: "closest" is then an adjective).
@@ -272,52 +301,48 @@ def parse_phrase(phrase: str) -> ParsedPhrase:
         negated = any(t in _NEGATIONS for t in tokens[max(0, i - 2):i])
         spans.append((hit[0], i, i + hit[1], negated))
         i += hit[1]
-    end = spans[0][1] if spans else len(tokens)
-    target, notes = _noun_phrase(tokens[:end])
-    clauses = [with_clause] if with_clause is not None and not with_clause.anchors[0].empty else []
-    viewer_attrs: list[Attribute] = []
-    for k, (rel, start, anchor_start, negated) in enumerate(spans):
-        stop = spans[k + 1][1] if k + 1 < len(spans) else len(tokens)
-        anchor_tokens = tokens[anchor_start:stop]
-        while anchor_tokens and anchor_tokens[-1] in _LINKERS | {","}:
-            anchor_tokens = anchor_tokens[:-1]
-        text = _clause_text(tokens[start:stop])
-        if rel is Relation.BETWEEN and "and" not in anchor_tokens:  # "between the two cups", "between the cups"
-            anchor, n = _noun_phrase(anchor_tokens)
-            notes += n
-            if anchor.count in (0, 2) and (anchor.count or anchor.text.endswith("s")):
-                clauses.append(RelationClause(rel, (replace(anchor, count=2),), text, negated))
-            else:
-                unread.append(f"{text} (between needs two objects)")
-            continue
-        if rel is Relation.BETWEEN:
-            joint = anchor_tokens.index("and")
-            parts = [anchor_tokens[:joint], anchor_tokens[joint + 1:]]
-            anchors = []
-            for part in parts:
-                np_, n = _noun_phrase(part)
-                anchors.append(np_)
-                notes += n
-            if any(a.empty for a in anchors):
-                unread.append(f"{text} (between needs two objects)")
-                continue
-            clauses.append(RelationClause(rel, tuple(anchors), text, negated))
-            continue
-        anchor, n = _noun_phrase(anchor_tokens)
+    return spans
+
+
+# What one relation span reads as: (its clause or None, viewer attributes of the target, notes, words not read).
+_SpanReading = tuple[RelationClause | None, list[Attribute], list[str], list[str]]
+
+
+def _span_clause(span: _Span, tokens: list[str], stop: int) -> _SpanReading:
+    """The relation of the span up to ``stop`` (where the next one starts): a clause, or the target's viewer
+    attributes ("closest to me"), or a note why it is ignored."""
+    rel, start, anchor_start, negated = span
+    anchor_tokens = tokens[anchor_start:stop]
+    while anchor_tokens and anchor_tokens[-1] in _LINKERS | {","}:
+        anchor_tokens = anchor_tokens[:-1]
+    text = _clause_text(tokens[start:stop])
+    if rel is Relation.BETWEEN:
+        return _between(anchor_tokens, text, negated)
+    anchor, notes = _noun_phrase(anchor_tokens)
+    viewer = _viewer_attribute(rel, anchor, text)
+    if viewer is not None:
+        return None, viewer[0], notes + viewer[1], []
+    if anchor.empty:
+        return None, [], notes + [f"'{' '.join(tokens[start:anchor_start])}' has no object after it; ignored"], []
+    return RelationClause(rel, (anchor,), text, negated), [], notes, []
+
+
+def _between(anchor_tokens: list[str], text: str, negated: bool) -> _SpanReading:
+    """"between A and B", or two of one kind ("between the two cups", "between the cups")."""
+    if "and" not in anchor_tokens:
+        anchor, notes = _noun_phrase(anchor_tokens)
+        if anchor.count in (0, 2) and (anchor.count or anchor.text.endswith("s")):
+            return RelationClause(Relation.BETWEEN, (replace(anchor, count=2),), text, negated), [], notes, []
+        return None, [], notes, [f"{text} (between needs two objects)"]
+    joint = anchor_tokens.index("and")
+    anchors, notes = [], []
+    for part in (anchor_tokens[:joint], anchor_tokens[joint + 1:]):
+        np_, n = _noun_phrase(part)
+        anchors.append(np_)
         notes += n
-        viewer = _viewer_attribute(rel, anchor, text)
-        if viewer is not None:
-            viewer_attrs += viewer[0]
-            notes += viewer[1]
-            continue
-        if anchor.empty:
-            notes.append(f"'{' '.join(tokens[start:anchor_start])}' has no object after it; ignored")
-            continue
-        clauses.append(RelationClause(rel, (anchor,), text, negated))
-    if viewer_attrs:
-        target = NounPhrase(target.text, target.attributes + tuple(viewer_attrs))
-    return ParsedPhrase(" ".join(words), target, tuple(clauses), tuple(dict.fromkeys(notes)), count, "rules",
-                        (*unknown, *unread), ignored)
+    if any(a.empty for a in anchors):
+        return None, [], notes, [f"{text} (between needs two objects)"]
+    return RelationClause(Relation.BETWEEN, tuple(anchors), text, negated), [], notes, []
 
 
 def _viewer_attribute(rel: Relation, anchor: NounPhrase, text: str) -> tuple[list[Attribute], list[str]] | None:

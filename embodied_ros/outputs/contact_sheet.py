@@ -21,7 +21,7 @@ from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, box_corners
 from ..geometry.transforms import invert_transform, transform_points
 from ..memory.visibility import box_samples, visibility
-from .colors import class_color
+from .class_palette import class_colour
 from .pictures import save_rgb
 from .scene_messages import ObjectLike
 
@@ -143,7 +143,7 @@ class ObjectViews:
                                  cv2.COLOR_BGR2RGB)
             segments = _edges_in_front(obj.box, view.K, view.T_world_camera)
             if len(segments):
-                colour = class_color(obj.class_name)
+                colour = class_colour(obj.class_name)
                 for a, b in segments:
                     cv2.line(frame, tuple(int(v) for v in a), tuple(int(v) for v in b), colour, 2, cv2.LINE_AA)
                 image = _crop_square(frame, segments.reshape(-1, 2), size)

@@ -14,7 +14,7 @@ from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners
 from ..geometry.transforms import invert_transform, transform_points
 from ..memory.occupancy import OccupiedVoxels
-from .colors import class_color, class_color_float
+from .class_palette import class_colour, class_colour_float
 from .scene_messages import ObjectLike
 
 _NEAR_M = 0.05
@@ -80,7 +80,7 @@ def draw_boxes_on_frame(frame: Frame, objects: Sequence[ObjectLike], thickness: 
         cam = transform_points(T_cam_world, world_corners)
         if (cam[:, 2] < _NEAR_M).all():
             continue
-        color = class_color(obj.class_name)
+        color = class_colour(obj.class_name)
         drawn: list[np.ndarray] = []
         for i, j in BOX_EDGES:
             seg = _clip_segment_to_near_plane(cam[i], cam[j])
@@ -121,7 +121,7 @@ def draw_detections(rgb: np.ndarray, detections: Detections2D, min_score: float 
     keep = np.flatnonzero(np.asarray(detections.scores) >= min_score)
     for k in keep[np.argsort(np.asarray(detections.scores)[keep])]:  # the best drawn last, on top
         name = detections.class_names[int(detections.labels[k])]
-        colour = class_color(name)
+        colour = class_colour(name)
         x0, y0, x1, y1 = (int(round(v)) for v in np.clip(detections.boxes_xyxy[k], 0, [w - 1, h - 1, w - 1, h - 1]))
         cv2.rectangle(image, (x0, y0), (x1, y1), colour, line, cv2.LINE_AA)
         text = f"{name} {detections.scores[k]:.2f}"
@@ -163,7 +163,7 @@ def _occupancy_raster(occupancy: OccupiedVoxels) -> tuple[np.ndarray, tuple[floa
     rgba = np.zeros((shape[1], shape[0], 4))
     names = occupancy.class_names
     for k in order:
-        colour = class_color_float(names[k]) if names[k] else (grey[k], grey[k], grey[k])
+        colour = class_colour_float(names[k]) if names[k] else (grey[k], grey[k], grey[k])
         rgba[ij[k, 1], ij[k, 0]] = (*colour, 0.8)
     x0, y0 = lo * s
     return rgba, (x0, x0 + shape[0] * s, y0, y0 + shape[1] * s)
@@ -201,7 +201,7 @@ def save_top_down_map(
     if objects:
         corners = box_corners(as_boxes(np.stack([o.box for o in objects])))
         for obj, c in zip(objects, corners, strict=True):
-            color = class_color_float(obj.class_name)
+            color = class_colour_float(obj.class_name)
             ax.add_patch(Polygon(c[:4, :2], closed=True, fill=False, edgecolor=color, lw=2))
             ax.text(obj.box[0], obj.box[1], for_picture(f"{obj.class_name} #{obj.id}"), fontsize=7, ha="center",
                     va="center", color=color, bbox=dict(facecolor="white", alpha=0.6, lw=0, pad=1))

@@ -17,7 +17,7 @@ from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vector3_msg
 from ..messages.types import msg_class
-from .colors import OCCUPANCY_GREY, class_color, class_color_float
+from .class_palette import OCCUPANCY_GREY, class_colour, class_colour_float
 
 MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True, "structure": True,
                      "people": True}
@@ -83,7 +83,7 @@ def _points(xyz: np.ndarray) -> list[Any]:
 
 def voxel_rgba(occupancy: OccupiedVoxels) -> np.ndarray:
     """(M, 4) float RGBA per voxel: its class colour (grey when no class voted), more opaque when more certain."""
-    palette = [class_color_float(name) for name in occupancy.vocabulary] + [
+    palette = [class_colour_float(name) for name in occupancy.vocabulary] + [
         tuple(c / 255 for c in OCCUPANCY_GREY)]
     rgb = np.asarray(palette, dtype=np.float64).reshape(-1, 3)[occupancy.labels.astype(np.int64)]  # -1: grey
     alpha = 0.35 + 0.5 * np.asarray(occupancy.probability, dtype=np.float64)
@@ -277,7 +277,7 @@ def marker_array(
     edges = box_line_points(objects)
     labels = label_positions(objects, text_height)
     for i, (obj, label_pos) in enumerate(zip(objects, labels, strict=True)):
-        rgb = class_color_float(obj.class_name)
+        rgb = class_colour_float(obj.class_name)
         box_ns, box_id, label_ns, label_id = marker_ids(obj, i >= n_objects)
         life = _duration(marker_lifetime_s(obj))
         markers.append(
@@ -295,7 +295,7 @@ def marker_array(
         markers.append(
             _marker("labels", LEADERS_ID, _LINE_LIST, frame_id, stamp_ns, scale=vector3_msg((line_width / 3, 0.0, 0.0)),
                     points=_points(leaders.reshape(-1, 3)),
-                    colors=[_rgba(class_color_float(objects[k].class_name)) for k in np.repeat(owners, 2)])
+                    colors=[_rgba(class_colour_float(objects[k].class_name)) for k in np.repeat(owners, 2)])
         )
     if occupancy is not None and len(occupancy.centers):
         s = occupancy.voxel_size
@@ -370,7 +370,7 @@ def cloud_points(occupancy: OccupiedVoxels | None) -> np.ndarray:
     cloud = np.zeros(n, dtype=CLOUD_DTYPE)
     if occupancy is not None and n:
         cloud["x"], cloud["y"], cloud["z"] = occupancy.centers.T.astype(np.float32)
-        palette = np.array([class_color(c) for c in occupancy.vocabulary] + [OCCUPANCY_GREY], np.uint32).reshape(-1, 3)
+        palette = np.array([class_colour(c) for c in occupancy.vocabulary] + [OCCUPANCY_GREY], np.uint32).reshape(-1, 3)
         rgb = palette[occupancy.labels.astype(np.int64)]  # label -1 -> the grey row, last
         cloud["rgb"] = (rgb[:, 0] << 16) | (rgb[:, 1] << 8) | rgb[:, 2]  # RViz reads it as a float's bits
         cloud["intensity"] = occupancy.probability.astype(np.float32)

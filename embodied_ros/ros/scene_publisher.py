@@ -25,7 +25,7 @@ from ..geometry.boxes import as_boxes, box_rotations
 from ..geometry.transforms import quat_xyzw_from_matrix
 from ..memory.discovery import UNKNOWN_CLASS
 from ..memory.occupancy import OccupiedVoxels
-from ..outputs.colors import class_color_float
+from ..outputs.class_palette import class_colour_float
 from ..outputs.scene_messages import (
     CLOUD_DTYPE,
     LEADERS_ID,
@@ -79,7 +79,7 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
     edges = box_line_points(objects)
     labels = label_positions(objects)
     for i, (obj, points, label) in enumerate(zip(objects, edges, labels, strict=True)):
-        colour = dict(zip("rgb", class_color_float(obj.class_name), strict=True), a=1.0)
+        colour = dict(zip("rgb", class_colour_float(obj.class_name), strict=True), a=1.0)
         box_ns, box_id, label_ns, label_id = marker_ids(obj, i >= n_objects)
         life = int(round(marker_lifetime_s(obj) * 1e9))
         lifetime = {"sec": life // 10**9, "nanosec": life % 10**9}
@@ -91,7 +91,7 @@ def marker_array(objects: Sequence[ObjectLike], voxels: OccupiedVoxels | None, f
                         "text": label_text(obj), "lifetime": lifetime})
     leaders, owners = label_leaders(objects, labels)
     if len(leaders):
-        colours = np.array([(*class_color_float(objects[k].class_name), 1.0) for k in np.repeat(owners, 2)])
+        colours = np.array([(*class_colour_float(objects[k].class_name), 1.0) for k in np.repeat(owners, 2)])
         markers.append({"header": head, "ns": "labels", "id": LEADERS_ID, "type": _LINE_LIST, "pose": identity,
                         "scale": {"x": LINE_WIDTH / 3}, "color": white, "points": leaders.reshape(-1, 3),
                         "colors": colours.astype(np.float32)})

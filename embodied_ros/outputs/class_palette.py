@@ -1,4 +1,5 @@
-"""Class colours: one stable colour per class name, shared by markers, clouds and pictures."""
+"""The class palette: one stable display colour per class name, shared by markers, clouds and pictures (not an
+object's measured colour: that is memory/object_colour.py; colour words against it: grounding/colour_words.py)."""
 
 from __future__ import annotations
 
@@ -20,13 +21,13 @@ _PALETTE = np.array(
 OCCUPANCY_GREY = (150, 150, 150)
 
 
-def class_color(class_name: str) -> tuple[int, int, int]:
+def class_colour(class_name: str) -> tuple[int, int, int]:
     """RGB uint8 colour of a class, the same in every run (CRC32 of the name)."""
     r, g, b = _PALETTE[zlib.crc32(class_name.encode()) % len(_PALETTE)]
     return int(r), int(g), int(b)
 
 
-def class_color_float(class_name: str) -> tuple[float, float, float]:
+def class_colour_float(class_name: str) -> tuple[float, float, float]:
     """The class colour with channels in [0, 1] (RViz, matplotlib)."""
-    r, g, b = class_color(class_name)
+    r, g, b = class_colour(class_name)
     return r / 255.0, g / 255.0, b / 255.0
