@@ -61,3 +61,16 @@ def test_the_data_folder_is_beside_the_checkout(monkeypatch: pytest.MonkeyPatch)
     assert default_data_dir() == checkout.parent / "shared" / "data"
     monkeypatch.setenv("EMBODIED_ROS_DATA", "/somewhere/else")
     assert default_data_dir() == Path("/somewhere/else")
+
+
+def test_building_the_parser_loads_no_commands_machinery() -> None:
+    """Every call builds the whole parser: a command's models, grounding, bags and ROS are imported when it runs,
+    so `ground` stays a quick call and `run` loads no language model."""
+    heavy = ("embodied_ros.grounding", "embodied_ros.mapper", "embodied_ros.pipeline", "embodied_ros.training",
+             "rosbags", "rclpy", "torch", "onnx", "onnxruntime", "scipy.spatial", "tqdm", "spacy")
+    code = ("import sys; from embodied_ros.cli import build_parser; build_parser(); "
+            f"print(sorted(m for m in sys.modules if m.startswith({heavy!r})))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
