@@ -85,7 +85,7 @@ def main() -> int:
         return 1
     work = Path(tempfile.mkdtemp(prefix="rviz_changes_"))
     if args.run is not None:
-        from embodied_ros.changes_cli import read_changes
+        from embodied_ros.cli.changes import read_changes
 
         shutil.copytree(args.run, work / "run")
         events = read_changes(work / "run")

@@ -9,7 +9,7 @@ import cv2
 import pytest
 from grounding_scenes import kitchen, write_memory
 
-from embodied_ros.grounding.cli import ground_command
+from embodied_ros.cli.ground import ground_command
 
 
 @pytest.fixture(autouse=True)
@@ -78,7 +78,7 @@ def test_viewer_words_from_the_runs_last_or_a_chosen_frame(run_dir: Path, capsys
 
 
 def test_describe_and_scene_graph_commands(run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from embodied_ros.grounding.cli import describe_command, scene_graph_command
+    from embodied_ros.cli.ground import describe_command, scene_graph_command
     from embodied_ros.outputs.scanrefer import SCANNET18
 
     captions = tmp_path / "benchmark_val.json"

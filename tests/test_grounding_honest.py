@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from grounding_scenes import kitchen, snapshot, write_memory
 
+from embodied_ros.cli.ground import ground_command
 from embodied_ros.grounding import Grounder
-from embodied_ros.grounding.cli import ground_command
 from embodied_ros.grounding.dependency import load_pipeline
 from embodied_ros.grounding.describe import check_description, describe_objects
 from embodied_ros.grounding.viewpoint import Viewpoint

@@ -1,6 +1,6 @@
 """`embodied-ros export`: a network to ONNX (checked for TensorRT, verified in ONNX Runtime), optionally an engine.
 
-Wiring (cli.py)::
+Wiring (cli/models.py)::
 
     p = sub.add_parser("export", help="export a network to ONNX (and a TensorRT engine)")
     add_export_arguments(p)

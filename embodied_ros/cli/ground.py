@@ -3,28 +3,95 @@
 Each call is a new process, so it imports only what grounding needs and embeds text through
 :class:`CachedTextEncoder` (the model loads only for words it has never seen). The phrase is parsed by
 spaCy where it is installed (about 1.5 s to import and load; ``--timings`` prints where a call's time
-goes). All three speak about the run's published objects, the ones RViz showed (``map_view.py``;
-``--all-objects``: every object of the memory).
+goes). All three speak about the run's published objects, the ones RViz showed (``grounding/map_view.py``;
+``--all-objects``: every object of the memory). Grounding is imported when a command runs, not when the
+parser is built: `run` and the other commands do not load it.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import EmbodiedError, InputError, ModelError
-from ..memory.scene_memory import SceneMemory
-from ..memory.scene_object import MemorySnapshot
-from .engine import Grounder
-from .map_view import published_snapshot
-from .results import GroundingResult
-from .text_encoder import CachedTextEncoder
-from .viewpoint import Viewpoint
 
-__all__ = ["describe_command", "ground_command", "scene_graph_command"]
+if TYPE_CHECKING:
+    from ..grounding.engine import Grounder
+    from ..grounding.results import GroundingResult
+    from ..grounding.text_encoder import CachedTextEncoder
+    from ..grounding.viewpoint import Viewpoint
+    from ..memory.scene_memory import SceneMemory
+    from ..memory.scene_object import MemorySnapshot
+
+__all__ = ["add_describe_parser", "add_ground_parser", "add_scene_graph_parser", "describe_command",
+           "ground_command", "scene_graph_command"]
+
+FRAME_HELP = "frame index whose camera 'left', 'nearest', 'behind me' refer to (default: the run's last frame)"
+ALL_HELP = "speak about every object of the memory, not only the published ones RViz shows (debugging)"
+
+
+def add_ground_parser(sub: Any) -> None:
+    """The ``ground`` subcommand."""
+    p_ground = sub.add_parser("ground", help="answer a phrase with the 3D box of an object of a finished run")
+    p_ground.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_ground.add_argument("phrase", help='e.g. "the cup on the table next to the monitor"')
+    p_ground.add_argument("--json", action="store_true", help="print the answer as JSON")
+    p_ground.add_argument("--picture", type=Path, default=None, help="also draw the answer into this PNG")
+    p_ground.add_argument("--from-frame", type=int, default=None, metavar="N", help=FRAME_HELP)
+    p_ground.add_argument("--all-objects", action="store_true", help=ALL_HELP)
+    p_ground.add_argument("--timings", action="store_true", help="print where the call's time went (stderr)")
+    p_ground.add_argument("--parser", choices=("auto", "spacy", "rules"), default="auto",
+                          help="phrase parser: spaCy where installed (auto), or the rule-based fallback")
+    p_ground.set_defaults(func=cmd_ground)
+
+
+def add_describe_parser(sub: Any) -> None:
+    """The ``describe`` subcommand."""
+    p_desc = sub.add_parser("describe", help="a referring expression for each object of a finished run "
+                                             "(checked by grounding it)")
+    p_desc.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_desc.add_argument("--id", type=int, default=None, help="describe only this object")
+    p_desc.add_argument("--json", action="store_true", help="print the descriptions as JSON")
+    p_desc.add_argument("--dense-captions", type=Path, default=None, metavar="FILE",
+                        help="also write them in Scan2Cap's dense-captioning submission form (caption, box as "
+                             "8x3 corners, sem_prob, obj_prob)")
+    p_desc.add_argument("--scene-id", default="", help="scene id in that file (default: the run folder's name)")
+    p_desc.add_argument("--from-frame", type=int, default=None, metavar="N", help=FRAME_HELP)
+    p_desc.add_argument("--all-objects", action="store_true", help=ALL_HELP)
+    p_desc.set_defaults(func=cmd_describe)
+
+
+def add_scene_graph_parser(sub: Any) -> None:
+    """The ``scene-graph`` subcommand."""
+    p_graph = sub.add_parser("scene-graph", help="a finished run's objects and their relations as JSON")
+    p_graph.add_argument("run_dir", type=Path, help="output folder of `embodied-ros run` (reads memory.json)")
+    p_graph.add_argument("--out", type=Path, default=None, help="write the JSON here (default: print it)")
+    p_graph.add_argument("--descriptions", action="store_true", help="add each object's referring expression")
+    p_graph.add_argument("--from-frame", type=int, default=None, metavar="N", help=FRAME_HELP)
+    p_graph.add_argument("--all-objects", action="store_true", help=ALL_HELP)
+    p_graph.set_defaults(func=cmd_scene_graph)
+
+
+def cmd_ground(args: argparse.Namespace) -> int:
+    return ground_command(args.run_dir, args.phrase, json_out=args.json, picture=args.picture,
+                          from_frame=args.from_frame, all_objects=args.all_objects, timings=args.timings,
+                          parser=args.parser)
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    return describe_command(args.run_dir, args.id, json_out=args.json, dense_captions=args.dense_captions,
+                            scene_id=args.scene_id, from_frame=args.from_frame, all_objects=args.all_objects)
+
+
+def cmd_scene_graph(args: argparse.Namespace) -> int:
+    return scene_graph_command(args.run_dir, args.out, from_frame=args.from_frame,
+                               with_descriptions=args.descriptions, all_objects=args.all_objects)
+
 
 CAMERA_POSES_FILE = "camera_poses.json"  # outputs.camera_poses.CAMERA_POSES_FILE (not imported: outputs/ is slow)
 PICTURE_SUFFIXES = (".png", ".jpg", ".jpeg")  # what --picture writes (the map and the frame alike)
@@ -62,6 +129,12 @@ def _load_run(run_dir: Path, from_frame: int | None, all_objects: bool = False, 
     Raises:
         InputError: no memory there, or ``from_frame`` is not a processed frame of the run.
     """
+    from ..grounding.engine import Grounder
+    from ..grounding.map_view import published_snapshot
+    from ..grounding.text_encoder import CachedTextEncoder
+    from ..grounding.viewpoint import Viewpoint
+    from ..memory.scene_memory import SceneMemory
+
     seconds: dict[str, float] = {}
     start = time.perf_counter()
     run_dir = Path(run_dir)
@@ -154,8 +227,8 @@ def ground_command(run_dir: Path, phrase: str, json_out: bool = False, picture: 
         print("timings: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in stages.items()), file=sys.stderr)
     written: list[str] = []
     if picture is not None:
+        from ..grounding.picture import answer_on_recorded_frame, save_grounding_map
         from ..outputs.pictures import save_rgb
-        from .picture import answer_on_recorded_frame, save_grounding_map
 
         try:
             picture.parent.mkdir(parents=True, exist_ok=True)
@@ -197,7 +270,7 @@ def describe_command(run_dir: Path, object_id: int | None = None, json_out: bool
         failure: the summary line counts them, the JSON marks each); 1 when ``object_id`` is no object of
         the run (a line on stderr says so); 2 for an unusable run folder or an unwritable file.
     """
-    from .describe import describe_objects
+    from ..grounding.describe import describe_objects
 
     try:
         run = _load_run(run_dir, from_frame, all_objects)
@@ -243,7 +316,7 @@ def scene_graph_command(run_dir: Path, out: Path | None = None, from_frame: int 
     Returns:
         0, or 2 for an unusable run folder or an unwritable file.
     """
-    from .scene_graph import scene_graph
+    from ..grounding.scene_graph import scene_graph
 
     try:
         run = _load_run(run_dir, from_frame, all_objects)
@@ -252,7 +325,7 @@ def scene_graph_command(run_dir: Path, out: Path | None = None, from_frame: int 
         return 2
     descriptions = None
     if with_descriptions:
-        from .describe import describe_objects
+        from ..grounding.describe import describe_objects
 
         descriptions = {d.object_id: d.text for d in describe_objects(
             run.grounder, run.snapshot, viewpoint=run.viewpoint, vocabulary=run.memory.vocabulary,

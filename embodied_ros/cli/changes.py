@@ -19,19 +19,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .errors import FrameError, InputError, json_error_line, os_error_line
-from .frame import Frame
-from .map_files import MEMORY_FILE
-from .memory.change_events import ChangeEvent, ChangeLog
-from .sources.base import FrameSource
+from ..errors import FrameError, InputError, json_error_line, os_error_line
+from ..frame import Frame
+from ..map_files import MEMORY_FILE
+from ..memory.change_events import ChangeEvent, ChangeLog
+from ..sources.base import FrameSource
+from .options import add_run_options
+from .recording import frames_to_run, open_recording, run_into_folder
 
 LATER_NS = 60 * 10**9  # a recording that restarts its clock is taken to start this long after the map's last frame
 SAME_FRAME_NOTE = ("no re-localisation: the recording's poses are taken to be in the map's world frame; a recording "
                    "in another frame shows every object of the map removed and every object of the room new")
 
 
-def add_changes_parser(sub: Any, run_options: Any) -> None:
-    """The ``changes`` subcommand; ``run_options(parser)`` adds `run`'s model and recording options."""
+def add_changes_parser(sub: Any) -> None:
+    """The ``changes`` subcommand, with `run`'s model and recording options (--out optional)."""
     p = sub.add_parser("changes", help="what changed: a run's change events, or a saved map against a later "
                                        "recording (objects removed, new, moved)")
     p.add_argument("target", type=Path, help="a finished run's folder, or a saved map's folder (with memory.json) "
@@ -39,7 +41,7 @@ def add_changes_parser(sub: Any, run_options: Any) -> None:
     p.add_argument("recording", nargs="?", default=None,
                    help="a later recording of the same room, its poses in the map's world frame (as for `run`)")
     p.add_argument("--json", action="store_true", help="print the events as JSON")
-    run_options(p)
+    add_run_options(p, out_required=False)
     p.set_defaults(func=cmd_changes)
 
 
@@ -116,18 +118,17 @@ def _since_map(args: argparse.Namespace) -> list[ChangeEvent]:
     """Load the map, run the recording from it, and return the changes since the load."""
     from tqdm import tqdm
 
-    from .cli import _frames_to_run, _open_recording, _run_into_folder
-    from .config_fields import pipeline_config
-    from .mapper import SceneMapper
-    from .outputs.run_folder import check_output_folder
-    from .sources.preflight import prepare_or_stop
+    from ..config_fields import pipeline_config
+    from ..mapper import SceneMapper
+    from ..outputs.run_folder import check_output_folder
+    from ..sources.preflight import prepare_or_stop
 
     if not (args.target / MEMORY_FILE).is_file():
         raise InputError(f"{args.target}: no {MEMORY_FILE}: not a saved map or a run's folder")
     if args.out is not None:
         check_output_folder(args.out, args.overwrite)
     args.source = args.recording
-    recording, options = _open_recording(args)
+    recording, options = open_recording(args)
     with recording:
         source = prepare_or_stop(recording, options)
         config = pipeline_config(args)
@@ -136,9 +137,9 @@ def _since_map(args: argparse.Namespace) -> list[ChangeEvent]:
         believed = mapper.memory.changes.n_established
         source = _Later(source, mapper.memory.changes.latest_stamp_ns(mapper.memory.objects()))
         print(f"embodied-ros: {SAME_FRAME_NOTE}", file=sys.stderr)
-        n = _frames_to_run(len(source), args.stride, args.max_frames)
+        n = frames_to_run(len(source), args.stride, args.max_frames)
         if args.out is not None:
-            code = _run_into_folder(args, source, mapper, n)
+            code = run_into_folder(args, source, mapper, n)
             if code:
                 raise SystemExit(code)
         else:
