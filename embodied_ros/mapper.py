@@ -23,13 +23,14 @@ from .grounding.engine import GrounderConfig
 from .keyframe_policy import KeyframePolicy
 from .map_files import MEMORY_FILE, OCCUPANCY_FILE, recover, save_atomically
 from .memory.changes import ChangeConfig
-from .memory.config import MemoryConfig, OccupancyConfig
-from .memory.occupancy import OccupancyMap
+from .memory.config import MemoryConfig
 from .memory.scene_memory import SceneMemory
 from .memory.scene_object import MemorySnapshot
 from .network.lifting import LiftingParams
 from .network.perceptor import Perceptor
 from .network.weights import DEFAULT_MODEL
+from .occupancy.config import OccupancyConfig
+from .occupancy.voxel_map import OccupancyMap
 from .runtime.contract import Backend
 
 

@@ -13,8 +13,9 @@ from PIL import Image
 from embodied_ros.detections import Detections3D, FramePerception, LocalOccupancy
 from embodied_ros.errors import ConfigError, FrameError, InputError
 from embodied_ros.frame import Frame
-from embodied_ros.memory.config import OccupancyConfig
-from embodied_ros.memory.occupancy import UNLABELLED_CLASS, OccupancyMap
+from embodied_ros.occupancy.config import OccupancyConfig
+from embodied_ros.occupancy.results import UNLABELLED_CLASS
+from embodied_ros.occupancy.voxel_map import OccupancyMap
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 REDKITCHEN = DATA / "redkitchen"
@@ -409,6 +410,7 @@ def test_real_redkitchen_frames():
 def _evidence_one_box_at_a_time(occ: OccupancyMap, detections: Detections3D) -> int:
     """``add_detection_evidence`` as it was before it took the boxes together: box by box."""
     from embodied_ros.geometry.boxes import box_corners, points_in_boxes
+    from embodied_ros.occupancy.class_votes import vote
 
     d = occ._blocks.data
     flats, classes, weights = [], [], []
@@ -424,7 +426,8 @@ def _evidence_one_box_at_a_time(occ: OccupancyMap, detections: Detections3D) -> 
         flats.append(flat)
         classes.append(np.full(flat.size, occ._class_index(name)))
         weights.append(np.full(flat.size, float(score)))
-    occ._vote(np.concatenate(flats), np.concatenate(classes), np.concatenate(weights))
+    vote(occ._blocks.data, len(occ._vocabulary), np.concatenate(flats), np.concatenate(classes),
+         np.concatenate(weights))
     return sum(len(f) for f in flats)
 
 
@@ -450,7 +453,7 @@ def test_detection_evidence_of_many_boxes_at_once_is_box_by_box():
 
 def _mark_surface_reference(occ: OccupancyMap, points: np.ndarray, flat: object = None) -> None:
     """``OccupancyMap._mark_surface`` as it was: every hit looked up, its bit ORed in one at a time."""
-    from embodied_ros.memory.voxel_blocks import MAX_VOXEL_COORD
+    from embodied_ros.occupancy.voxel_blocks import MAX_VOXEL_COORD
 
     n = occ.config.surface_subdivision
     vox = np.floor(points)
