@@ -304,6 +304,22 @@ def test_a_tilted_grid_gets_the_surface_where_it_is():
     assert set(np.unique(back.labels)) == {-1, back.class_names.index(UNLABELLED_CLASS)}
 
 
+def test_surface_cells_land_where_they_are_on_a_lattice_anchored_off_the_world_origin():
+    """The tilted grid of the test above, on a map whose lattice a first network grid anchored 13 cm off the
+    world's 0.16 m layers: the sub-cells are placed from the lattice's origin, not the world's."""
+    shape = (8, 6, 8)
+    T = _tilted_grid(0.45, shape)
+    frame = _wall_frame(2.0)
+    truth = _dense_wall_voxels(frame, T, shape, 0.16)
+    occ = OccupancyMap()
+    far = _pose((10.05, 10.05, 10.05))  # an empty grid far from the wall: it only anchors the lattice
+    occ.integrate_local_grid(LocalOccupancy(np.full((1, 1, 1), -1, np.int16), far, 0.16, ("chair",)))
+    np.testing.assert_allclose(occ.origin, 0.13)  # 10.05 m is 62 layers of 0.16 m and 13 cm
+    occ.integrate_depth(frame)
+    got = occ.labels_grid(T, shape).labels >= 0
+    assert float((got & truth).sum() / (got | truth).sum()) > 0.95
+
+
 def test_the_lattice_starts_at_the_first_network_grid(tmp_path):
     labels = np.full((10, 10, 6), -1, dtype=np.int16)
     labels[2:5, 3:6, 0:3] = 0  # a chair
