@@ -26,8 +26,8 @@ import numpy as np
 
 from embodied_ros.detections import Detections3D, FramePerception, LocalOccupancy
 from embodied_ros.frame import Frame
-from embodied_ros.memory.occupancy import OccupancyMap
 from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.occupancy.voxel_map import OccupancyMap
 
 VOCAB = ("chair", "table", "cup", "sofa", "monitor")
 SPACING = 1.5  # metres between objects on the floor plan

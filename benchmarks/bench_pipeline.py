@@ -47,9 +47,9 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
     """One `run` over the frames with whatever embodied_ros this process imports; its figures."""
     from memory_variants import MEMORIES
 
-    from embodied_ros.memory.occupancy import OccupancyMap
     from embodied_ros.memory.scene_memory import SceneMemory
     from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.occupancy.voxel_map import OccupancyMap
     from embodied_ros.pipeline import run
     try:
         from embodied_ros.recordings import open_source

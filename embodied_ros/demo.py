@@ -18,12 +18,12 @@ import numpy as np
 from .geometry.grid import aligned_grid_pose, voxels_in_view
 from .geometry.iou import box_iou_3d
 from .mapper import SceneMapper
-from .memory.occupancy import OccupancyMap
 from .memory.scene_object import MemorySnapshot
 from .metrics.detection import BoxSet, evaluate_detection
 from .metrics.occupancy import OccupancyAccumulator, OccupancyMetrics
 from .network.perceptron import PerceptronConfig
 from .network.registry import build_perceptron
+from .occupancy.voxel_map import OccupancyMap
 from .pipeline import RunSummary, run
 from .synthetic.source import SyntheticSource
 

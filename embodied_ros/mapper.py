@@ -25,13 +25,15 @@ from .grounding.engine import GrounderConfig
 from .keyframe_policy import KeyframePolicy
 from .map_files import MEMORY_FILE, OCCUPANCY_FILE, recover, save_atomically
 from .memory.changes import ChangeConfig
-from .memory.config import MemoryConfig, OccupancyConfig
-from .memory.occupancy import OccupancyMap, OccupiedVoxels
+from .memory.config import MemoryConfig
 from .memory.scene_memory import SceneMemory
 from .memory.scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .network.lifting import LiftingParams
 from .network.perceptor import Perceptor
 from .network.weights import DEFAULT_MODEL
+from .occupancy.config import OccupancyConfig
+from .occupancy.results import OccupiedVoxels
+from .occupancy.voxel_map import OccupancyMap
 from .runtime.contract import Backend
 
 

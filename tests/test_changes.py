@@ -156,6 +156,21 @@ def test_a_thing_that_stood_there_all_along_is_not_new_when_detected_late() -> N
     assert len(memory.published_objects()) == 1  # in the map, and no change
 
 
+def test_only_the_looks_before_the_first_that_saw_it_there_count() -> None:
+    """Seen empty, then standing there undetected, then empty again (a surface some views see and others see
+    through, or a thing carried off for a while): one empty look came before the first that saw it there,
+    fewer than ``new_looks``, so it is not new. The same looks all empty make it new."""
+    def detected_after(middle: list[np.ndarray]) -> list:
+        memory = _memory()
+        _look(memory, EYES[0], CRATE[:3], [], [], 0, 0)
+        _look(memory, EYES[1], CRATE[:3], middle, [], 2 * S, 10)
+        _look(memory, EYES[2], CRATE[:3], [], [], 4 * S, 20)
+        return _look(memory, EYES[0], CRATE[:3], [CRATE], [CRATE], PASS_2, 100)
+
+    assert [e.kind for e in detected_after([])] == [ChangeKind.NEW]
+    assert detected_after([CRATE]) == []
+
+
 def test_a_thing_whose_place_was_never_seen_is_not_new() -> None:
     memory = _memory()
     for k, eye in enumerate(EYES[:2]):  # the first pass looks at the left wall only

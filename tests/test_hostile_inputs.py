@@ -22,7 +22,7 @@ from conftest import DATA, DETECTOR, KITCHEN, copy_kitchen
 from filesystems import tmpfs
 from test_cli_faults import _error, _files, _run, _run_args
 
-from embodied_ros.memory import raycast
+from embodied_ros.occupancy import raycast
 from embodied_ros.sources.camera_checks import check_camera
 
 MARKER = "embodied_ros_run.json"

@@ -95,7 +95,7 @@ def test_cached_samples_follow_the_geometry() -> None:
 
 def test_carving_every_other_ray_keeps_every_hit_and_most_free_space() -> None:
     """Occupancy's rays all give their hit; only every k-th carves (OccupancyConfig.carve_spacing)."""
-    from embodied_ros.memory.occupancy import OccupancyMap
+    from embodied_ros.occupancy.voxel_map import OccupancyMap
 
     frame = _frame(np.random.default_rng(7))
     dense, sparse = OccupancyMap(carve_spacing=0.0), OccupancyMap()

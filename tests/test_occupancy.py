@@ -13,8 +13,9 @@ from PIL import Image
 from embodied_ros.detections import Detections3D, FramePerception, LocalOccupancy
 from embodied_ros.errors import ConfigError, FrameError, InputError
 from embodied_ros.frame import Frame
-from embodied_ros.memory.config import OccupancyConfig
-from embodied_ros.memory.occupancy import UNLABELLED_CLASS, OccupancyMap
+from embodied_ros.occupancy.config import OccupancyConfig
+from embodied_ros.occupancy.results import UNLABELLED_CLASS
+from embodied_ros.occupancy.voxel_map import OccupancyMap
 
 DATA = Path(os.environ.get("EMBODIED_ROS_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 REDKITCHEN = DATA / "redkitchen"
@@ -303,6 +304,22 @@ def test_a_tilted_grid_gets_the_surface_where_it_is():
     assert set(np.unique(back.labels)) == {-1, back.class_names.index(UNLABELLED_CLASS)}
 
 
+def test_surface_cells_land_where_they_are_on_a_lattice_anchored_off_the_world_origin():
+    """The tilted grid of the test above, on a map whose lattice a first network grid anchored 13 cm off the
+    world's 0.16 m layers: the sub-cells are placed from the lattice's origin, not the world's."""
+    shape = (8, 6, 8)
+    T = _tilted_grid(0.45, shape)
+    frame = _wall_frame(2.0)
+    truth = _dense_wall_voxels(frame, T, shape, 0.16)
+    occ = OccupancyMap()
+    far = _pose((10.05, 10.05, 10.05))  # an empty grid far from the wall: it only anchors the lattice
+    occ.integrate_local_grid(LocalOccupancy(np.full((1, 1, 1), -1, np.int16), far, 0.16, ("chair",)))
+    np.testing.assert_allclose(occ.origin, 0.13)  # 10.05 m is 62 layers of 0.16 m and 13 cm
+    occ.integrate_depth(frame)
+    got = occ.labels_grid(T, shape).labels >= 0
+    assert float((got & truth).sum() / (got | truth).sum()) > 0.95
+
+
 def test_the_lattice_starts_at_the_first_network_grid(tmp_path):
     labels = np.full((10, 10, 6), -1, dtype=np.int16)
     labels[2:5, 3:6, 0:3] = 0  # a chair
@@ -409,6 +426,7 @@ def test_real_redkitchen_frames():
 def _evidence_one_box_at_a_time(occ: OccupancyMap, detections: Detections3D) -> int:
     """``add_detection_evidence`` as it was before it took the boxes together: box by box."""
     from embodied_ros.geometry.boxes import box_corners, points_in_boxes
+    from embodied_ros.occupancy.class_votes import vote
 
     d = occ._blocks.data
     flats, classes, weights = [], [], []
@@ -424,7 +442,8 @@ def _evidence_one_box_at_a_time(occ: OccupancyMap, detections: Detections3D) -> 
         flats.append(flat)
         classes.append(np.full(flat.size, occ._class_index(name)))
         weights.append(np.full(flat.size, float(score)))
-    occ._vote(np.concatenate(flats), np.concatenate(classes), np.concatenate(weights))
+    vote(occ._blocks.data, len(occ._vocabulary), np.concatenate(flats), np.concatenate(classes),
+         np.concatenate(weights))
     return sum(len(f) for f in flats)
 
 
@@ -450,7 +469,7 @@ def test_detection_evidence_of_many_boxes_at_once_is_box_by_box():
 
 def _mark_surface_reference(occ: OccupancyMap, points: np.ndarray, flat: object = None) -> None:
     """``OccupancyMap._mark_surface`` as it was: every hit looked up, its bit ORed in one at a time."""
-    from embodied_ros.memory.voxel_blocks import MAX_VOXEL_COORD
+    from embodied_ros.occupancy.voxel_blocks import MAX_VOXEL_COORD
 
     n = occ.config.surface_subdivision
     vox = np.floor(points)

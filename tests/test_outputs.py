@@ -15,9 +15,9 @@ from embodied_ros.detections import Detections3D, FramePerception
 from embodied_ros.frame import Frame
 from embodied_ros.geometry.boxes import box_corners
 from embodied_ros.geometry.transforms import make_transform
-from embodied_ros.memory.occupancy import OccupancyMap
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.messages.types import typestore
+from embodied_ros.occupancy.voxel_map import OccupancyMap
 from embodied_ros.outputs.bag_writer import BAG_VERSION, OutputTopics, SceneBagWriter
 from embodied_ros.outputs.class_palette import OCCUPANCY_GREY, class_colour_float
 from embodied_ros.outputs.objects_json import objects_document, write_objects_json

@@ -16,10 +16,11 @@ from embodied_ros.frame import Frame
 from embodied_ros.grounding.engine import GrounderConfig
 from embodied_ros.keyframe_policy import KeyframePolicy
 from embodied_ros.memory.changes import ChangeConfig
-from embodied_ros.memory.config import MemoryConfig, OccupancyConfig
-from embodied_ros.memory.occupancy import OccupiedVoxels
+from embodied_ros.memory.config import MemoryConfig
 from embodied_ros.memory.scene_object import SceneObject
 from embodied_ros.network.lifting import LiftingParams
+from embodied_ros.occupancy.config import OccupancyConfig
+from embodied_ros.occupancy.results import OccupiedVoxels
 from embodied_ros.outputs.scene_messages import marker_array, occupancy_cloud, scene_object_array
 from embodied_ros.ros.config import GROUNDER_FROM_MEMORY, NodeConfig
 from embodied_ros.ros.keyframes import KeyframeWorker

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from embodied_ros.detections import Detections2D
-from embodied_ros.memory.occupancy import OccupiedVoxels
+from embodied_ros.occupancy.results import OccupiedVoxels
 from embodied_ros.outputs.change_messages import CHANGE_NAMESPACES
 from embodied_ros.outputs.class_palette import class_colour
 from embodied_ros.outputs.pictures import draw_detections

@@ -14,10 +14,10 @@ from embodied_ros.errors import InputError  # noqa: E402
 from embodied_ros.frame import Frame  # noqa: E402
 from embodied_ros.geometry.boxes import points_in_boxes  # noqa: E402
 from embodied_ros.geometry.iou import box_iou_3d  # noqa: E402
-from embodied_ros.memory.occupancy import OccupancyMap  # noqa: E402
 from embodied_ros.memory.scene_memory import SceneMemory  # noqa: E402
 from embodied_ros.metrics.detection import BoxSet, evaluate_detection  # noqa: E402
 from embodied_ros.metrics.occupancy import occupancy_miou  # noqa: E402
+from embodied_ros.occupancy.voxel_map import OccupancyMap  # noqa: E402
 from embodied_ros.sources.base import FrameSource  # noqa: E402
 from embodied_ros.synthetic import (  # noqa: E402
     OCCUPANCY_CLASSES,

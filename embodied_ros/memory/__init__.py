@@ -1,11 +1,9 @@
-"""Scene memory: objects accumulated across frames, and the world occupancy map."""
+"""Scene memory: objects accumulated across frames (the world occupancy map is occupancy/)."""
 
-from .config import MemoryConfig, OccupancyConfig, ScoreMode
-from .occupancy import OccupancyMap, OccupiedVoxels
+from .config import MemoryConfig, ScoreMode
 from .scene_memory import SceneMemory
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 
 __all__ = [
-    "MemoryConfig", "OccupancyConfig", "ScoreMode", "OccupancyMap", "OccupiedVoxels", "SceneMemory",
-    "MemorySnapshot", "SceneObject", "UpdateResult",
+    "MemoryConfig", "ScoreMode", "SceneMemory", "MemorySnapshot", "SceneObject", "UpdateResult",
 ]

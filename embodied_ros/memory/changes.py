@@ -37,7 +37,8 @@ from ..errors import ConfigError
 from .change_events import ChangeEvent, ChangeKind, ChangeLog
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
-from .existence import Place, place_of, surface_samples
+from .existence import Place, place_of
+from .misses import surface_samples
 from .object_colour import ColourAccumulator, colour_name
 from .track import Track
 from .view_store import ViewStore

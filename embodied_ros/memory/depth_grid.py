@@ -7,8 +7,19 @@ the sampled depth (metres, 0 where invalid), the samples' world points or their 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy import ndimage
+
+
+@dataclass
+class DepthSamples:
+    """A frame's depth on the sampling grid: (h, w, 3) world points, (h, w) depth and valid mask."""
+
+    points: np.ndarray
+    depth: np.ndarray
+    valid: np.ndarray
 
 
 def connected_groups(rows: np.ndarray, cols: np.ndarray) -> list[np.ndarray]:

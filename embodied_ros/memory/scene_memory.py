@@ -30,9 +30,9 @@ and not after ``reset()`` (the counter keeps going, so an RViz marker or a groun
 holding an id never names a different object); ``save``/``load`` keep the counter.
 
 ``SceneMemory`` owns the per-frame step and the objects; the jobs live beside it: association
-(memory/association.py), fusion (memory/fusion.py), existence (memory/existence.py), unknown
-objects (memory/unknown_objects.py), the room's structure (memory/structure.py: floor, walls,
-counters, shelves, cabinets, kept and published apart from the objects) and what is published
+(memory/association.py), fusion (memory/observation_fusion.py), existence (memory/existence.py), misses
+(memory/misses.py), unknown objects (memory/unknown_objects.py), the room's structure (memory/structure.py:
+floor, walls, counters, shelves, cabinets, kept and published apart from the objects) and what is published
 (memory/publishing.py). An object's fields change only through its own methods (memory/track.py).
 """
 
@@ -57,10 +57,10 @@ from .association import Association, Queries, point_keys
 from .changes import ChangeConfig, ChangeTracker
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS, ObjectDiscovery
-from .existence import objects_in_view, take_misses
-from .fusion import Fusion, Observation, cut_by_edge
+from .misses import objects_in_view, take_misses
 from .movers import Movers
 from .object_colour import detection_samples
+from .observation_fusion import Observation, ObservationFusion, cut_by_edge
 from .publishing import build_snapshot, published
 from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .settling import settle_tracks
@@ -97,7 +97,7 @@ class SceneMemory:
         self._tracks: dict[int, Track] = {}
         self._index = SpatialHashGrid(self.config.cell_size)
         self._floor = FloorEstimate()
-        self._fusion = Fusion(self.config, self._tracks, self._index, self._floor)
+        self._fusion = ObservationFusion(self.config, self._tracks, self._index, self._floor)
         self._association = Association(self.config, self._tracks, self._index, self._fusion.absorb)
         self._unknown = UnknownObjects(self.config, self._tracks, self._index, self._fusion, self._create)
         self._next_id = 0

@@ -14,9 +14,9 @@ from .association import UNKNOWN_SAME, geometry_fit, overlaps, overlaps_of, poin
 from .class_shapes import union_plausible
 from .config import MemoryConfig
 from .discovery import UNKNOWN_CLASS
-from .fusion import Fusion, Observation, core_rule
 from .object_colour import sample_colour
 from .object_geometry import fraction_in, near_fraction
+from .observation_fusion import Observation, ObservationFusion, core_rule
 from .spatial_index import SpatialHashGrid
 from .track import Track
 
@@ -29,8 +29,8 @@ _BRIDGE_SHARE = 0.25  # ... or this fraction within one voxel of each of two unk
 class UnknownObjects:
     """Takes discovered segments into the memory's objects (shares its track dict, index and fusion)."""
 
-    def __init__(self, config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid, fusion: Fusion,
-                 create: Callable[[Observation, FramePerception], int]) -> None:
+    def __init__(self, config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid,
+                 fusion: ObservationFusion, create: Callable[[Observation, FramePerception], int]) -> None:
         self.config = config
         self._tracks = tracks
         self._index = index

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..frame import Frame
-from ..memory.occupancy import OccupiedVoxels
+from ..occupancy.results import OccupiedVoxels
 from .bag_writer import SceneBagWriter
 from .scene_messages import ObjectLike
 

@@ -20,10 +20,10 @@ from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, W
 from ..frame import Frame
 from ..frame_detections import given_detections
 from ..memory.change_events import ChangeEvent
-from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import camera_info_msg, header_msg, transform_stamped_msg
 from ..messages.detections2d import detection2d_array_msg
 from ..messages.types import msg_class, typestore
+from ..occupancy.results import OccupiedVoxels
 from .change_messages import change_markers, scene_change_msg
 from .image_encoding import depth_to_compressed, rgb_to_compressed
 from .scene_messages import (

@@ -13,7 +13,7 @@ from ..display_text import for_picture
 from ..frame import Frame
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners
 from ..geometry.transforms import invert_transform, transform_points
-from ..memory.occupancy import OccupiedVoxels
+from ..occupancy.results import OccupiedVoxels
 from .class_palette import class_colour, class_colour_float
 from .scene_messages import ObjectLike
 

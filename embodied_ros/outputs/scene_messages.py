@@ -14,9 +14,9 @@ import numpy as np
 from ..classes import is_mover
 from ..geometry.boxes import BOX_EDGES, as_boxes, box_corners, box_rotations
 from ..memory.discovery import UNKNOWN_CLASS
-from ..memory.occupancy import OccupiedVoxels
 from ..messages.convert import box_pose_msg, header_msg, pose_msg, time_msg, vector3_msg
 from ..messages.types import msg_class
+from ..occupancy.results import OccupiedVoxels
 from .class_palette import OCCUPANCY_GREY, class_colour, class_colour_float
 
 MARKER_NAMESPACES = {"boxes": True, "labels": True, "occupancy": False, "unknown_objects": True, "structure": True,

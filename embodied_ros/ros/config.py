@@ -11,8 +11,9 @@ from ..grounding.engine import GrounderConfig
 from ..keyframe_policy import KeyframePolicy
 from ..mapper import ModelChoice, PipelineConfig
 from ..memory.changes import ChangeConfig
-from ..memory.config import MemoryConfig, OccupancyConfig
+from ..memory.config import MemoryConfig
 from ..network.lifting import LiftingParams
+from ..occupancy.config import OccupancyConfig
 from ..runtime.contract import Backend
 
 _KEYFRAMES = KeyframePolicy()  # the keyframe_* defaults are the policy's own

@@ -28,8 +28,9 @@ from ..frame import Frame
 from ..grounding.engine import GrounderConfig
 from ..mapper import SceneMapper
 from ..memory.changes import ChangeConfig
-from ..memory.config import MemoryConfig, OccupancyConfig
+from ..memory.config import MemoryConfig
 from ..network.lifting import LiftingParams
+from ..occupancy.config import OccupancyConfig
 from . import services
 from .change_publisher import ChangePublisher
 from .config import GROUNDER_FROM_MEMORY, InputKind, NodeConfig

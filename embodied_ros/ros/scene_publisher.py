@@ -24,7 +24,7 @@ from ..classes import is_mover
 from ..geometry.boxes import as_boxes, box_rotations
 from ..geometry.transforms import quat_xyzw_from_matrix
 from ..memory.discovery import UNKNOWN_CLASS
-from ..memory.occupancy import OccupiedVoxels
+from ..occupancy.results import OccupiedVoxels
 from ..outputs.class_palette import class_colour_float
 from ..outputs.scene_messages import (
     CLOUD_DTYPE,

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..detections import FramePerception
 from ..frame import Frame
-from ..memory.occupancy import OccupiedVoxels
+from ..occupancy.results import OccupiedVoxels
 from ..outputs.pictures import draw_detections
 from ..outputs.scene_messages import ObjectLike, view_centre
 from .cdr import header, serialize

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..geometry.grid import voxels_in_view
 from ..mapper import PipelineConfig, SceneMapper
-from ..memory.config import MemoryConfig, OccupancyConfig
+from ..memory.config import MemoryConfig
 from ..metrics.detection import BoxSet, DetectionMetrics, evaluate_detection
 from ..metrics.occupancy import EMPTY_LABEL, OccupancyAccumulator, OccupancyMetrics
 from ..metrics.scene_bootstrap import Interval, scene_interval
@@ -16,6 +16,7 @@ from ..network.perceptron import PerceptronConfig
 from ..network.perceptron_perceptor import PerceptronPerceptor, RunGraph
 from ..network.pixel_detections import PixelDecodeParams
 from ..network.size_calibration import SizeCalibration
+from ..occupancy.config import OccupancyConfig
 from ..synthetic.scene import generate_scene
 from .config import DataConfig, TrainConfig
 from .samples import frame_indices, scene_config, scene_sample

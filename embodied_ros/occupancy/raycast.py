@@ -102,3 +102,16 @@ def linearise(vox: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def unlinearise(lin: np.ndarray, lo: np.ndarray, dims: np.ndarray) -> np.ndarray:
     """Inverse of linearise: (M,) linear indices -> (M, 3) int64 voxels."""
     return np.stack(np.unravel_index(lin, tuple(int(d) for d in dims)), axis=1).astype(np.int64) + lo
+
+
+def backproject(K: np.ndarray, u: np.ndarray, v: np.ndarray, z: np.ndarray) -> list[np.ndarray]:
+    """Camera-frame x, y, z of pixels (u, v) at depth z, written out per axis (no BLAS call)."""
+    Ki = np.linalg.inv(K)
+    return [(Ki[i, 0] * u + Ki[i, 1] * v + Ki[i, 2]) * z for i in range(3)]
+
+
+def transform_per_axis(T: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """(4, 4) rigid T applied to (N, 3) points, per axis: geometry.transforms.transform_points's (N, 3) @ (3, 3)
+    product goes through BLAS, whose threads cost more than the arithmetic at a frame's size."""
+    return np.stack([T[i, 0] * points[:, 0] + T[i, 1] * points[:, 1] + T[i, 2] * points[:, 2] + T[i, 3]
+                     for i in range(3)], axis=1)

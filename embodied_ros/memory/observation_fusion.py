@@ -1,4 +1,4 @@
-"""Fusion: what a detection, or a duplicate, adds to an object of the scene memory.
+"""Fusing an observation into the memory: what a detection (or discovered segment), or a duplicate, adds to an object.
 
 An object's box is fitted to its whole geometry (gravity-aligned, yaw from the footprint) and
 completed with class shape priors (memory/amodal.py); objects whose detections carry no points
@@ -66,7 +66,7 @@ def core_rule(track: Track, config: MemoryConfig) -> tuple[int, float]:
     return 2 if track.n_obs >= config.geometry_min_count_after else 1, config.geometry_min_ratio
 
 
-class Fusion:
+class ObservationFusion:
     """Creates and updates the memory's tracks (shares the memory's track dict, index and floor)."""
 
     def __init__(self, config: MemoryConfig, tracks: dict[int, Track], index: SpatialHashGrid,

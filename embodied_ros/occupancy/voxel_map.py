@@ -8,13 +8,11 @@ from the camera up to one voxel short of its endpoint, so a surface is not erase
 graze it. Pixels deeper than ``max_range`` give no hit; their rays are carved up to
 ``max_range``.
 
-Class votes use a weighted majority vote per voxel (one label and one weight, the
-Boyer-Moore scheme): the same class adds its weight, another class subtracts it and takes
-over when the weight goes below zero. It costs six bytes per voxel whatever the vocabulary
-and always keeps the majority class when one has more than half of the votes.
+Class votes use a weighted majority vote per voxel (class_votes.py: one label and one weight,
+the Boyer-Moore scheme).
 
 Depth hits also set a bit in their voxel's surface mask: which of its n x n x n sub-cells the
-surface passed through. ``labels_grid`` voxelises those sub-cells into the caller's grid, so a
+surface passed through (surface_cells.py). ``labels_grid`` voxelises those sub-cells into the caller's grid, so a
 grid turned against the map's lattice gets the surfaces where they are, not where the map voxel
 under its centre says. The lattice itself is anchored at the first network grid fused, so
 grids at the same floor height share its horizontal layers.
@@ -29,7 +27,7 @@ import json
 import os
 import threading
 import zipfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,89 +37,14 @@ from ..detections import Detections3D, FramePerception, LocalOccupancy
 from ..errors import ConfigError, FrameError, InputError
 from ..frame import Frame
 from ..geometry.boxes import box_corners, points_in_boxes
-from ..geometry.columns import rows_all, sorted_unique
+from ..geometry.columns import rows_all
 from ..geometry.grid import GridSpec, voxels_in_view
+from .class_votes import vote
 from .config import OccupancyConfig
-from .raycast import linearise, trace_rays, unlinearise
+from .raycast import backproject, linearise, trace_rays, transform_per_axis, unlinearise
+from .results import UNLABELLED_CLASS, IntegrationResult, OccupancyStats, OccupiedVoxels, VoxelSample
+from .surface_cells import mark_surface, surface_labels
 from .voxel_blocks import MAX_VOXEL_COORD, VoxelBlocks
-
-UNLABELLED_CLASS = "occupied"
-"""Name of the extra class ``labels_grid`` gives occupied voxels that have no class vote."""
-
-
-
-@dataclass(frozen=True, eq=False)
-class OccupiedVoxels:
-    """Occupied voxels, for publishing.
-
-    Attributes:
-        centers: (K, 3) float64 voxel centres, world frame, metres.
-        labels: (K,) int16 index into ``vocabulary``; -1 where no class voted.
-        vocabulary: class names of the map.
-        log_odds: (K,) float32 clamped log-odds (> the occupied threshold).
-        voxel_size: voxel edge, metres.
-    """
-
-    centers: np.ndarray
-    labels: np.ndarray
-    vocabulary: tuple[str, ...]
-    log_odds: np.ndarray
-    voxel_size: float
-
-    def __len__(self) -> int:
-        return len(self.centers)
-
-    @property
-    def probability(self) -> np.ndarray:
-        """(K,) float64 occupancy probability in [0, 1]."""
-        return 1.0 / (1.0 + np.exp(-self.log_odds.astype(np.float64)))
-
-    @property
-    def class_names(self) -> tuple[str, ...]:
-        """Per voxel, its class name, or "" where no class voted."""
-        names = self.vocabulary + ("",)
-        return tuple(names[i] for i in self.labels.tolist())
-
-
-@dataclass(frozen=True, eq=False)
-class VoxelSample:
-    """Map values at query points.
-
-    Attributes:
-        log_odds: (N,) float32; 0.0 where never observed.
-        observed: (N,) bool, True where the voxel was ever updated.
-        labels: (N,) int16 class index into the map's vocabulary; -1 for none.
-        surface: (N,) uint64 mask of the voxel's sub-cells that depth hits went through; 0 for none.
-    """
-
-    log_odds: np.ndarray
-    observed: np.ndarray
-    labels: np.ndarray
-    surface: np.ndarray
-
-
-@dataclass(frozen=True)
-class IntegrationResult:
-    """What one integration did: rays cast, voxels given a hit, voxels given a miss."""
-
-    n_rays: int
-    n_hit: int
-    n_free: int
-
-
-@dataclass(frozen=True)
-class OccupancyStats:
-    """Size of the map: blocks and voxels held, observed, occupied, free, labelled; frames; bytes."""
-
-    n_blocks: int
-    n_allocated: int
-    n_observed: int
-    n_occupied: int
-    n_free: int
-    n_labelled: int
-    n_frames: int
-    n_evicted_blocks: int
-    nbytes: int
 
 
 class OccupancyMap:
@@ -195,7 +118,7 @@ class OccupancyMap:
         z = np.minimum(z, max_range)
         # Rotation written out per axis: (R, 3) @ (3, 3) products go through BLAS, whose threads
         # cost more than the arithmetic at this size.
-        cam = _backproject(frame.K, u * float(stride), v * float(stride), z)  # camera-frame endpoint
+        cam = backproject(frame.K, u * float(stride), v * float(stride), z)  # camera-frame endpoint
         R_wc, t = frame.T_world_camera[:3, :3], frame.T_world_camera[:3, 3]
         inv_vs = 1.0 / self.voxel_size
         origin = (t - self._origin) * inv_vs  # voxel units
@@ -208,7 +131,8 @@ class OccupancyMap:
             fh, ff = self._apply(hit_vox, free_vox, near=origin)
             # The hits' voxels are those just updated (bounds leave voxels of stored blocks out of
             # the update, whose surface bits a look-up would still set: then look them up).
-            self._mark_surface((origin[:, None] + seg[:, hit]).T, fh[rows] if self.config.bounds is None else None)
+            mark_surface(self._blocks, self.config.surface_subdivision, (origin[:, None] + seg[:, hit]).T,
+                         fh[rows] if self.config.bounds is None else None)
             self._n_frames += 1
         return IntegrationResult(len(z), int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
@@ -270,7 +194,7 @@ class OccupancyMap:
         if valid is not None:
             keep = np.asarray(valid, dtype=bool)
             lab, centres = lab[keep.reshape(-1)], centres[keep.reshape(-1)]
-        vox = np.floor(self._voxel_units(_transform(T, centres))).astype(np.int64)
+        vox = np.floor(self._voxel_units(transform_per_axis(T, centres))).astype(np.int64)
         occupied = lab >= 0
         lin, lo, dims = linearise(vox)
         hit_lin = np.unique(lin[occupied])
@@ -281,7 +205,8 @@ class OccupancyMap:
                                  near=self._voxel_units(centre))
             names = np.array([self._class_index(n) for n in occ.class_names] or [0], dtype=np.int64)
             at = np.searchsorted(hit_lin, lin[occupied])
-            self._vote(fh[at], names[lab[occupied]], np.full(at.size, self.config.grid_class_weight))
+            vote(self._blocks.data, len(self._vocabulary), fh[at], names[lab[occupied]],
+                 np.full(at.size, self.config.grid_class_weight))
             self._n_frames += 1
         return IntegrationResult(0, int(np.count_nonzero(fh >= 0)), int(np.count_nonzero(ff >= 0)))
 
@@ -321,7 +246,8 @@ class OccupancyMap:
             if not len(flat):
                 return 0
             classes = np.array([self._class_index(name) for _, name, _ in boxes])
-            self._vote(flat, classes[owner], np.array([score for _, _, score in boxes])[owner])
+            vote(self._blocks.data, len(self._vocabulary), flat, classes[owner],
+                 np.array([score for _, _, score in boxes])[owner])
             return int(flat.size)
 
     def add_pixel_votes(self, frame: Frame, labels: np.ndarray, class_names: tuple[str, ...]) -> int:
@@ -353,15 +279,16 @@ class OccupancyMap:
         if not ok.any():
             return 0
         u, v, z, cls = u[ok], v[ok], z[ok], labels[rows[ok], cols[ok]].astype(np.int64)
-        cam = np.stack(_backproject(frame.K, u, v, z), axis=1)
-        vox = np.floor(self._voxel_units(_transform(frame.T_world_camera, cam))).astype(np.int64)
+        cam = np.stack(backproject(frame.K, u, v, z), axis=1)
+        vox = np.floor(self._voxel_units(transform_per_axis(frame.T_world_camera, cam))).astype(np.int64)
         keys = np.unique(np.concatenate([vox, cls[:, None]], axis=1), axis=0)  # one vote per (voxel, class)
         keys = keys[np.all((keys[:, :3] >= -MAX_VOXEL_COORD) & (keys[:, :3] < MAX_VOXEL_COORD), axis=1)]
         with self._lock:
             flat = self._blocks.lookup(keys[:, :3], allocate=False)
             used, inverse = np.unique(keys[:, 3], return_inverse=True)
             index = np.array([self._class_index(class_names[c]) for c in used], dtype=np.int64)
-            self._vote(flat, index[inverse.reshape(-1)], np.full(len(flat), self.config.pixel_class_weight))
+            vote(self._blocks.data, len(self._vocabulary), flat, index[inverse.reshape(-1)],
+                 np.full(len(flat), self.config.pixel_class_weight))
         return int(np.count_nonzero(flat >= 0))
 
     # ------------------------------------------------------------------ queries
@@ -417,9 +344,11 @@ class OccupancyMap:
         T = np.asarray(T_world_grid, dtype=np.float64)
         spec = GridSpec(shape=shape, voxel_size=vs)
         with self._lock:
-            s = self.sample(_transform(T, spec.voxel_centres()))
+            s = self.sample(transform_per_axis(T, spec.voxel_centres()))
             vocab = self.class_names
-            splat = self._surface_labels(T, spec, len(vocab)) if self.config.surface_subdivision > 1 else None
+            splat = surface_labels(self._blocks, self._origin, self.voxel_size, self.config.surface_subdivision,
+                                   self.config.occupied_threshold, T, spec, len(vocab)) \
+                if self.config.surface_subdivision > 1 else None
         occupied = s.observed & (s.log_odds > self.config.occupied_threshold)
         labels = np.where(occupied, np.where(s.labels >= 0, s.labels, len(vocab)), -1)
         if splat is not None:
@@ -504,61 +433,6 @@ class OccupancyMap:
             if self.config.align_to_grid and self._n_frames == 0 and self._blocks.n_blocks == 0:
                 self._origin = np.mod(np.asarray(T_world_grid, dtype=np.float64)[:3, 3], self.voxel_size)
 
-    def _mark_surface(self, points: np.ndarray, flat: np.ndarray | None = None) -> None:
-        """Set the surface bit of the sub-cell each (N, 3) point (voxel units) lies in; ``flat``: the
-        points' voxels' flat indices when known (-1 for none), else they are looked up."""
-        n = self.config.surface_subdivision
-        if n < 2 or len(points) == 0:
-            return
-        vox = np.floor(points)
-        if flat is None:
-            ok = rows_all((vox >= -MAX_VOXEL_COORD) & (vox < MAX_VOXEL_COORD))
-            vox, points = vox[ok], points[ok]
-            flat = self._blocks.lookup(vox.astype(np.int64), allocate=False)
-        have = flat >= 0
-        sub = np.clip(np.floor((points[have] - vox[have]) * n).astype(np.int64), 0, n - 1)
-        bit = (sub[:, 0] * n + sub[:, 1]) * n + sub[:, 2]
-        # One OR per voxel of all its hits' bits: the (voxel, bit) pairs, unique, ORed voxel by voxel.
-        cell, bit = np.divmod(sorted_unique(flat[have] * 64 + bit), 64)
-        if len(cell) == 0:
-            return
-        first = np.flatnonzero(np.r_[True, cell[1:] != cell[:-1]])
-        masks = np.left_shift(np.uint64(1), bit.astype(np.uint64))
-        self._blocks.data["surface"][cell[first]] |= np.bitwise_or.reduceat(masks, first)
-
-    def _surface_labels(self, T: np.ndarray, spec: GridSpec, n_classes: int) -> np.ndarray:
-        """Per grid voxel (flat, x slowest), the majority label of the surface sub-cells in it; -1 for none.
-
-        Labels index the vocabulary; ``n_classes`` stands for occupied voxels without a class vote.
-        """
-        n = self.config.surface_subdivision
-        shape = np.asarray(spec.shape)
-        corners = np.indices((2, 2, 2)).reshape(3, -1).T * shape * spec.voxel_size
-        world = _transform(T, corners)
-        lo = np.floor(self._voxel_units(world.min(axis=0))).astype(np.int64)
-        hi = np.floor(self._voxel_units(world.max(axis=0))).astype(np.int64)
-        out = np.full(int(np.prod(shape)), -1, dtype=np.int64)
-        if np.any(lo < -MAX_VOXEL_COORD) or np.any(hi >= MAX_VOXEL_COORD):
-            return out
-        d = self._blocks.data
-        flat = self._blocks.voxels_in_range(lo, hi)
-        occupied = d["observed"][flat] & (d["log_odds"][flat] > self.config.occupied_threshold)
-        flat = flat[occupied & (d["surface"][flat] != 0)]
-        if flat.size == 0:
-            return out
-        bits = (d["surface"][flat][:, None] >> np.arange(n**3, dtype=np.uint64)) & np.uint64(1)
-        which, bit = np.nonzero(bits)
-        sub = np.stack([bit // (n * n), (bit // n) % n, bit % n], axis=1)
-        points = (self._blocks.voxel_coords(flat)[which] + (sub + 0.5) / n) * self.voxel_size + self._origin
-        idx = np.floor(_transform(np.linalg.inv(T), points) / spec.voxel_size).astype(np.int64)
-        inside = np.all((idx >= 0) & (idx < shape), axis=1)
-        label = d["label"][flat][which][inside].astype(np.int64)
-        label = np.where(label >= 0, label, n_classes)
-        lin = np.ravel_multi_index(idx[inside].T, tuple(shape))
-        votes = np.bincount(lin * (n_classes + 1) + label, minlength=out.size * (n_classes + 1))
-        votes = votes.reshape(out.size, n_classes + 1)  # per grid voxel, sub-cells per label
-        return np.where(votes.max(axis=1) > 0, votes.argmax(axis=1), -1)
-
     def _class_index(self, name: str) -> int:
         if name not in self._class_of:
             if len(self._vocabulary) >= np.iinfo(np.int16).max:
@@ -592,37 +466,3 @@ class OccupancyMap:
         d["log_odds"][f] = np.minimum(d["log_odds"][f] + c.log_odds_hit, c.log_odds_max)
         d["observed"][f] = True
         return fh, ff
-
-    def _vote(self, flat: np.ndarray, classes: np.ndarray, weights: np.ndarray) -> None:
-        """Weighted majority vote: per voxel, this call's strongest class (summed weight) votes once."""
-        ok = flat >= 0
-        flat, classes, weights = flat[ok], classes[ok].astype(np.int64), weights[ok]
-        if flat.size == 0:
-            return
-        n_cls = max(len(self._vocabulary), 1)
-        keys, inverse = np.unique(flat * n_cls + classes, return_inverse=True)
-        total = np.bincount(inverse.reshape(-1), weights=weights)
-        vox, cls = np.divmod(keys, n_cls)
-        order = np.lexsort((-total, vox))
-        first = order[np.r_[True, vox[order][1:] != vox[order][:-1]]]
-        vox, cls, w = vox[first], cls[first], total[first].astype(np.float32)
-        label, weight = self._blocks.data["label"], self._blocks.data["label_weight"]
-        same = label[vox] == cls
-        weight[vox[same]] += w[same]
-        other, c_other, w_other = vox[~same], cls[~same], w[~same]
-        left = weight[other] - w_other
-        flip = left < 0
-        label[other[flip]] = c_other[flip]
-        weight[other] = np.abs(left)
-
-
-def _backproject(K: np.ndarray, u: np.ndarray, v: np.ndarray, z: np.ndarray) -> list[np.ndarray]:
-    """Camera-frame x, y, z of pixels (u, v) at depth z, written out per axis (no BLAS call)."""
-    Ki = np.linalg.inv(K)
-    return [(Ki[i, 0] * u + Ki[i, 1] * v + Ki[i, 2]) * z for i in range(3)]
-
-
-def _transform(T: np.ndarray, points: np.ndarray) -> np.ndarray:
-    """(4, 4) rigid T applied to (N, 3) points, per axis (no BLAS call, see integrate_depth)."""
-    return np.stack([T[i, 0] * points[:, 0] + T[i, 1] * points[:, 1] + T[i, 2] * points[:, 2] + T[i, 3]
-                     for i in range(3)], axis=1)

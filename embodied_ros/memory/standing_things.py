@@ -1,0 +1,224 @@
+"""The pieces of a keyframe's depth that are things standing on a support (memory/discovery.py's rules).
+
+A piece is a thing when its base touches a support seen beside it (the support map, or a surface just
+below it in the image), or stands where a support must be though none is seen (the floor, a black
+worktop, a height other pieces end at too); what rises above the support is the thing, split where its
+colours part.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..frame import Frame
+from ..geometry.fitting import fit_upright_box
+from .depth_grid import DepthSamples, connected_groups, label_runs, piece_edges
+from .object_colour import to_lab
+from .room_surfaces import SupportMap, on_wall
+
+if TYPE_CHECKING:
+    from .discovery import DiscoveryParams
+
+
+def split_by_colour(p: DiscoveryParams, piece: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                    frame: Frame) -> list[np.ndarray]:
+    """The piece as one or two index arrays: two things that touch side by side (a brochure beside a
+    wooden model) are one piece of depth; their colours part them, at the cut along the piece's long
+    horizontal axis where the mean colours of the two sides differ most, when they differ by at least
+    ``split_colour`` (CIELAB) and the colours of ``split_purity`` of the samples are nearer their own
+    side's mean (a multicoloured thing mixes its colours on both sides of any cut)."""
+    everything = [np.arange(len(piece))]
+    if len(piece) < 2 * p.min_points:
+        return everything
+    xy = piece[:, :2] - piece[:, :2].mean(axis=0)
+    _, vectors = np.linalg.eigh(xy.T @ xy)
+    t = xy @ vectors[:, 1]  # along the long horizontal axis
+    if np.ptp(t) < p.split_min_width:
+        return everything
+    k, o = p.pixel_stride, p.pixel_stride // 2
+    lab = to_lab(frame.color[rows * k + o, cols * k + o])
+    order = np.argsort(t)
+    total = np.cumsum(lab[order], axis=0)
+    n = len(t)
+    m = np.arange(max(int(0.15 * n), 1), min(int(0.85 * n), n - 1) + 1)  # the cuts: left of each
+    gaps = np.linalg.norm(total[m - 1] / m[:, None] - (total[-1] - total[m - 1]) / (n - m)[:, None], axis=1)
+    if not len(m) or gaps.max() < p.split_colour:
+        return everything
+    cut = int(m[int(np.argmax(gaps))])
+    left, right = order[:cut], order[cut:]
+    mean_l, mean_r = lab[left].mean(axis=0), lab[right].mean(axis=0)
+    nearer_left = np.linalg.norm(lab - mean_l, axis=1) < np.linalg.norm(lab - mean_r, axis=1)
+    purity = (nearer_left[left].sum() + (~nearer_left[right]).sum()) / n
+    return [left, right] if purity >= p.split_purity else everything
+
+def _seen_below(p: DiscoveryParams, piece: np.ndarray, rows: np.ndarray, cols: np.ndarray, s: DepthSamples,
+                labels: np.ndarray, slack: float) -> float | None:
+    """The height of a surface the piece's base touches in the image (or None): just below its lowest
+    samples, in at least ``min_contact`` of their columns, other samples at the base's height and
+    within ``contact_reach`` of it horizontally (a worktop whose normals the noise tilts; a chair's
+    backrest seen over the table's far edge ends well behind the edge)."""
+    bottom = _bottom(piece, cols)
+    low = piece[:, 2] <= bottom + p.base_band
+    h = labels.shape[0]
+    found, heights = np.zeros(low.sum(), bool), []
+    for step in (1, 2):
+        r, c = np.minimum(rows[low] + step, h - 1), cols[low]
+        there = s.points[r, c].astype(np.float64)
+        dz = there[:, 2] - piece[low, 2]
+        ok = (s.valid[r, c] & (labels[r, c] != labels[rows[low], cols[low]]) & (dz >= -p.contact_below)
+              & (dz <= p.contact_above + slack)
+              & (np.linalg.norm(there[:, :2] - piece[low, :2], axis=1) <= p.contact_reach))
+        found |= ok
+        heights.append(there[ok, 2])
+    columns = np.unique(cols[low])
+    touched = np.unique(cols[low][found])
+    if len(touched) < p.min_contact * len(columns):
+        return None
+    return float(np.median(np.concatenate(heights)))
+
+def _unseen_support(p: DiscoveryParams, supports: SupportMap, base: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                    piece: np.ndarray, s: DepthSamples, levels: np.ndarray, floor_z: float | None,
+                    bases: np.ndarray, slack: float) -> float | None:
+    """The height of the support a piece stands on where none was seen beside it, or None: the floor
+    (it goes on under everything), or an unseen surface (no depth just below the piece: a black
+    worktop) of a height seen within ``unseen_reach`` of it, or on which other pieces of the frame
+    stand too (``bases``: (M, 3) the other pieces' lowest points: several things ending at one
+    height with nothing seen below them stand on something there)."""
+    bottom = float(base[:, 2].min())
+    if floor_z is not None and abs(bottom - floor_z) <= p.floor_tol + slack:
+        return floor_z
+    r, c = _lowest_in_columns(rows, cols)
+    inside = r + 1 < s.valid.shape[0]
+    r, c = r[inside], c[inside]
+    far = p.break_base + p.break_per_m * p.pixel_stride / 4 * s.depth[r, c]
+    # The surface under it is not seen from here: no depth just below the piece in the image (a black
+    # worktop), or the view passes it to something farther (the wall under a shelf seen edge-on).
+    unseen = ~s.valid[r + 1, c] | (s.depth[r + 1, c] > s.depth[r, c] + far)
+    if not len(unseen):
+        return None
+    hidden = s.valid[r + 1, c] & (s.depth[r + 1, c] < s.depth[r, c] - far)
+    if floor_z is not None and hidden.mean() >= p.min_unseen_below and piece[:, 2].max() - floor_z <= p.max_size:
+        return floor_z  # its base is hidden behind something nearer (a table's edge): on the floor the map knows
+    if unseen.mean() < p.min_unseen_below:
+        return None
+    above = p.contact_above + slack
+    near = levels[(levels >= bottom - p.contact_below) & (levels <= bottom + above)]
+    reach = int(np.ceil(p.unseen_reach / p.support_cell))
+    if len(near) and supports.surface_near(base[:1], p.contact_below, above, reach)[0]:
+        return float(near[np.argmin(np.abs(near - bottom))])
+    level = bases[np.abs(bases[:, 2] - bottom) <= p.shared_base]
+    spread = np.ptp(np.vstack([level[:, :2], base[:1, :2]]), axis=0).max() if len(level) else 0.0
+    if len(level) >= p.shared_pieces and spread >= p.min_support_span:
+        return float(np.median(np.append(level[:, 2], bottom)))
+    return None
+
+
+def sample_spacing(pixel_stride: int, frame: Frame, s: DepthSamples, rr: np.ndarray, cc: np.ndarray) -> float:
+    """The distance (m) between neighbouring samples at the depth of these."""
+    return float(np.median(s.depth[rr, cc])) * pixel_stride / frame.K[0, 0]
+
+
+def standing_things(p: DiscoveryParams, supports: SupportMap, frame: Frame, s: DepthSamples, labels: np.ndarray,
+                    n: int, hidden: np.ndarray, floor_z: float | None, walls: np.ndarray) -> list[tuple]:
+    """The pieces that are things standing on a support: per thing (box, points, rows, columns, support
+    height)."""
+    flat = labels.ravel()
+    counts = np.bincount(flat, minlength=n + 1)
+    ids = np.flatnonzero(counts >= p.min_points)
+    ids = ids[ids > 0]
+    if len(ids) == 0:
+        return []
+    lo, hi, order, first = label_runs(labels, n, s.points)
+    lo, hi = lo[ids], hi[ids]
+    starts, ends = first[ids], first[ids] + counts[ids]
+    pts = s.points.reshape(-1, 3)[order].astype(np.float64)
+    ext = hi - lo
+    keep = (ext.max(axis=1) <= 1.2 * p.max_size) & (ext[:, 2] >= p.min_height)
+    h, w = labels.shape
+    rows, cols = np.divmod(order, w)
+    lows = np.flatnonzero(keep)  # the lowest point of each piece that may stand on something
+    lowest = pts[[starts[j] + int(np.argmin(pts[starts[j]:ends[j], 2])) for j in lows]].reshape(-1, 3)
+    edge = piece_edges(labels).ravel()[order]
+    hidden = hidden.ravel()[order]
+    pieces = []
+    for j in np.flatnonzero(keep):
+        r, c = rows[starts[j]:ends[j]], cols[starts[j]:ends[j]]
+        if r.min() == 0 or c.min() == 0 or r.max() == h - 1 or c.max() == w - 1:
+            continue  # cut by the image's edge
+        piece = pts[starts[j]:ends[j]]
+        top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
+        if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
+            continue  # its top is hidden behind something nearer: cut, part of something larger
+        slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2
+        pieces.append((piece, _base(piece, c, p.base_band), r, c, j, slack))
+    if not pieces:
+        return []
+    # Each piece's base must touch a support: one look-up for all of them.
+    bases = np.concatenate([piece[1] for piece in pieces])
+    owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
+    slack = np.array([piece[5] for piece in pieces])
+    bases[:, 2] += slack[owner]  # a surface up to contact_above + slack over the base: the window moves up
+    touching = supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
+    contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
+    levels = supports.levels(p.level_cells)
+    things = []
+    for j in range(len(pieces)):
+        piece, base, r, c, label, slack = pieces[j]
+        if contact[j] >= p.min_contact:
+            support_z = supports.height_under(bases[owner == j][touching[owner == j]],
+                                                   p.contact_below + slack, p.contact_above)
+        else:  # on a wall (a socket, a poster, a pocket): the wall under it is no surface it stands on
+            fixture = on_wall(piece, walls, p.fixture_depth)
+            support_z = None if fixture else _seen_below(p, piece, r, c, s, labels, slack)
+            if support_z is None:
+                others = lowest[lows != label]
+                support_z = _unseen_support(p, supports, base, r, c, piece, s, levels, floor_z, others, slack)
+            if support_z is None:
+                continue  # standing on nothing: part of something larger, or of the room
+        above = piece[:, 2] > support_z + p.support_tol  # the support's own samples are not the thing's
+        for part in (sub for apart in connected_groups(r[above], c[above]) for sub in
+                     split_by_colour(p, piece[above][apart], r[above][apart], c[above][apart], frame)):
+            thing, rr, cc = piece[above][part], r[above][part], c[above][part]
+            if len(thing) < p.min_points:
+                continue
+            box = _rest_on(fit_upright_box(thing, pad=sample_spacing(p.pixel_stride, frame, s, rr, cc)), support_z)
+            size = box[3:6]
+            if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
+                continue  # too large, too flat, or a pole
+            things.append((box, thing, rr, cc, support_z))
+    return things
+
+
+def _lowest_in_columns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The lowest sample in the image (largest row) of each image column of a piece: (rows, columns)."""
+    order = np.lexsort((-rows, cols))
+    firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
+    return rows[firsts], cols[firsts]
+
+
+def _bottom(piece: np.ndarray, cols: np.ndarray) -> float:
+    """The height (m) of a piece's base: the median of its lowest sample in each image column. Its very lowest
+    samples are the noisiest (the mixed depth of its bottom edge and the surface behind it lies lower)."""
+    order = np.lexsort((piece[:, 2], cols))
+    firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
+    return float(np.median(piece[firsts, 2]))
+
+
+def _base(piece: np.ndarray, cols: np.ndarray, band: float) -> np.ndarray:
+    """(B, 3) a piece's base: its samples within ``band`` of its bottom (``_bottom``), none of them below it."""
+    bottom = _bottom(piece, cols)
+    base = piece[piece[:, 2] <= bottom + band].copy()
+    base[:, 2] = np.maximum(base[:, 2], bottom)
+    return base
+
+
+def _rest_on(box: np.ndarray, support_z: float) -> np.ndarray:
+    """The box reaching down to its support (the support layer took the object's lowest centimetres)."""
+    if not np.isfinite(support_z):
+        return box
+    top = box[2] + 0.5 * box[5]
+    b = box.copy()
+    b[2], b[5] = 0.5 * (top + support_z), max(top - support_z, 1e-3)
+    return b
