@@ -49,11 +49,13 @@ def measure(args: argparse.Namespace, pair: str) -> dict[str, object]:
 
     from embodied_ros.memory.scene_memory import SceneMemory
     from embodied_ros.network.registry import build_perceptor
-    from embodied_ros.occupancy.voxel_map import OccupancyMap
     from embodied_ros.pipeline import run
     try:
+        from embodied_ros.occupancy.voxel_map import OccupancyMap
         from embodied_ros.recordings import open_source
-    except ImportError:  # a baseline from before recordings.py
+    except ImportError:  # a baseline from before occupancy/ and recordings.py
+        from embodied_ros.memory.occupancy import OccupancyMap
+
         from embodied_ros.sources import open_source
 
     model, memory = pair.split(":")
