@@ -111,3 +111,18 @@ def test_a_revisited_room_changes_as_its_truth_says(seed: int) -> None:
     assert late.frame.index == n1 and late.frame.stamp_ns == n1 * 100_000_000 + 60 * S  # a minute after
     assert late.frame.extras["instance"].shape == late.instance.shape
     assert late.frame.extras["classes"] == tuple(o.class_name for o in second)
+
+
+def test_a_later_recording_whose_clock_restarts_is_shifted_after_the_map(tmp_path: Path) -> None:
+    """`changes MAP RECORDING`: a recording whose stamps start before the map's last frame (a camera's clock
+    restarted) is moved to start a minute after it, keeping its own spacing; one that starts later is left."""
+    from embodied_ros.cli.changes import LATER_NS, _Later
+    from embodied_ros.synthetic import SceneConfig, SyntheticSource, TrajectoryConfig
+
+    source = SyntheticSource(seed=3, config=SceneConfig(width=64, height=64, trajectory=TrajectoryConfig(n_frames=3)))
+    stamps = [f.stamp_ns for f in source.frames()]
+    map_end = stamps[-1] + 5 * S  # the map's last frame came after the recording's first stamps
+    shifted = [f.stamp_ns for f in _Later(source, map_end).frames()]
+    assert shifted[0] == map_end + LATER_NS
+    assert np.diff(shifted).tolist() == np.diff(stamps).tolist()
+    assert [f.stamp_ns for f in _Later(source, stamps[0] - LATER_NS - S).frames()] == stamps
