@@ -240,10 +240,9 @@ class EmbodiedPerceptionNode(Node):
             nonlocal publish
             start = time.perf_counter()
             if self.context.ok():
-                objects, voxels = self.mapper.memory.published_objects(), self.mapper.occupancy.occupied_voxels()
-                self.scene.publish_objects([*objects, *self.mapper.memory.current_movers()], voxels, world, stamp,
-                                           self.mapper.memory.published_structure())
-                self.view.publish(frame, perception, objects, voxels, world)
+                shown = self.mapper.published_scene()
+                self.scene.publish_objects([*shown.objects, *shown.movers], shown.voxels, world, stamp, shown.structure)
+                self.view.publish(frame, perception, shown.objects, shown.voxels, world)
                 if self.pub_scene_graph.get_subscription_count() > 0:
                     self.pub_scene_graph.publish(String(data=services.scene_graph_json(self.mapper,
                                                                                        self._min_observations)))
