@@ -18,6 +18,7 @@ from embodied_ros.network.onnx_export import check_tensorrt_compatible
 from embodied_ros.network.registry import build_detector, build_perceptor
 from embodied_ros.network.weights import resolve_known_model
 from embodied_ros.network.yolox_detector import YoloxDetector2D
+from embodied_ros.runtime.config import RuntimeConfig
 from embodied_ros.runtime.contract import Backend
 from embodied_ros.runtime.tensorrt_backend import tensorrt_status
 
@@ -56,7 +57,8 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _detector(name: str, cache: Path, backend: str = "onnxruntime", **kwargs) -> NetworkDetector2D:
     _needs(name)
     files = resolve_known_model(name, search_dirs=[FOLDERS[name]])
-    return build_detector(files, backend=backend, cache=cache, intra_op_threads=2, score_threshold=0.3, **kwargs)
+    return build_detector(files, RuntimeConfig(backend=backend, intra_op_threads=2), cache=cache, score_threshold=0.3,
+                          **kwargs)
 
 
 def _iou(a, b) -> float:
@@ -130,8 +132,8 @@ def test_registry_builds_a_lifted_perceptor_with_the_models_vocabulary(name: str
     few.write_text("\n".join(names[:79]))
     files = resolve_known_model(name, search_dirs=[FOLDERS[name]])
     with pytest.raises(ModelError, match="79"):
-        build_detector(files.__class__(files.graph, files.weights, few, files.family), backend="onnxruntime",
-                       cache=tmp_path / "cache")
+        build_detector(files.__class__(files.graph, files.weights, few, files.family),
+                       RuntimeConfig(backend="onnxruntime"), cache=tmp_path / "cache")
 
 
 @MODELS
