@@ -26,9 +26,6 @@ INFERENCE_ROOMS = ("network", "runtime", "memory", "mapper", "pipeline")
 # (importer, imported): why it is there and what would remove it. The test fails when an entry is no
 # longer needed (so the list only shrinks) and when a new circle appears that it does not name.
 ALLOWED_UPWARD = {
-    ("network", "synthetic"): "network/perceptron_file.py: weights files written before vocabularies were saved "
-                              "get the synthetic world's (synthetic/classes.py); goes when such files are no longer "
-                              "read",
     ("sources", "synthetic"): "sources/__init__.py opens `synthetic:N` as a source, while the synthetic world is "
                               "built on sources/base.py, network (lifting), metrics and, through them, grounding and "
                               "outputs: "
