@@ -18,7 +18,7 @@ import numpy as np
 from ..detections import Detections2D
 from ..errors import InputError, ModelError
 from ..runtime.config import RuntimeConfig
-from ..runtime.contract import Backend, InferenceBackend, IOContract
+from ..runtime.contract import Backend, InferenceBackend, IOContract, TensorSpec
 from ..runtime.engine_cache import cache_dir
 from ..runtime.select import create_backend
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, finish_detections
@@ -27,7 +27,8 @@ if TYPE_CHECKING:  # torch only for export and the torch backend: an ONNX file r
     import torch
 
 __all__ = [
-    "DEFAULT_IOU_THRESHOLD", "DETECTOR_RUNTIME", "NetworkDetector2D", "cache_root", "check_rgb", "read_class_names",
+    "DEFAULT_IOU_THRESHOLD", "DETECTOR_RUNTIME", "NetworkDetector2D", "cache_root", "check_rgb", "image_contract",
+    "read_class_names",
 ]
 
 
@@ -49,6 +50,13 @@ def check_rgb(image: np.ndarray) -> None:
 # A detector built without a runtime config runs on ONNX Runtime (the tests' and benchmarks' choice);
 # the registry passes the user's (``auto`` by default).
 DETECTOR_RUNTIME = RuntimeConfig(backend=Backend.ONNXRUNTIME)
+
+
+def image_contract(net_wh: tuple[int, int], input_name: str, input_text: str, output_name: str,
+                   output_shape: tuple[int, ...], output_text: str) -> IOContract:
+    """A single-output detector's interface: one (1, 3, H, W) float32 image in, one float32 tensor out."""
+    return IOContract((TensorSpec(input_name, (1, 3, net_wh[1], net_wh[0]), "float32", input_text),),
+                      (TensorSpec(output_name, output_shape, "float32", output_text),))
 
 
 def cache_root(cache: str | Path | None) -> Path:

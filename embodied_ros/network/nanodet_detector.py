@@ -17,9 +17,9 @@ from scipy.special import softmax
 
 from ..errors import ModelError
 from ..runtime.config import RuntimeConfig
-from ..runtime.contract import IOContract, TensorSpec
+from ..runtime.contract import IOContract
 from ..runtime.engine_cache import sha256_file
-from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, read_class_names
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, image_contract, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, letterbox, paste_resized
 from .ncnn import NcnnNet, load_ncnn_weights, parse_param
 
@@ -81,12 +81,9 @@ def nanodet_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarra
 def nanodet_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
     """``data`` (1, 3, H, W) float32 -> ``output`` (1, P, C + 32) float32."""
     points = len(center_points(net_wh)[1])
-    return IOContract(
-        (TensorSpec(INPUT_NAME, (1, 3, net_wh[1], net_wh[0]), "float32",
-                    "BGR letterboxed (centred, black bands), (pixel - mean) * scale"),),
-        (TensorSpec(OUTPUT_NAME, (1, points, num_classes + 4 * REG_BINS), "float32",
-                    "per point of strides 8/16/32/64: class scores, then 4 x 8 distance-bin logits (l, t, r, b)"),),
-    )
+    return image_contract(net_wh, INPUT_NAME, "BGR letterboxed (centred, black bands), (pixel - mean) * scale",
+                          OUTPUT_NAME, (1, points, num_classes + 4 * REG_BINS),
+                          "per point of strides 8/16/32/64: class scores, then 4 x 8 distance-bin logits (l, t, r, b)")
 
 
 class NanoDetDetector2D(NetworkDetector2D):

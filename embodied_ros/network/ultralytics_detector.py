@@ -30,8 +30,8 @@ import torch
 
 from ..errors import ModelError
 from ..runtime.config import RuntimeConfig
-from ..runtime.contract import IOContract, TensorSpec
-from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, read_class_names
+from ..runtime.contract import IOContract
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, image_contract, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, letterbox, paste_resized
 
 PAD_VALUE = 114.0  # Ultralytics' LetterBox fills the border with this grey
@@ -216,9 +216,6 @@ def _contract(net_wh: tuple[int, int], num_classes: int, anchors: int, input_nam
               output_name: str = "output0") -> IOContract:
     """(1, 3, H, W) float32 -> (1, 4 + C, A) float32, with the export's tensor names (Ultralytics':
     ``images``, ``output0``)."""
-    return IOContract(
-        (TensorSpec(input_name, (1, 3, net_wh[1], net_wh[0]), "float32",
-                    "RGB in [0, 1], letterboxed (centred), padded with grey 114"),),
-        (TensorSpec(output_name, (1, 4 + num_classes, anchors), "float32",
-                    "per anchor point: centre x, y, width, height (input pixels), class scores"),),
-    )
+    return image_contract(net_wh, input_name, "RGB in [0, 1], letterboxed (centred), padded with grey 114",
+                          output_name, (1, 4 + num_classes, anchors),
+                          "per anchor point: centre x, y, width, height (input pixels), class scores")

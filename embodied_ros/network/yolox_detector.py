@@ -17,8 +17,8 @@ import numpy as np
 
 from ..errors import ModelError
 from ..runtime.config import RuntimeConfig
-from ..runtime.contract import IOContract, TensorSpec
-from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, read_class_names
+from ..runtime.contract import IOContract
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, image_contract, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, paste_resized, top_left
 
 if TYPE_CHECKING:  # torch only for the torch backend and export: the ONNX file runs without torch and onnx
@@ -75,12 +75,9 @@ def yolox_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarray,
 def yolox_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
     """``images`` (1, 3, H, W) float32 -> ``output`` (1, P, 5 + C) float32."""
     points = len(anchor_points(net_wh)[1])
-    return IOContract(
-        (TensorSpec(INPUT_NAME, (1, 3, net_wh[1], net_wh[0]), "float32",
-                    "BGR 0..255, resized keeping aspect, pasted top-left, padded with 114"),),
-        (TensorSpec(OUTPUT_NAME, (1, points, 5 + num_classes), "float32",
-                    "per point of strides 8/16/32: x, y, log w, log h (cells), objectness, class scores"),),
-    )
+    return image_contract(net_wh, INPUT_NAME, "BGR 0..255, resized keeping aspect, pasted top-left, padded with 114",
+                          OUTPUT_NAME, (1, points, 5 + num_classes),
+                          "per point of strides 8/16/32: x, y, log w, log h (cells), objectness, class scores")
 
 
 class YoloxDetector2D(NetworkDetector2D):
