@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +35,7 @@ from .runtime.contract import Backend
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """Which perceptor runs, and on what (``network.registry.build_perceptor``'s arguments).
-
-    The one spelling of the model parameters: ``run --set runtime.*`` sets these fields, and the nodes'
-    configs (ros/config.py's NodeConfig, ros/detector_node.py's DetectorConfig) extend this class, so
-    they are the same flat ROS parameters there.
-    """
+    """Which perceptor runs, and on what (``network.registry.build_perceptor``'s arguments)."""
 
     # Perceptor name (see `embodied-ros run --help`).
     model: str = DEFAULT_MODEL
@@ -55,15 +50,6 @@ class ModelChoice:
     allow_fallback: bool = False
     # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
     fp16: bool = False
-
-    def model_choice(self) -> ModelChoice:
-        """These fields alone (of a config that extends them with its own, as the nodes' do)."""
-        return ModelChoice(**{f.name: getattr(self, f.name) for f in fields(ModelChoice)})
-
-    def registry_options(self) -> dict[str, Any]:
-        """``network.registry.build_perceptor``'s keywords for this choice, all but the model's name."""
-        return dict(weights=Path(self.weights) if self.weights else None, download=self.download_weights,
-                    backend=self.backend, allow_fallback=self.allow_fallback, fp16=self.fp16)
 
 
 @dataclass(frozen=True)
@@ -82,7 +68,10 @@ class PipelineConfig:
         """The network (+ lifting) named by ``runtime`` (loads weights: seconds)."""
         from .network.registry import build_perceptor
 
-        return build_perceptor(self.runtime.model, **self.runtime.registry_options(), lifting=self.lifting)
+        r = self.runtime
+        return build_perceptor(r.model, weights=Path(r.weights) if r.weights else None, download=r.download_weights,
+                               backend=r.backend, allow_fallback=r.allow_fallback, fp16=r.fp16,
+                               lifting=self.lifting)
 
 
 @dataclass(frozen=True)

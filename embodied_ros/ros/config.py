@@ -16,6 +16,7 @@ from ..network.lifting import LiftingParams
 from ..runtime.contract import Backend
 
 _KEYFRAMES = KeyframePolicy()  # the keyframe_* defaults are the policy's own
+_MODEL = ModelChoice()  # and the model's are the pipeline's
 # Grounder settings that follow another parameter (``NodeConfig.pipeline``): not parameters of their own.
 GROUNDER_FROM_MEMORY = frozenset({"min_observations"})
 
@@ -30,9 +31,8 @@ class InputKind(str, enum.Enum):
 
 
 @dataclass(frozen=True)
-class NodeConfig(ModelChoice):
-    """Parameters of the ``embodied_perception`` node (the memory and occupancy have their own); the model's
-    (model, weights, download_weights, backend, allow_fallback, fp16) are ModelChoice's, as in ``run``."""
+class NodeConfig:
+    """Parameters of the ``embodied_perception`` node (the memory and occupancy have their own)."""
 
     # Input: "topics" (driver topics) or "k4a" (pyk4a, device 0).
     source: InputKind = InputKind.TOPICS
@@ -75,6 +75,19 @@ class NodeConfig(ModelChoice):
     # Names of numeric class ids on detections_topic (class_id "k" -> the k-th name), for detectors that
     # send numbers (isaac_ros YOLOv8); empty: class_id is the class name.
     detections_class_names: tuple[str, ...] = ()
+    # Perceptor name (see `embodied-ros run --help`).
+    model: str = _MODEL.model
+    # Folder (or .weights file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
+    weights: str = _MODEL.weights
+    # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.
+    download_weights: bool = _MODEL.download_weights
+    # Network backend: "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime),
+    # "tensorrt", "onnxruntime" or "torch".
+    backend: str = _MODEL.backend
+    # backend "tensorrt" but unusable here (no GPU, no tensorrt): run ONNX Runtime instead of stopping.
+    allow_fallback: bool = _MODEL.allow_fallback
+    # Half-precision TensorRT engine (FP16 flag on TensorRT 10, fp16 ONNX types on TensorRT 11).
+    fp16: bool = _MODEL.fp16
     # A frame becomes a keyframe when the camera moved this far (metres) since the last keyframe ...
     keyframe_min_translation: float = _KEYFRAMES.min_translation
     # ... or turned this much (radians) ...
@@ -142,8 +155,10 @@ class NodeConfig(ModelChoice):
         The grounder skips objects seen fewer than ``memory.min_observations`` times (the memory's
         publish rule): that one grounder setting follows the memory's.
         """
+        runtime = ModelChoice(model=self.model, weights=self.weights, download_weights=self.download_weights,
+                              backend=self.backend, allow_fallback=self.allow_fallback, fp16=self.fp16)
         grounder = replace(grounder or GrounderConfig(), min_observations=memory.min_observations)
-        return PipelineConfig(runtime=self.model_choice(), lifting=lifting or LiftingParams(), memory=memory,
+        return PipelineConfig(runtime=runtime, lifting=lifting or LiftingParams(), memory=memory,
                               occupancy=occupancy, grounder=grounder, keyframes=self.keyframe_policy(),
                               changes=changes or ChangeConfig())
 

@@ -32,12 +32,12 @@ from .params import declare_config
 from .spin import run_node
 
 NODE_NAME = "embodied_detector"
+_MODEL = ModelChoice()
 
 
 @dataclass(frozen=True)
-class DetectorConfig(ModelChoice):
-    """Parameters of the ``embodied_detector`` node (the map node's names, so one params file serves both); the
-    model's are ModelChoice's, with any 2D detector as ``model`` (not embodied-perceptron)."""
+class DetectorConfig:
+    """Parameters of the ``embodied_detector`` node (the map node's names, so one params file serves both)."""
 
     # Colour image topic (sensor_msgs/Image, or CompressedImage when color_compressed or its name ends in
     # /compressed).
@@ -46,6 +46,18 @@ class DetectorConfig(ModelChoice):
     color_compressed: bool = False
     # Input QoS: "auto" (reliable unless the camera offers best effort only), "reliable" or "best_effort".
     input_qos: str = "auto"
+    # 2D detector name (see `embodied-ros run --help`; not embodied-perceptron).
+    model: str = _MODEL.model
+    # Folder (or file) with the model's files; empty: models/ and $EMBODIED_ROS_MODELS.
+    weights: str = _MODEL.weights
+    # Fetch missing model files from their pinned upstream URL (sha256-checked); never done silently.
+    download_weights: bool = _MODEL.download_weights
+    # "auto" (TensorRT when a GPU and tensorrt are present, else ONNX Runtime), "tensorrt", "onnxruntime", "torch".
+    backend: str = _MODEL.backend
+    # backend "tensorrt" but unusable here: run ONNX Runtime instead of stopping.
+    allow_fallback: bool = _MODEL.allow_fallback
+    # Half-precision TensorRT engine.
+    fp16: bool = _MODEL.fp16
     # Diagnostics period (seconds) on /diagnostics.
     diagnostics_period: float = 1.0
 
@@ -86,9 +98,13 @@ class EmbodiedDetectorNode(Node):
         c = self.config
         try:
             if detector is None:
+                from pathlib import Path
+
                 from ..network.registry import build_detector_2d
 
-                detector = build_detector_2d(c.model, **c.registry_options())
+                detector = build_detector_2d(c.model, weights=Path(c.weights) if c.weights else None,
+                                             download=c.download_weights, backend=c.backend,
+                                             allow_fallback=c.allow_fallback, fp16=c.fp16)
             elif callable(detector) and not hasattr(detector, "detect"):
                 detector = detector()
         except Exception as err:  # noqa: BLE001 - whatever stops the model loading, in one line

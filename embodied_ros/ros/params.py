@@ -25,17 +25,7 @@ T = TypeVar("T")
 
 @cache
 def field_comments(cls: type) -> dict[str, str]:
-    """{field name: the comment lines directly above it in the source of ``cls``, or of the base class that
-    declares it (NodeConfig's model fields are ModelChoice's)}."""
-    comments: dict[str, str] = {}
-    for klass in reversed(cls.__mro__):
-        if dataclasses.is_dataclass(klass):
-            comments.update(_own_field_comments(klass))
-    return comments
-
-
-def _own_field_comments(cls: type) -> dict[str, str]:
-    """{field name: comment} of the fields written in ``cls``'s own source."""
+    """{field name: the comment lines directly above it in ``cls``'s source}."""
     try:
         lines = inspect.getsource(cls).splitlines()
     except (OSError, TypeError):
