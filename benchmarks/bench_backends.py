@@ -41,8 +41,10 @@ def _yolo(work: Path):
     from PIL import Image
 
     from embodied_ros.network.yolo_detector import YoloDetector2D, preprocess
+    from embodied_ros.runtime.config import RuntimeConfig
 
-    detector = YoloDetector2D.from_known(search_dirs=[DATA / "yolo_fastest"], cache=work / "cache", backend="torch")
+    detector = YoloDetector2D.from_known(search_dirs=[DATA / "yolo_fastest"], cache=work / "cache",
+                                         runtime=RuntimeConfig(backend="torch"))
     frames = sorted((DATA / "redkitchen").glob("frame-*.color.jpg"))[:KEYFRAMES]
     if not frames:
         raise FileNotFoundError(f"no redkitchen frames in {DATA}")

@@ -41,14 +41,15 @@ def _detectors(names: list[str], threads: int, cache: Path) -> dict:
     from embodied_ros.network.ensemble import EnsembleDetector2D
     from embodied_ros.network.registry import ENSEMBLES, build_detector
     from embodied_ros.network.weights import resolve_known_model
+    from embodied_ros.runtime.config import RuntimeConfig
 
     def build(name: str):
         if name in ENSEMBLES:
             models, method = ENSEMBLES[name]
             return EnsembleDetector2D([build(m) for m in models], method=method, score_threshold=min(THRESHOLDS))
         files = resolve_known_model(name, search_dirs=[DATA / FOLDERS[name]])
-        return build_detector(files, backend="onnxruntime", cache=cache, intra_op_threads=threads,
-                              inter_op_threads=1, score_threshold=min(THRESHOLDS))
+        return build_detector(files, RuntimeConfig(backend="onnxruntime", intra_op_threads=threads, inter_op_threads=1),
+                              cache=cache, score_threshold=min(THRESHOLDS))
 
     return {name: build(name) for name in names}
 

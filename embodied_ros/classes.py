@@ -4,8 +4,10 @@ One place for the class lists that the memory, lifting, grounding and the synthe
 Names are as the detectors give them (COCO's "couch", "tv", "diningtable") and as
 ``detections.class_key`` writes them, plus the synthetic world's ("table", "monitor"). Two other
 tables stay beside their one user: the size priors of the object map (``memory/class_shapes.py``)
-and the label synonyms of grounding (``grounding/vocabulary.py``); the synthetic world's own
-vocabulary is ``synthetic/classes.py``.
+and the label synonyms of grounding (``grounding/vocabulary.py``). The synthetic world's detection and
+occupancy classes are here (``OBJECT_CLASSES``, ``OCCUPANCY_CLASSES``), since they are also the vocabulary
+of Embodied Perceptron weights files that name none (network/perceptron_file.py); its colours and
+synonyms stay in ``synthetic/classes.py``.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = [
-    "FRONTED_CLASSES", "LONG_FRONT", "MOVER_CLASSES", "ORIENTED_CLASSES", "PERSON_CLASSES", "ROOM_AXIS_CLASSES",
-    "ROOM_FACING_CLASSES", "SEAT_CLASSES", "SHORT_FRONT", "SUPPORT_CLASSES", "SURFACE_CLASSES", "WOODEN_CLASSES",
+    "FRONTED_CLASSES", "LONG_FRONT", "MOVER_CLASSES", "OBJECT_CLASSES", "OCCUPANCY_CLASSES", "ORIENTED_CLASSES",
+    "PERSON_CLASSES", "ROOM_AXIS_CLASSES", "ROOM_FACING_CLASSES", "SEAT_CLASSES", "SHORT_FRONT", "SUPPORT_CLASSES",
+    "SURFACE_CLASSES", "WOODEN_CLASSES",
     "RelationType", "is_mover",
 ]
 
@@ -64,6 +67,16 @@ PERSON_CLASSES = frozenset({"person", "man", "woman", "child", "people", "pedest
 
 # Classes usually made of wood: described as brown whenever brown fits their measured colour.
 WOODEN_CLASSES = frozenset({"chair", "diningtable", "dining table", "table", "desk", "bench", "shelf", "bookcase"})
+
+OBJECT_CLASSES: tuple[str, ...] = (
+    "chair", "table", "sofa", "bed", "cabinet", "shelf", "monitor", "lamp",
+    "cup", "book", "bottle", "box", "plant", "bin", "door", "window",
+)
+"""The synthetic world's detection classes: every object with a 9-DoF ground-truth box (label = index here)."""
+
+OCCUPANCY_CLASSES: tuple[str, ...] = OBJECT_CLASSES + ("floor", "wall")
+"""The synthetic world's occupancy label vocabulary (label = index here; -1 = empty). The ceiling lies above
+the grid."""
 
 
 def is_mover(class_name: str) -> bool:

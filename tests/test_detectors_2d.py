@@ -4,6 +4,7 @@ TensorRT-friendly, and both built through the registry with their own class voca
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,9 +16,10 @@ from embodied_ros.errors import ModelError
 from embodied_ros.network.detector2d import NetworkDetector2D
 from embodied_ros.network.nanodet_detector import NanoDetDetector2D
 from embodied_ros.network.onnx_export import check_tensorrt_compatible
-from embodied_ros.network.registry import build_detector, build_perceptor
+from embodied_ros.network.registry import build_detector, build_perceptor, runtime_config
 from embodied_ros.network.weights import resolve_known_model
 from embodied_ros.network.yolox_detector import YoloxDetector2D
+from embodied_ros.runtime.config import RuntimeConfig
 from embodied_ros.runtime.contract import Backend
 from embodied_ros.runtime.tensorrt_backend import tensorrt_status
 
@@ -53,10 +55,11 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def _detector(name: str, cache: Path, backend: str = "onnxruntime", **kwargs) -> NetworkDetector2D:
+def _detector(name: str, cache: Path, backend: str = "onnxruntime", allow_fallback: bool = False) -> NetworkDetector2D:
     _needs(name)
     files = resolve_known_model(name, search_dirs=[FOLDERS[name]])
-    return build_detector(files, backend=backend, cache=cache, intra_op_threads=2, score_threshold=0.3, **kwargs)
+    runtime = replace(runtime_config(backend, allow_fallback), intra_op_threads=2)  # the registry's conversion
+    return build_detector(files, runtime, cache=cache, score_threshold=0.3)
 
 
 def _iou(a, b) -> float:
@@ -130,8 +133,8 @@ def test_registry_builds_a_lifted_perceptor_with_the_models_vocabulary(name: str
     few.write_text("\n".join(names[:79]))
     files = resolve_known_model(name, search_dirs=[FOLDERS[name]])
     with pytest.raises(ModelError, match="79"):
-        build_detector(files.__class__(files.graph, files.weights, few, files.family), backend="onnxruntime",
-                       cache=tmp_path / "cache")
+        build_detector(files.__class__(files.graph, files.weights, few, files.family),
+                       RuntimeConfig(backend="onnxruntime"), cache=tmp_path / "cache")
 
 
 @MODELS

@@ -25,6 +25,7 @@ from embodied_ros.network.lifting import (
     lift_detections,
 )
 from embodied_ros.network.perceptor import Perceptor
+from embodied_ros.runtime.config import RuntimeConfig
 from embodied_ros.sources.folders import SEVEN_SCENES_DEPTH_OFFSET_PX, SEVEN_SCENES_DEPTH_SCALE
 
 NAMES = ("box", "cup", "chair", "diningtable", "tvmonitor")
@@ -403,7 +404,8 @@ def test_lifted_perceptor_with_the_real_detector_finds_the_white_cup():
     from embodied_ros.network.yolo_detector import YoloDetector2D
 
     detector = YoloDetector2D(
-        YOLO / "yolo-fastest-1.1-xl.cfg", YOLO / "yolo-fastest-1.1-xl.weights", YOLO / "coco.names", backend="torch"
+        YOLO / "yolo-fastest-1.1-xl.cfg", YOLO / "yolo-fastest-1.1-xl.weights", YOLO / "coco.names",
+        runtime=RuntimeConfig(backend="torch"),
     )
     assert isinstance(detector, Detector2D)
     perceptor = LiftedPerceptor(detector, KITCHEN_PARAMS)

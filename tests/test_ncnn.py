@@ -13,6 +13,7 @@ from PIL import Image
 
 from embodied_ros.errors import ModelError
 from embodied_ros.network.ncnn import load_ncnn, parse_param
+from embodied_ros.runtime.config import RuntimeConfig
 
 ncnn = pytest.importorskip("ncnn", reason="the ncnn runtime (dev extra) is the reference for the reader")
 
@@ -119,7 +120,8 @@ def test_nanodet_reading_matches_the_ncnn_runtime_on_a_real_frame() -> None:
     from embodied_ros.network.nanodet_detector import NanoDetDetector2D
 
     param, weights = NANODET / "nanodet-plus-m_416.param", NANODET / "nanodet-plus-m_416.bin"
-    detector = NanoDetDetector2D(param, weights, NANODET / "coco.names", backend="torch")
+    detector = NanoDetDetector2D(param, weights, NANODET / "coco.names",
+                                 runtime=RuntimeConfig(backend="torch"))
     image = np.asarray(Image.open(KITCHEN / "frame-000300.color.jpg").convert("RGB"))
     batch, _ = detector.preprocess(image)
     (ours,) = detector.infer(batch)

@@ -22,6 +22,7 @@ from runtime_nets import CONTRACT, MultiViewExportable
 
 from embodied_ros.errors import ModelError
 from embodied_ros.network.export_command import export_network, max_differences, random_inputs
+from embodied_ros.runtime.config import RuntimeConfig
 from embodied_ros.runtime.engine_cache import (
     EngineKey,
     cache_decision,
@@ -193,9 +194,10 @@ def test_yolo_on_tensorrt_matches_onnxruntime_on_real_frames(tmp_path: Path, fp1
 
     from embodied_ros.network.yolo_detector import YoloDetector2D, preprocess
 
-    trt = YoloDetector2D.from_known(search_dirs=[YOLO], cache=tmp_path, backend="tensorrt", fp16=fp16)
-    ort = YoloDetector2D.from_known(search_dirs=[YOLO], cache=tmp_path, backend="onnxruntime",
-                                    providers=["CPUExecutionProvider"])
+    trt = YoloDetector2D.from_known(search_dirs=[YOLO], cache=tmp_path,
+                                    runtime=RuntimeConfig(backend="tensorrt", fp16=fp16))
+    ort = YoloDetector2D.from_known(search_dirs=[YOLO], cache=tmp_path,
+                                    runtime=RuntimeConfig(backend="onnxruntime", providers=["CPUExecutionProvider"]))
     assert trt.backend.value == "tensorrt" and ort.onnx_path == trt.onnx_path
     for index in (0, 540):
         image = np.asarray(Image.open(KITCHEN / f"frame-{index:06d}.color.jpg").convert("RGB"))
@@ -223,8 +225,9 @@ def test_stronger_detectors_on_tensorrt_match_onnxruntime(tmp_path: Path, name: 
     if not ((DATA / folder).is_dir() and KITCHEN.is_dir()):
         pytest.skip(f"{name}'s files or redkitchen not in {DATA}")
     files = resolve_known_model(name, search_dirs=[DATA / folder])
-    trt = build_detector(files, backend="tensorrt", fp16=fp16, cache=tmp_path)
-    ort = build_detector(files, backend="onnxruntime", cache=tmp_path, providers=["CPUExecutionProvider"])
+    trt = build_detector(files, RuntimeConfig(backend="tensorrt", fp16=fp16), cache=tmp_path)
+    ort = build_detector(files, RuntimeConfig(backend="onnxruntime", providers=["CPUExecutionProvider"]),
+                         cache=tmp_path)
     assert trt.backend.value == "tensorrt" and ort.onnx_path == trt.onnx_path
     image = np.asarray(Image.open(KITCHEN / "frame-000300.color.jpg").convert("RGB"))
     batch, _ = trt.preprocess(image)

@@ -13,9 +13,11 @@ from PIL import Image
 from embodied_ros.errors import InputError, ModelError
 from embodied_ros.network.export_command import max_differences
 from embodied_ros.network.onnx_export import check_tensorrt_compatible
+from embodied_ros.network.registry import runtime_config
 from embodied_ros.network.weights import KNOWN_MODELS
 from embodied_ros.network.yolo_detector import Backend, YoloDetector2D, darknet_resize, preprocess
 from embodied_ros.runtime import InferenceBackend
+from embodied_ros.runtime.config import RuntimeConfig
 from embodied_ros.runtime.onnxruntime_backend import OnnxRuntimeBackend
 from embodied_ros.runtime.tensorrt_backend import fp16_onnx, tensorrt_status
 
@@ -46,12 +48,13 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def ort_detector(cache: Path) -> YoloDetector2D:
-    return YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, intra_op_threads=2)
+    return YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache,
+                                     runtime=RuntimeConfig(backend="onnxruntime", intra_op_threads=2))
 
 
 @pytest.fixture(scope="module")
 def torch_detector(cache: Path) -> YoloDetector2D:
-    return YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="torch")
+    return YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, runtime=RuntimeConfig(backend="torch"))
 
 
 @needs_data
@@ -163,7 +166,7 @@ def test_detector_file_errors(tmp_path: Path) -> None:
         YoloDetector2D(cfg, wts, names, onnx_path=tmp_path / "corrupt.onnx")
     (tmp_path / "few.names").write_text("cup\nchair\n")
     with pytest.raises(ModelError, match="2 names, but the cfg's heads have \\[80\\] classes"):
-        YoloDetector2D(cfg, wts, tmp_path / "few.names", backend=Backend.TORCH)
+        YoloDetector2D(cfg, wts, tmp_path / "few.names", runtime=RuntimeConfig(backend=Backend.TORCH))
     with pytest.raises(ModelError, match="download=True"):
         YoloDetector2D.from_known(search_dirs=[tmp_path], cache=tmp_path)
 
@@ -189,13 +192,14 @@ def test_detector_runs_on_the_runtime_backends(ort_detector: YoloDetector2D, tor
     assert ort_detector.contract == torch_detector.contract and ort_detector.contract.input_names == ("image",)
     assert torch_detector.onnx_path is None  # the torch backend never exports
     problem = tensorrt_status()
-    auto = YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="auto")
+    auto = YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, runtime=RuntimeConfig())
     assert auto.backend is (Backend.TENSORRT if problem is None else Backend.ONNXRUNTIME)
     if problem is None:
         return
     with pytest.raises(ModelError, match="backend tensorrt asked for, but .*allow the fallback"):
-        YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="tensorrt")
-    fallback = YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="tensorrt", allow_fallback=True)
+        YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, runtime=RuntimeConfig(backend="tensorrt"))
+    fallback = YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache,
+                                         runtime=RuntimeConfig(backend="tensorrt", allow_fallback=True))
     assert fallback.backend is Backend.ONNXRUNTIME
     with pytest.raises(ModelError, match="backend 'cuda' unknown"):
-        YoloDetector2D.from_known(search_dirs=[YOLO], cache=cache, backend="cuda")
+        runtime_config("cuda")  # the registry's one conversion of a backend name

@@ -6,7 +6,7 @@ each box clipped to the other box's six half-spaces, so its volume follows from 
 divergence theorem without building the polytope: ``V = 1/3 * sum_f offset_f * area_f``
 over the clipped faces, with ``offset_f`` the signed distance of face f's plane from the
 origin. Each face is a rectangle in its own 2D coordinates, clipped by the other box's
-planes (Sutherland-Hodgman); all faces of all pairs are clipped together in numpy.
+planes (Sutherland-Hodgman, rectangle_clipping.py); all faces of all pairs are clipped together in numpy.
 
 Conventions that make it robust where pytorch3d's ``box3d_overlap`` raises:
 
@@ -30,6 +30,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .boxes import BOX_FACES, as_boxes, box_corners, box_rotations
+from .rectangle_clipping import clipped_rectangle_areas
 
 __all__ = [
     "box_intersection_volume",
@@ -63,7 +64,6 @@ _FACE_V = np.where(_FACE_SIGN > 0, (_FACE_AXIS + 2) % 3, (_FACE_AXIS + 1) % 3)
 _EDGE_PAD = 1e-10  # added to |Q| in the edge-axis tests, see _separated
 _EDGE_I1 = np.array([1, 2, 0])  # (i + 1) % 3
 _EDGE_I2 = np.array([2, 0, 1])  # (i + 2) % 3
-_UNIT_SQUARE = np.array([[-1.0, -1.0], [1.0, -1.0], [1.0, 1.0], [-1.0, 1.0]])  # CCW
 
 
 def _valid(boxes: np.ndarray) -> np.ndarray:
@@ -156,108 +156,6 @@ def _near_planes(hx: np.ndarray, normals: np.ndarray, offsets: np.ndarray, tol: 
     return (s_f * n_i > 0.5) & (dist <= tol[:, None, None, None])
 
 
-def _clip_2d(pu: np.ndarray, pv: np.ndarray, line: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Clip convex polygons by one half-plane each (Sutherland-Hodgman in 2D).
-
-    Args:
-        pu, pv: (P, V) vertex coordinates of closed polygons; repeated vertices are allowed
-            (zero-length edges).
-        line: (P, 3) half-planes ``a * u + b * v <= r`` as rows ``(a, b, r)``.
-
-    Returns:
-        ``(pu, pv)``: (P, V') clipped polygons, padded by repeating their first vertex; an
-        emptied polygon collapses to one repeated point (zero area).
-    """
-    p, v = pu.shape
-    d = pu * line[:, 0:1] + pv * line[:, 1:2] - line[:, 2:3]
-    inside = d <= 0.0
-    nu = np.concatenate([pu[:, 1:], pu[:, :1]], axis=1)
-    nv = np.concatenate([pv[:, 1:], pv[:, :1]], axis=1)
-    d_nxt = np.concatenate([d[:, 1:], d[:, :1]], axis=1)
-    crosses = inside != (d_nxt <= 0.0)
-    # Where an edge crosses, exactly one end has d <= 0 < d_other, so d - d_nxt != 0.
-    t = d / np.where(crosses, d - d_nxt, 1.0)
-    # Each edge emits its start (if inside) and its crossing point (if any), in order.
-    keep = np.empty((p, v, 2), dtype=bool)
-    keep[:, :, 0], keep[:, :, 1] = inside, crosses
-    cand_u, cand_v = np.empty((p, v, 2)), np.empty((p, v, 2))
-    cand_u[:, :, 0], cand_u[:, :, 1] = pu, pu + t * (nu - pu)
-    cand_v[:, :, 0], cand_v[:, :, 1] = pv, pv + t * (nv - pv)
-    keep = keep.reshape(p, 2 * v)
-    rank = np.cumsum(keep, axis=1)
-    count = rank[:, -1]
-    # A convex polygon gains at most one vertex per cut; rounding near the line can add
-    # more, so the buffer follows the batch's largest count instead of assuming v + 1.
-    width = max(int(count.max()), 1)
-    # Stable compaction by scattering each kept point to its rank; the rest go to a spare
-    # last column. Slots past a polygon's count keep its first point (zero-length edges).
-    rows = (width + 1) * np.arange(p)[:, None]
-    dest = (np.where(keep, rank - 1, width) + rows).ravel()
-    first = np.argmax(keep, axis=1) + 2 * v * np.arange(p)
-    out = []
-    for cand in (cand_u.reshape(-1), cand_v.reshape(-1)):
-        buf = np.empty((p, width + 1))
-        buf[:] = cand[first][:, None]
-        buf.reshape(-1)[dest] = cand
-        out.append(buf[:, :width])
-    return out[0], out[1]
-
-
-def _shoelace(pu: np.ndarray, pv: np.ndarray) -> np.ndarray:
-    """(P, V) closed polygons -> (P,) signed areas (positive counter-clockwise)."""
-    ru, rv = pu - pu[:, :1], pv - pv[:, :1]  # about the first vertex: less cancellation
-    return 0.5 * np.sum(ru[:, :-1] * rv[:, 1:] - rv[:, :-1] * ru[:, 1:], axis=1)
-
-
-def _clipped_face_areas(hu: np.ndarray, hv: np.ndarray, lines: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Areas of rectangles ``[-hu, hu] x [-hv, hv]`` clipped by six half-planes each.
-
-    Only the work that matters is done: a rectangle that one half-plane excludes entirely
-    has area 0, a half-plane that keeps all four corners is skipped, and the rectangles are
-    ordered by how many half-planes cut them, so each clipping step is a prefix slice.
-
-    Args:
-        hu, hv: (...,) half sizes of the rectangles.
-        lines: (..., 6, 3) half-planes ``a * u + b * v <= r`` as rows ``(a, b, r)``.
-        wanted: (...,) bool, False for rectangles whose area is not needed (reported as 0).
-
-    Returns:
-        (...,) clipped areas.
-    """
-    shape = hu.shape
-    hu, hv, wanted = hu.reshape(-1), hv.reshape(-1), wanted.reshape(-1)
-    lines = lines.reshape(-1, 6, 3)
-    # Extremes of a * u + b * v - r over the rectangle's corners, in closed form.
-    mid = -lines[:, :, 2]
-    spread = np.abs(lines[:, :, 0]) * hu[:, None] + np.abs(lines[:, :, 1]) * hv[:, None]
-    cuts = (mid + spread > 0.0) & (mid - spread <= 0.0)  # (F, 6)
-    alive = wanted & ~np.any(mid - spread > 0.0, axis=1)
-    area = np.where(alive, 4.0 * hu * hv, 0.0)
-    cuts &= alive[:, None]
-    n_cuts = cuts.sum(axis=1)
-    faces = np.argsort(-n_cuts, kind="stable")[: np.count_nonzero(n_cuts)]
-    if len(faces) == 0:
-        return area.reshape(shape)
-    # The cutting half-planes of each face, packed to the front in their original order.
-    n_cuts, cuts = n_cuts[faces], cuts[faces]
-    slot = np.cumsum(cuts, axis=1) - 1
-    f_idx, g_idx = np.nonzero(cuts)
-    packed = np.empty((len(faces), int(n_cuts[0]), 3))
-    packed[f_idx, slot[f_idx, g_idx]] = lines[faces[f_idx], g_idx]
-    pu = _UNIT_SQUARE[None, :, 0] * hu[faces, None]
-    pv = _UNIT_SQUARE[None, :, 1] * hv[faces, None]
-    clipped = np.empty(len(faces))
-    for step in range(int(n_cuts[0])):
-        todo = np.count_nonzero(n_cuts > step)  # a prefix: faces are sorted by n_cuts
-        pu, pv = _clip_2d(pu[:todo], pv[:todo], packed[:todo, step])
-        done = np.count_nonzero(n_cuts > step + 1)
-        if done < todo:  # faces with no cuts left: their polygons are final
-            clipped[done:todo] = _shoelace(pu[done:], pv[done:])
-            pu, pv = pu[:done], pv[:done]
-    area[faces] = clipped
-    return area.reshape(shape)
-
-
 def _b_first(
     ca: np.ndarray, ea: np.ndarray, Ra: np.ndarray, cb: np.ndarray, eb: np.ndarray, Rb: np.ndarray
 ) -> np.ndarray:
@@ -325,7 +223,7 @@ def _normalised_pair_volumes(
     lines[:, 0][same] = (0.0, 0.0, 1.0)  # always satisfied
     weight = np.ones((k, 2, 6))
     weight[:, 1] = ~np.any(same, axis=1)
-    area = _clipped_face_areas(hx[:, :, _FACE_U], hx[:, :, _FACE_V], lines, weight > 0.0)
+    area = clipped_rectangle_areas(hx[:, :, _FACE_U], hx[:, :, _FACE_V], lines, weight > 0.0)
 
     # Distance of each face plane from a's centre: the lever arm of the divergence theorem.
     lever = hx[:, :, _FACE_AXIS] - _FACE_SIGN * origin[:, :, _FACE_AXIS]
@@ -356,7 +254,7 @@ def _upright_pair_volumes(
     lines[:, 1] = np.stack([-cr, -sr, hl[:, 0] - along], axis=1)
     lines[:, 2] = np.stack([-sr, cr, across + hl[:, 1]], axis=1)
     lines[:, 3] = np.stack([sr, -cr, hl[:, 1] - across], axis=1)
-    area = _clipped_face_areas(hs[:, 0], hs[:, 1], lines, height > 0.0)
+    area = clipped_rectangle_areas(hs[:, 0], hs[:, 1], lines, height > 0.0)
     return area * np.maximum(height, 0.0), scale
 
 

@@ -8,7 +8,8 @@ Detections2D. The graph runs on any backend of ``runtime/`` behind the detector'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,14 +18,18 @@ import numpy as np
 from ..detections import Detections2D
 from ..errors import InputError, ModelError
 from ..runtime.config import RuntimeConfig
-from ..runtime.contract import Backend, InferenceBackend, IOContract
+from ..runtime.contract import Backend, InferenceBackend, IOContract, TensorSpec
+from ..runtime.engine_cache import cache_dir
 from ..runtime.select import create_backend
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, finish_detections
 
 if TYPE_CHECKING:  # torch only for export and the torch backend: an ONNX file runs without it
     import torch
 
-__all__ = ["DEFAULT_IOU_THRESHOLD", "NetworkDetector2D", "check_rgb", "read_class_names", "runtime_config"]
+__all__ = [
+    "DEFAULT_IOU_THRESHOLD", "DETECTOR_RUNTIME", "NetworkDetector2D", "cache_root", "check_rgb", "image_contract",
+    "read_class_names",
+]
 
 
 def read_class_names(path: str | Path) -> tuple[str, ...]:
@@ -42,19 +47,21 @@ def check_rgb(image: np.ndarray) -> None:
         raise InputError(f"expected an (H, W, 3) uint8 RGB image, got {image.dtype} {image.shape}")
 
 
-def runtime_config(backend: Backend | str, *, cache: Path, providers: Sequence[str] | None = None,
-                   intra_op_threads: int = 0, inter_op_threads: int = 0, allow_fallback: bool = False,
-                   fp16: bool = False, engine_path: str | Path | None = None) -> RuntimeConfig:
-    """A detector's RuntimeConfig; an unknown backend name is a ModelError naming the choices."""
-    try:
-        requested = Backend(backend)
-    except ValueError:
-        raise ModelError(f"backend {backend!r} unknown; choose one of {', '.join(b.value for b in Backend)}") from None
-    return RuntimeConfig(
-        backend=requested, allow_fallback=allow_fallback, providers=tuple(providers) if providers else None,
-        intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads, fp16=fp16,
-        engine_cache=cache / "engines", engine_path=Path(engine_path) if engine_path else None,
-    )
+# A detector built without a runtime config runs on ONNX Runtime (the tests' and benchmarks' choice);
+# the registry passes the user's (``auto`` by default).
+DETECTOR_RUNTIME = RuntimeConfig(backend=Backend.ONNXRUNTIME)
+
+
+def image_contract(net_wh: tuple[int, int], input_name: str, input_text: str, output_name: str,
+                   output_shape: tuple[int, ...], output_text: str) -> IOContract:
+    """A single-output detector's interface: one (1, 3, H, W) float32 image in, one float32 tensor out."""
+    return IOContract((TensorSpec(input_name, (1, 3, net_wh[1], net_wh[0]), "float32", input_text),),
+                      (TensorSpec(output_name, output_shape, "float32", output_text),))
+
+
+def cache_root(cache: str | Path | None) -> Path:
+    """The folder of a detector's cached ONNX exports (``onnx/``) and TensorRT engines (``engines/``)."""
+    return Path(cache) if cache is not None else cache_dir()
 
 
 class NetworkDetector2D:
@@ -77,16 +84,18 @@ class NetworkDetector2D:
     input_size: tuple[int, int]
     contract: IOContract
 
-    def _start(self, config: RuntimeConfig, onnx_file: Callable[[], Path], score_threshold: float,
+    def _start(self, runtime: RuntimeConfig, cache: Path, onnx_file: Callable[[], Path], score_threshold: float,
                iou_threshold: float, mismatch_hint: str = "") -> None:
-        """Check the thresholds and load the runtime (subclasses call this last in ``__init__``);
-        ``mismatch_hint`` is added to the error of a graph that does not match the contract (which file
-        of the model's is likely wrong)."""
+        """Check the thresholds and load the network on ``runtime`` (subclasses call this last in
+        ``__init__``): the one place a detector's session is built. TensorRT engines are cached under
+        ``cache/engines`` unless ``runtime`` names its own folder; ``mismatch_hint`` is added to the
+        error of a graph that does not match the contract (which file of the model's is likely wrong)."""
         if not 0.0 <= score_threshold <= 1.0 or not 0.0 <= iou_threshold <= 1.0:
             raise ModelError(f"thresholds must lie in [0, 1], got score {score_threshold}, IoU {iou_threshold}")
         self.score_threshold, self.iou_threshold = score_threshold, iou_threshold
         self.output_names = self.contract.output_names
         self.onnx_path: Path | None = None
+        config = runtime if runtime.engine_cache is not None else replace(runtime, engine_cache=cache / "engines")
 
         def onnx_path() -> Path:
             self.onnx_path = onnx_file()

@@ -16,9 +16,10 @@ import torch
 from scipy.special import softmax
 
 from ..errors import ModelError
-from ..runtime.contract import Backend, IOContract, TensorSpec
-from ..runtime.engine_cache import cache_dir, sha256_file
-from .detector2d import NetworkDetector2D, read_class_names, runtime_config
+from ..runtime.config import RuntimeConfig
+from ..runtime.contract import IOContract
+from ..runtime.engine_cache import sha256_file
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, image_contract, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, letterbox, paste_resized
 from .ncnn import NcnnNet, load_ncnn_weights, parse_param
 
@@ -80,12 +81,9 @@ def nanodet_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarra
 def nanodet_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
     """``data`` (1, 3, H, W) float32 -> ``output`` (1, P, C + 32) float32."""
     points = len(center_points(net_wh)[1])
-    return IOContract(
-        (TensorSpec(INPUT_NAME, (1, 3, net_wh[1], net_wh[0]), "float32",
-                    "BGR letterboxed (centred, black bands), (pixel - mean) * scale"),),
-        (TensorSpec(OUTPUT_NAME, (1, points, num_classes + 4 * REG_BINS), "float32",
-                    "per point of strides 8/16/32/64: class scores, then 4 x 8 distance-bin logits (l, t, r, b)"),),
-    )
+    return image_contract(net_wh, INPUT_NAME, "BGR letterboxed (centred, black bands), (pixel - mean) * scale",
+                          OUTPUT_NAME, (1, points, num_classes + 4 * REG_BINS),
+                          "per point of strides 8/16/32/64: class scores, then 4 x 8 distance-bin logits (l, t, r, b)")
 
 
 class NanoDetDetector2D(NetworkDetector2D):
@@ -101,17 +99,11 @@ class NanoDetDetector2D(NetworkDetector2D):
         bin_path: str | Path,
         names_path: str | Path,
         *,
-        backend: Backend | str = Backend.ONNXRUNTIME,
+        runtime: RuntimeConfig = DETECTOR_RUNTIME,
         score_threshold: float = DEFAULT_SCORE_THRESHOLD,
         iou_threshold: float = DEFAULT_IOU_THRESHOLD,
         onnx_path: str | Path | None = None,
         cache: str | Path | None = None,
-        providers: Sequence[str] | None = None,
-        intra_op_threads: int = 0,
-        inter_op_threads: int = 0,
-        allow_fallback: bool = False,
-        fp16: bool = False,
-        engine_path: str | Path | None = None,
     ):
         """Build the detector (arguments as for ``YoloDetector2D``).
 
@@ -130,21 +122,18 @@ class NanoDetDetector2D(NetworkDetector2D):
             raise ModelError(f"{param_path}: output {got} does not fit {len(self.class_names)} names in {names_path} "
                              f"(expected {self.contract.outputs[0].shape})")
         self._weights_loaded = False
-        cache_root = Path(cache) if cache is not None else cache_dir()
-        config = runtime_config(backend, cache=cache_root, providers=providers, intra_op_threads=intra_op_threads,
-                                inter_op_threads=inter_op_threads, allow_fallback=allow_fallback, fp16=fp16,
-                                engine_path=engine_path)
+        cache_folder = cache_root(cache)
 
         def onnx_file() -> Path:
             if onnx_path is not None:
                 return Path(onnx_path)
             key = f"{sha256_file(bin_path)[:16]}-param{sha256_file(param_path)[:8]}"
-            path = cache_root / "onnx" / f"{self.name}-{key}-v{_EXPORT_VERSION}.onnx"
+            path = cache_folder / "onnx" / f"{self.name}-{key}-v{_EXPORT_VERSION}.onnx"
             if not path.is_file():
                 self.export(path)
             return path
 
-        self._start(config, onnx_file, score_threshold, iou_threshold)
+        self._start(runtime, cache_folder, onnx_file, score_threshold, iou_threshold)
 
     def torch_module(self) -> torch.nn.Module:
         """The ncnn graph in PyTorch with the .bin's weights loaded."""

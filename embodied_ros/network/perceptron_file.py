@@ -25,7 +25,7 @@ def read_weights(path: Path) -> dict[str, Any]:
 def _unnamed_vocabulary_model() -> PerceptronConfig:
     """What a file whose saved config names no vocabulary (written before vocabularies were saved) was trained on:
     the synthetic world's (training/config.py's ``synthetic_model``)."""
-    from ..synthetic.classes import OBJECT_CLASSES, OCCUPANCY_CLASSES  # only for such old files
+    from ..classes import OBJECT_CLASSES, OCCUPANCY_CLASSES  # only for such old files
 
     return PerceptronConfig(classes=OBJECT_CLASSES, occupancy_classes=OCCUPANCY_CLASSES)
 

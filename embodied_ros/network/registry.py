@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import ModelError
-from .detector2d import NetworkDetector2D
+from ..errors import ConfigError, ModelError
+from ..runtime.config import RuntimeConfig
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D
 from .lifted_perceptor import Detector2D, LiftedPerceptor
 from .lifting import LiftingParams
 from .perceptor import Perceptor
@@ -69,6 +70,15 @@ def _ultralytics_files(weights: Path | None) -> tuple[Path, Path | None]:
     return model, others[0] if len(others) == 1 and model.suffix == ".tflite" else None
 
 
+def runtime_config(backend: str = "auto", allow_fallback: bool = False, fp16: bool = False) -> RuntimeConfig:
+    """The RuntimeConfig of a model choice (``--backend``, ``--allow-fallback``, ``--fp16``): what the
+    registry passes to every network it builds; an unknown backend is a ModelError naming the choices."""
+    try:
+        return RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16)
+    except ConfigError as err:
+        raise ModelError(str(err)) from None
+
+
 PERCEPTRON = "embodied-perceptron"
 PERCEPTRON_FILE = "embodied_perceptron.pt"  # state dict + training config (training.trainer.save_weights)
 
@@ -94,7 +104,6 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
     """The Embodied Perceptron on a runtime backend; its ONNX file is the .onnx beside the weights, or
     exported once into the cache (keyed by the weights' sha256). A size calibration beside the
     weights (``<stem>.sizes.json``, ``embodied-ros calibrate``) is applied to its boxes."""
-    from ..runtime.config import RuntimeConfig
     from ..runtime.engine_cache import cache_dir, sha256_file
     from ..runtime.select import create_backend
     from .onnx_export import export_onnx
@@ -117,28 +126,28 @@ def build_perceptron(weights: Path | None = None, backend: str = "auto", allow_f
                         output_names=output_names(config))
         return cached
 
-    runtime = create_backend(RuntimeConfig(backend=backend, allow_fallback=allow_fallback, fp16=fp16), contract,
-                             onnx_path=onnx_path, torch_module=lambda: model)
+    runtime = create_backend(runtime_config(backend, allow_fallback, fp16), contract, onnx_path=onnx_path,
+                             torch_module=lambda: model)
     perceptor = PerceptronPerceptor(runtime.run, config, name=f"{PERCEPTRON} ({runtime.kind.value})",
                                     floor_z=floor_z, sizes=calibration_for(path))
     perceptor.network = PerceptronNetwork(model)  # for `embodied-ros export`
     return perceptor
 
 
-def build_detector(files: ModelFiles, *, backend: str = "auto", allow_fallback: bool = False, fp16: bool = False,
-                   score_threshold: float = DETECTOR_SCORE_THRESHOLD, **runtime) -> NetworkDetector2D:
+def build_detector(files: ModelFiles, runtime: RuntimeConfig = DETECTOR_RUNTIME, *,
+                   score_threshold: float = DETECTOR_SCORE_THRESHOLD, **detector) -> NetworkDetector2D:
     """The 2D detector that reads ``files`` (by their family: Darknet, YOLOX ONNX or NanoDet ncnn).
 
     Args:
         files: verified model files (``weights.resolve_known_model``).
-        backend, allow_fallback, fp16: as for ``build_perceptor``.
+        runtime: the backend and its settings (``runtime_config`` of ``build_perceptor``'s choice).
         score_threshold: candidates below this score are dropped before NMS.
-        runtime: more detector arguments (``cache``, ``intra_op_threads``, ``iou_threshold``, ...).
+        detector: more detector arguments (``cache``, ``iou_threshold``, ...).
 
     Raises:
         ModelError: unusable files or backend.
     """
-    kwargs = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16, score_threshold=score_threshold, **runtime)
+    kwargs = dict(runtime=runtime, score_threshold=score_threshold, **detector)
     if files.family == "yolox":
         from .yolox_detector import YoloxDetector2D
 
@@ -188,7 +197,7 @@ def build_perceptor(
         raise ModelError(f"--weights {weights}: no such file or folder")
     if name == PERCEPTRON:
         return build_perceptron(weights, backend, allow_fallback, fp16)
-    runtime = dict(backend=backend, allow_fallback=allow_fallback, fp16=fp16)
+    runtime = runtime_config(backend, allow_fallback, fp16)
 
     def threshold(model: str) -> float:
         if detector_score_threshold is not None:
@@ -199,13 +208,13 @@ def build_perceptor(
         from .ultralytics_detector import UltralyticsDetector2D
 
         model, names = _ultralytics_files(weights)
-        detector = UltralyticsDetector2D(model, names, score_threshold=threshold(name), **runtime)
+        detector = UltralyticsDetector2D(model, names, runtime=runtime, score_threshold=threshold(name))
         return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name} {model.name}+lifting")
     if name in ENSEMBLES:
         from .ensemble import EnsembleDetector2D
 
         models, method = ENSEMBLES[name]
-        members = [build_detector(_known_files(m, weights, download), score_threshold=threshold(m), **runtime)
+        members = [build_detector(_known_files(m, weights, download), runtime, score_threshold=threshold(m))
                    for m in models]
         ensemble = EnsembleDetector2D(members, method=method,
                                       score_threshold=detector_score_threshold or DETECTOR_SCORE_THRESHOLD)
@@ -219,7 +228,7 @@ def build_perceptor(
     else:
         known = ", ".join([PERCEPTRON, *sorted(KNOWN_MODELS), *sorted(ENSEMBLES), "darknet", ULTRALYTICS])
         raise ModelError(f"unknown model {name!r}; known: {known}")
-    detector = build_detector(files, score_threshold=threshold(name), **runtime)
+    detector = build_detector(files, runtime, score_threshold=threshold(name))
     return LiftedPerceptor(detector, lifting or LiftingParams(), name=f"{name}+lifting")
 
 

@@ -21,7 +21,7 @@ carries none we can read.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +29,9 @@ import onnx
 import torch
 
 from ..errors import ModelError
-from ..runtime.contract import Backend, IOContract, TensorSpec
-from ..runtime.engine_cache import cache_dir
-from .detector2d import NetworkDetector2D, read_class_names, runtime_config
+from ..runtime.config import RuntimeConfig
+from ..runtime.contract import IOContract
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, image_contract, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, letterbox, paste_resized
 
 PAD_VALUE = 114.0  # Ultralytics' LetterBox fills the border with this grey
@@ -116,9 +116,8 @@ class UltralyticsDetector2D(NetworkDetector2D):
     Args:
         model_file: the ``.onnx`` (or ``.tflite``) export.
         names_path: a names file (one class per line); None: the names in the model's metadata.
-        backend, score_threshold, iou_threshold, cache, providers, intra_op_threads, inter_op_threads,
-            allow_fallback, fp16, engine_path: as for the other detectors (ignored for TFLite but the
-            thresholds and ``intra_op_threads``).
+        runtime, score_threshold, iou_threshold, cache: as for the other detectors (for TFLite only the
+            thresholds and ``runtime.intra_op_threads`` count).
 
     Raises:
         ModelError: unreadable file, no class names, names that do not fit the output, or a backend failure.
@@ -129,23 +128,17 @@ class UltralyticsDetector2D(NetworkDetector2D):
         model_file: str | Path,
         names_path: str | Path | None = None,
         *,
-        backend: Backend | str = Backend.ONNXRUNTIME,
+        runtime: RuntimeConfig = DETECTOR_RUNTIME,
         score_threshold: float = DEFAULT_SCORE_THRESHOLD,
         iou_threshold: float = DEFAULT_IOU_THRESHOLD,
         cache: str | Path | None = None,
-        providers: Sequence[str] | None = None,
-        intra_op_threads: int = 0,
-        inter_op_threads: int = 0,
-        allow_fallback: bool = False,
-        fp16: bool = False,
-        engine_path: str | Path | None = None,
     ):
         self._file = Path(model_file)
         self.name = self._file.stem
         self._module: torch.nn.Module | None = None
         self._tflite = None
         if self._file.suffix.lower() == ".tflite":
-            self._start_tflite(names_path, score_threshold, iou_threshold, intra_op_threads)
+            self._start_tflite(names_path, score_threshold, iou_threshold, runtime.intra_op_threads)
             return
         self.contract, names = onnx_layout(self._file)
         spec = self.contract.inputs[0]
@@ -157,10 +150,7 @@ class UltralyticsDetector2D(NetworkDetector2D):
             raise ModelError(f"{self._file}: {len(self.class_names)} class names for an output of "
                              f"{self.contract.outputs[0].shape[1]} = 4 + {int(self.contract.outputs[0].shape[1]) - 4} "
                              "rows (does the names file fit the model?)")
-        config = runtime_config(backend, cache=Path(cache) if cache is not None else cache_dir(), providers=providers,
-                                intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
-                                allow_fallback=allow_fallback, fp16=fp16, engine_path=engine_path)
-        self._start(config, lambda: self._file, score_threshold, iou_threshold,
+        self._start(runtime, cache_root(cache), lambda: self._file, score_threshold, iou_threshold,
                     mismatch_hint=f"is it an Ultralytics detection export with {len(self.class_names)} classes, "
                                   "output (1, 4 + classes, anchors)?")
 
@@ -226,9 +216,6 @@ def _contract(net_wh: tuple[int, int], num_classes: int, anchors: int, input_nam
               output_name: str = "output0") -> IOContract:
     """(1, 3, H, W) float32 -> (1, 4 + C, A) float32, with the export's tensor names (Ultralytics':
     ``images``, ``output0``)."""
-    return IOContract(
-        (TensorSpec(input_name, (1, 3, net_wh[1], net_wh[0]), "float32",
-                    "RGB in [0, 1], letterboxed (centred), padded with grey 114"),),
-        (TensorSpec(output_name, (1, 4 + num_classes, anchors), "float32",
-                    "per anchor point: centre x, y, width, height (input pixels), class scores"),),
-    )
+    return image_contract(net_wh, input_name, "RGB in [0, 1], letterboxed (centred), padded with grey 114",
+                          output_name, (1, 4 + num_classes, anchors),
+                          "per anchor point: centre x, y, width, height (input pixels), class scores")

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..errors import ModelError
+from ..runtime.config import RuntimeConfig
 from ..runtime.contract import Backend, IOContract, TensorSpec
-from ..runtime.engine_cache import cache_dir, sha256_file
+from ..runtime.engine_cache import sha256_file
 from .darknet import Darknet, load_darknet_weights, parse_cfg
-from .detector2d import NetworkDetector2D, check_rgb, read_class_names, runtime_config
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, check_rgb, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, letterbox, letterbox_size, stretch
 from .weights import resolve_known_model
 from .yolo_decode import DEFAULT_SCORE_THRESHOLD, YoloHeadSpec, decode_yolo_heads
@@ -137,33 +138,24 @@ class YoloDetector2D(NetworkDetector2D):
         weights_path: str | Path,
         names_path: str | Path,
         *,
-        backend: Backend | str = Backend.ONNXRUNTIME,
+        runtime: RuntimeConfig = DETECTOR_RUNTIME,
         score_threshold: float = DEFAULT_SCORE_THRESHOLD,
         iou_threshold: float = DEFAULT_IOU_THRESHOLD,
         letterbox: bool | None = None,
         onnx_path: str | Path | None = None,
         cache: str | Path | None = None,
-        providers: Sequence[str] | None = None,
-        intra_op_threads: int = 0,
-        inter_op_threads: int = 0,
-        allow_fallback: bool = False,
-        fp16: bool = False,
-        engine_path: str | Path | None = None,
     ):
         """Build the detector.
 
         Args:
             cfg_path, weights_path, names_path: the Darknet model files.
-            backend: ``"onnxruntime"``, ``"tensorrt"``, ``"torch"`` or ``"auto"`` (TensorRT if usable, else ORT).
+            runtime: the backend (``onnxruntime``, ``tensorrt``, ``torch`` or ``auto``: TensorRT if usable, else
+                ORT) and its settings (providers, threads, fallback, fp16, engine file).
             score_threshold: minimum objectness * class probability (Darknet's ``-thresh``).
             iou_threshold: per-class NMS IoU.
             letterbox: override the cfg's ``letter_box`` flag (None = as the cfg says).
             onnx_path: use this ONNX file as is instead of the cached export.
-            cache: cache folder (default ``weights.cache_dir()``).
-            providers, intra_op_threads, inter_op_threads: ONNX Runtime settings (threads also for torch).
-            allow_fallback: ``tensorrt`` asked for but unusable -> ONNX Runtime, with a warning.
-            fp16: TensorRT half-precision engine.
-            engine_path: TensorRT engine file to use (default: the engine cache).
+            cache: cache folder of ONNX exports and engines (default ``engine_cache.cache_dir()``).
 
         Raises:
             ModelError: files unreadable or inconsistent, export or backend creation failed, or
@@ -183,20 +175,17 @@ class YoloDetector2D(NetworkDetector2D):
         self.contract = yolo_contract(self._net)
         self._weights_path = Path(weights_path)
         self._weights_loaded = False
-        cache_root = Path(cache) if cache is not None else cache_dir()
-        config = runtime_config(backend, cache=cache_root, providers=providers, intra_op_threads=intra_op_threads,
-                                inter_op_threads=inter_op_threads, allow_fallback=allow_fallback, fp16=fp16,
-                                engine_path=engine_path)
+        cache_folder = cache_root(cache)
 
         def onnx_file() -> Path:
             if onnx_path is not None:
                 return Path(onnx_path)
-            path = self._cached_onnx_path(cfg_path, weights_path, cache_root)
+            path = self._cached_onnx_path(cfg_path, weights_path, cache_folder)
             if not path.is_file():
                 self.export(path)
             return path
 
-        self._start(config, onnx_file, score_threshold, iou_threshold)
+        self._start(runtime, cache_folder, onnx_file, score_threshold, iou_threshold)
 
     @classmethod
     def from_known(

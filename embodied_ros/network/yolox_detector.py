@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ModelError
-from ..runtime.contract import Backend, IOContract, TensorSpec
-from ..runtime.engine_cache import cache_dir
-from .detector2d import NetworkDetector2D, read_class_names, runtime_config
+from ..runtime.config import RuntimeConfig
+from ..runtime.contract import IOContract
+from .detector2d import DETECTOR_RUNTIME, NetworkDetector2D, cache_root, image_contract, read_class_names
 from .image_decode import DEFAULT_IOU_THRESHOLD, ResizeGeometry, best_class, paste_resized, top_left
 
 if TYPE_CHECKING:  # torch only for the torch backend and export: the ONNX file runs without torch and onnx
@@ -75,12 +75,9 @@ def yolox_input(image: np.ndarray, net_wh: tuple[int, int]) -> tuple[np.ndarray,
 def yolox_contract(net_wh: tuple[int, int], num_classes: int) -> IOContract:
     """``images`` (1, 3, H, W) float32 -> ``output`` (1, P, 5 + C) float32."""
     points = len(anchor_points(net_wh)[1])
-    return IOContract(
-        (TensorSpec(INPUT_NAME, (1, 3, net_wh[1], net_wh[0]), "float32",
-                    "BGR 0..255, resized keeping aspect, pasted top-left, padded with 114"),),
-        (TensorSpec(OUTPUT_NAME, (1, points, 5 + num_classes), "float32",
-                    "per point of strides 8/16/32: x, y, log w, log h (cells), objectness, class scores"),),
-    )
+    return image_contract(net_wh, INPUT_NAME, "BGR 0..255, resized keeping aspect, pasted top-left, padded with 114",
+                          OUTPUT_NAME, (1, points, 5 + num_classes),
+                          "per point of strides 8/16/32: x, y, log w, log h (cells), objectness, class scores")
 
 
 class YoloxDetector2D(NetworkDetector2D):
@@ -91,16 +88,10 @@ class YoloxDetector2D(NetworkDetector2D):
         onnx_file: str | Path,
         names_path: str | Path,
         *,
-        backend: Backend | str = Backend.ONNXRUNTIME,
+        runtime: RuntimeConfig = DETECTOR_RUNTIME,
         score_threshold: float = DEFAULT_SCORE_THRESHOLD,
         iou_threshold: float = DEFAULT_IOU_THRESHOLD,
         cache: str | Path | None = None,
-        providers: Sequence[str] | None = None,
-        intra_op_threads: int = 0,
-        inter_op_threads: int = 0,
-        allow_fallback: bool = False,
-        fp16: bool = False,
-        engine_path: str | Path | None = None,
     ):
         """Build the detector (arguments as for ``YoloDetector2D``).
 
@@ -113,10 +104,7 @@ class YoloxDetector2D(NetworkDetector2D):
         self.input_size = _input_size(self._onnx_file)
         self.contract = yolox_contract(self.input_size, len(self.class_names))
         self._module: torch.nn.Module | None = None
-        config = runtime_config(backend, cache=Path(cache) if cache is not None else cache_dir(), providers=providers,
-                                intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
-                                allow_fallback=allow_fallback, fp16=fp16, engine_path=engine_path)
-        self._start(config, lambda: self._onnx_file, score_threshold, iou_threshold,
+        self._start(runtime, cache_root(cache), lambda: self._onnx_file, score_threshold, iou_threshold,
                     mismatch_hint=f"does {names_path} hold the model's {len(self.class_names)} names?")
 
     def torch_module(self) -> torch.nn.Module:

@@ -95,6 +95,26 @@ def _sort_topologically(graph: onnx.GraphProto) -> None:
     graph.node.extend(nodes)
 
 
+def _engine_contract(onnx_path: Path, model: onnx.ModelProto, contract: IOContract | None) -> IOContract:
+    """The interface the engine is built for: ``contract`` when it matches the graph's, else the graph's own.
+
+    Raises:
+        ModelError: the graph does not match ``contract``, or a dynamic axis has no range (TensorRT's
+            optimisation profile needs one).
+    """
+    declared = IOContract.from_onnx_graph(model.graph)
+    if contract is not None:
+        diffs = contract.same_interface(declared)
+        if diffs:
+            raise ModelError(f"{onnx_path}: graph does not match the expected contract: {'; '.join(diffs)}")
+    chosen = contract or declared
+    unbounded = sorted(a for a, r in chosen.axes.items() if r.max >= _UNBOUNDED)
+    if unbounded:
+        raise ModelError(f"{onnx_path.name}: dynamic axes {unbounded} need a range (IOContract.axes) "
+                         "for TensorRT's optimisation profile")
+    return chosen
+
+
 def gpu_identity(device: int = 0) -> tuple[str, str]:
     """(GPU name, compute capability "major.minor") of a CUDA device, as the engine key records them."""
     import torch
@@ -145,22 +165,11 @@ class TensorRTBackend:
             ModelError: no tensorrt or no GPU, a missing/corrupt ONNX file, a parse or build failure, or
                 an engine whose tensors do not match the contract.
         """
-        from .engine_cache import cache_dir as default_cache_dir
-        from .engine_cache import sha256_file
         from .tensorrt_compat import load_onnx
 
         self.onnx_path = Path(onnx_path)
         model = load_onnx(self.onnx_path)  # missing or corrupt ONNX -> ModelError before anything else
-        declared = IOContract.from_onnx_graph(model.graph)
-        if contract is not None:
-            diffs = contract.same_interface(declared)
-            if diffs:
-                raise ModelError(f"{self.onnx_path}: graph does not match the expected contract: {'; '.join(diffs)}")
-        self.contract = contract or declared
-        unbounded = sorted(a for a, r in self.contract.axes.items() if r.max >= _UNBOUNDED)
-        if unbounded:
-            raise ModelError(f"{self.onnx_path.name}: dynamic axes {unbounded} need a range (IOContract.axes) "
-                             "for TensorRT's optimisation profile")
+        self.contract = _engine_contract(self.onnx_path, model, contract)
         # The file and contract errors above come first: they are the user's to fix on any machine.
         why_not = tensorrt_status(device)
         if why_not is not None:
@@ -173,10 +182,22 @@ class TensorRTBackend:
         self.fp16 = fp16
         self._workspace_mib = workspace_mib
         self._logger = trt.Logger(trt.Logger.WARNING)
+        self._engine = self._cached_or_built_engine(model, cache_dir, engine_path)
+        self._check_engine_tensors()
+        self._start_context(warmup_runs)
+
+    def _cached_or_built_engine(self, model: onnx.ModelProto, cache_dir: str | Path | None,
+                                engine_path: str | Path | None):
+        """The engine of ``self.key``: the cached file when it fits this GPU and TensorRT, else built and
+        written (sets ``key``, ``engine_path`` and ``built``)."""
+        from .engine_cache import cache_dir as default_cache_dir
+        from .engine_cache import sha256_file
+
+        trt = self._trt
         profiles = self.contract.profile_shapes()
-        gpu_name, capability = gpu_identity(device)
+        gpu_name, capability = gpu_identity(self.device)
         self.key = EngineKey.from_profiles(sha256_file(self.onnx_path), trt.__version__, gpu_name, capability,
-                                           "fp16" if fp16 else "fp32", profiles)
+                                           "fp16" if self.fp16 else "fp32", profiles)
         cache = Path(cache_dir) if cache_dir is not None else default_cache_dir() / "engines"
         stem = self.onnx_path.stem
         self.engine_path = Path(engine_path) if engine_path else cached_engine_path(cache, stem, self.key)
@@ -196,11 +217,14 @@ class TensorRTBackend:
                 raise ModelError(f"TensorRT cannot deserialise the engine it just built for {self.onnx_path.name}")
             self.built = True
             log.info("TensorRT engine built and cached: %s", self.engine_path)
-        self._engine = engine
-        self._check_engine_tensors()
-        with torch.cuda.device(device):
-            self._context = engine.create_execution_context()
-            self._stream = torch.cuda.Stream(device)
+        return engine
+
+    def _start_context(self, warmup_runs: int) -> None:
+        """The execution context and CUDA stream on ``self.device``, then ``warmup_runs`` runs on zeros."""
+        torch = self._torch
+        with torch.cuda.device(self.device):
+            self._context = self._engine.create_execution_context()
+            self._stream = torch.cuda.Stream(self.device)
         if self._context is None:
             raise ModelError(f"TensorRT could not create an execution context for {self.engine_path.name}")
         shapes = self.contract.example_shapes()

@@ -42,9 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
-from rosbags.highlevel import AnyReader
-from rosbags.typesys import Stores, get_typestore
 
 from ..errors import FrameError, InputError
 from ..frame import Frame
@@ -53,7 +50,7 @@ from ..messages.convert import matrix_from_transform_msg, stamp_ns_from_msg
 from .base import FrameSource
 from .folders import check_intrinsics
 from .images import decode_compressed_depth, decode_compressed_rgb, depth_to_metres, image_to_rgb
-from .mcap_truncation import TruncatedMcap, mcap_truncation
+from .rosbag_open import one_line, open_rosbag
 from .tf_buffer import TransformBuffer, normalise_frame_id
 
 log = logging.getLogger(__name__)
@@ -95,32 +92,6 @@ def resolve_topic(wanted: str, topics: dict[str, Any], what: str, path: str,
             raise InputError(f"{path}: {what} topic {wanted!r} is ambiguous ({candidates}); give its full name")
     listed = ", ".join(f"{t} [{topics[t].msgtype}]" for t in sorted(topics)) or "none"
     raise InputError(f"{path}: no {what} topic {wanted!r}; the bag has: {listed}")
-
-
-def _sqlite_truncation(path: Path) -> str | None:
-    """Why a rosbag2 .db3 file is shorter than its header says, or None.
-
-    SQLite opens a file cut inside its last pages without complaint, so the size recorded in
-    the header (page size x page count, trusted when the change counter matches
-    version-valid-for, as SQLite does) is compared with the file size. A -wal file next to
-    it means the header may be stale: no verdict then.
-    """
-    if path.with_name(path.name + "-wal").exists():
-        return None
-    with path.open("rb") as f:
-        head = f.read(100)
-    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
-        return f"{path.name} is not an SQLite database"
-    page_size = int.from_bytes(head[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(head[28:32], "big")
-    if head[24:28] == head[92:96] and pages and path.stat().st_size < page_size * pages:
-        return f"{path.name} has {path.stat().st_size} bytes, its header says {page_size * pages}"
-    return None
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
 
 
 @dataclass
@@ -186,8 +157,7 @@ class RosbagSource(FrameSource):
         self._tf = TransformBuffer(extrapolation_ns=pose_tolerance_ns)
         self._pose_child: str | None = None
         self._warned_frames = False
-        self.truncation = ""  # how a truncated .mcap is read, else ""
-        self._reader = self._open()
+        self._reader, self.truncation = open_rosbag(self.path)  # truncation: how a cut .mcap is read, else ""
         try:
             topics = self._reader.topics
             self.color_topic = resolve_topic(color_topic, topics, "colour", self.name)
@@ -210,81 +180,7 @@ class RosbagSource(FrameSource):
             self._reader.close()
             raise
 
-    # ---- opening and whole-bag checks -------------------------------------------------------
-
-    def _open(self) -> AnyReader:
-        if not self.path.exists():
-            raise InputError(f"rosbag {self.path} does not exist")
-        db_files = sorted(self.path.glob("*.db3")) if self.path.is_dir() else [self.path]
-        for db_file in (f for f in db_files if f.suffix == ".db3"):
-            problem = _sqlite_truncation(db_file)
-            if problem:
-                raise InputError(f"rosbag {self.path} is truncated or corrupt: {problem}")
-        target: Any = self._readable_mcap() or self.path
-        try:
-            return self._reader_of(target)
-        except Exception as err:  # rosbags, sqlite (apsw) and mcap raise many unrelated types
-            alone = self._metadata_fallback(err) if target == self.path else None
-            if alone is None:
-                raise InputError(f"cannot read rosbag {self.path}: {_one_line(err)}") from None
-        try:
-            return self._reader_of(alone)
-        except Exception as err:  # noqa: BLE001 - as above
-            raise InputError(f"cannot read rosbag {alone}: {_one_line(err)}") from None
-
-    @staticmethod
-    def _reader_of(target: Any) -> AnyReader:
-        # Bags from ROS 2 Foxy and older carry no message definitions: fall back to Humble's.
-        reader = AnyReader([target], default_typestore=get_typestore(Stores.ROS2_HUMBLE))
-        reader.open()
-        return reader
-
-    def _metadata_fallback(self, err: Exception) -> Path | None:
-        """A folder's only .mcap, to read on its own when its metadata.yaml made ``err`` (MCAP describes
-        itself: a recorder that did not finish leaves an empty or partial metadata.yaml); None when ``err``
-        is another fault.
-
-        Raises:
-            InputError: the metadata.yaml is unusable and there is no single .mcap to read instead.
-        """
-        meta, mcaps = self.path / "metadata.yaml", sorted(self.path.glob("*.mcap")) if self.path.is_dir() else []
-        if not meta.is_file():
-            return None
-        try:
-            empty = yaml.safe_load(meta.read_text()) is None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            empty = False
-        if not (empty or "metadata" in str(err).lower()):  # rosbags names its metadata faults so
-            return None
-        problem = "is empty" if empty else f"cannot be used ({_one_line(err)})"
-        if len(mcaps) != 1:
-            raise InputError(f"cannot read rosbag {self.path}: its metadata.yaml {problem}; a recorder that did not "
-                             f"finish? `ros2 bag reindex {self.path}` writes it again")
-        log.warning("rosbag %s: its metadata.yaml %s: reading %s on its own (an MCAP file describes itself)",
-                    self.path, problem, mcaps[0].name)
-        return mcaps[0]
-
-    def _readable_mcap(self) -> TruncatedMcap | None:
-        """The readable part of a truncated .mcap (the file, or a rosbag2 folder's only one), or None.
-
-        Raises:
-            InputError: truncated before its first complete record.
-        """
-        files = sorted(self.path.glob("*.mcap")) if self.path.is_dir() else [self.path]
-        if len(files) != 1 or files[0].suffix != ".mcap":
-            return None
-        try:
-            cut = mcap_truncation(files[0])
-        except OSError as err:
-            raise InputError(f"cannot read rosbag {files[0]}: {err.strerror or err}") from None
-        if cut is None:
-            return None
-        if not (cut.chunks or cut.messages):
-            raise InputError(f"rosbag {files[0]} is truncated before its first complete chunk ({cut.size} bytes, "
-                             "without MCAP's closing magic): nothing in it can be read")
-        self.truncation = cut.summary()
-        log.warning("rosbag %s is %s", files[0], self.truncation)
-        return TruncatedMcap(files[0], cut)
+    # ---- whole-bag checks and reads ---------------------------------------------------------------
 
     def _check_type(self, topics: dict[str, Any], topic: str, allowed: tuple[str, ...]) -> None:
         msgtype = topics[topic].msgtype
@@ -307,12 +203,12 @@ class RosbagSource(FrameSource):
             except StopIteration:
                 return
             except Exception as err:  # any failure inside the storage reader means a broken file
-                raise InputError(f"rosbag {self.path} is truncated or corrupt: {_one_line(err)}") from None
+                raise InputError(f"rosbag {self.path} is truncated or corrupt: {one_line(err)}") from None
             try:
                 msg = self._reader.deserialize(raw, connection.msgtype)
             except Exception as err:
                 raise InputError(
-                    f"rosbag {self.path}: cannot decode a {connection.msgtype} on {connection.topic}: {_one_line(err)}"
+                    f"rosbag {self.path}: cannot decode a {connection.msgtype} on {connection.topic}: {one_line(err)}"
                 ) from None
             yield connection.topic, log_ns, msg
 

@@ -1,20 +1,22 @@
-"""The synthetic world's vocabulary: object classes, structure classes, colours and synonyms."""
+"""The synthetic world's vocabulary: object classes, structure classes, colours and synonyms.
+
+Its detection and occupancy classes are defined in embodied_ros/classes.py (they are also the vocabulary
+of old Embodied Perceptron weights files, which network/ reads without importing the synthetic world).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-OBJECT_CLASSES: tuple[str, ...] = (
-    "chair", "table", "sofa", "bed", "cabinet", "shelf", "monitor", "lamp",
-    "cup", "book", "bottle", "box", "plant", "bin", "door", "window",
-)
-"""Detection classes: every object with a 9-DoF ground-truth box (label = index here)."""
+from ..classes import OBJECT_CLASSES, OCCUPANCY_CLASSES
+
+__all__ = [
+    "ALL_CLASSES", "OBJECT_CLASSES", "OCCUPANCY_CLASSES", "STRUCTURE_CLASSES", "SYNONYMS", "class_color",
+    "class_index",
+]
 
 STRUCTURE_CLASSES: tuple[str, ...] = ("floor", "wall", "ceiling")
 """Room surfaces: no boxes, but they occupy voxels (occupancy labels) and pixels (class render)."""
-
-OCCUPANCY_CLASSES: tuple[str, ...] = OBJECT_CLASSES + ("floor", "wall")
-"""Occupancy label vocabulary (label = index here; -1 = empty). The ceiling lies above the grid."""
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "chair": ("chair", "seat", "armchair"),
