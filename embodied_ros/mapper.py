@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,7 +99,8 @@ class StepResult:
         (unknown objects) and "structure" (the room's parts) apart; the offline run reports these."""
         stages, u = self.stages_s, self.update
         return {"network": stages.get("network", 0.0), "lifting": stages.get("lifting", 0.0),
-                "memory": stages["memory"] - u.discovery_s - u.structure_s, "discovery": u.discovery_s,
+                "memory": stages["memory"] - (u.discovery_s - u.discovery_ahead_s) - u.structure_s,
+                "discovery": u.discovery_s,
                 "structure": u.structure_s, "occupancy": stages["occupancy"]}
 
 
@@ -121,11 +123,12 @@ class SceneMapper:
         memory, occupancy: start from these instead of fresh ones (e.g. a memory that already
             holds objects).
         grounder: the grounding engine; None builds one from ``config.grounder`` on first use.
+        discover_alongside: run discovery on a thread of its own while the network looks at the frame.
     """
 
     def __init__(self, config: PipelineConfig | None = None, perceptor: Perceptor | None = None, *,
                  memory: SceneMemory | None = None, occupancy: OccupancyMap | None = None,
-                 grounder: Any = None) -> None:
+                 grounder: Any = None, discover_alongside: bool = True) -> None:
         self.config = config = config if config is not None else PipelineConfig()
         self.perceptor = perceptor
         self.memory = memory if memory is not None else SceneMemory.from_config(config.memory, config.changes)
@@ -134,6 +137,10 @@ class SceneMapper:
         self.lock = threading.Lock()
         self.frames_processed = 0
         self.last_frame: Frame | None = None  # the latest keyframe: viewer-centred words are meant from its camera
+        # Discovery runs on a thread of its own while the network looks at the frame (same answers: it needs
+        # the frame alone); off: one after the other.
+        self.discover_alongside = discover_alongside
+        self._alongside: ThreadPoolExecutor | None = None
 
     # ---- the per-frame step ------------------------------------------------------------------
 
@@ -155,7 +162,17 @@ class SceneMapper:
         """Network and memory for one keyframe: (perception, the memory's update result, seconds per stage)."""
         if self.perceptor is None:
             raise RuntimeError("the network is not loaded yet")
-        perception = self.perceptor.perceive(frame)
+        ahead = None
+        if (self.discover_alongside and getattr(self.perceptor, "carries_frame", True)
+                and not self.memory.prepared(frame)):
+            if self._alongside is None:
+                self._alongside = ThreadPoolExecutor(1, thread_name_prefix="embodied-discovery")
+            ahead = self._alongside.submit(self.prepare, frame)
+        try:
+            perception = self.perceptor.perceive(frame)
+        finally:
+            if ahead is not None:
+                ahead.result()
         stages = {k: float(v) for k, v in perception.timings_s.items()}
         with self.lock:
             start = time.perf_counter()
@@ -164,6 +181,12 @@ class SceneMapper:
             self.last_frame = frame
         stages["memory"] = time.perf_counter() - start
         return perception, update, stages
+
+    def prepare(self, frame: Frame) -> bool:
+        """Do ahead the part of ``frame``'s step that needs the frame alone (SceneMemory.prepare: discovery), e.g.
+        while its detections are still on their way; False when there is none."""
+        with self.lock:
+            return self.memory.prepare(frame)
 
     def _integrate(self, frame: Frame, perception: FramePerception) -> float:
         """Fuse the keyframe into the occupancy map; seconds taken."""

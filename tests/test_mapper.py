@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 pytest.importorskip("open3d", reason="rendering needs open3d (pip install open3d; apt libusb-1.0-0)")
 
+from conftest import DATA, DETECTOR, KITCHEN  # noqa: E402
+
 from embodied_ros.errors import InputError  # noqa: E402
 from embodied_ros.mapper import MEMORY_FILE, OCCUPANCY_FILE, PipelineConfig, SceneMapper, StepResult  # noqa: E402
 from embodied_ros.memory.config import MemoryConfig  # noqa: E402
 from embodied_ros.memory.scene_object import UpdateResult  # noqa: E402
+from embodied_ros.network.weights import DEFAULT_MODEL  # noqa: E402
 from embodied_ros.synthetic import GroundTruthPerceptor, SceneConfig, SyntheticSource, TrajectoryConfig  # noqa: E402
 
 CONFIG = SceneConfig(width=128, height=128, trajectory=TrajectoryConfig(n_frames=4))
@@ -37,11 +42,58 @@ def test_a_step_splits_the_memory_time_into_its_parts(mapped) -> None:
     for s in (*steps, timed):
         split, u = s.stage_split_s(), s.update
         assert list(split) == ["network", "lifting", "memory", "discovery", "structure", "occupancy"]
-        assert split["memory"] + split["discovery"] + split["structure"] == pytest.approx(s.stages_s["memory"])
+        ahead = u.discovery_ahead_s  # discovery done alongside the network, outside the memory's own time
+        assert split["memory"] + split["discovery"] - ahead + split["structure"] == pytest.approx(s.stages_s["memory"])
         assert (split["discovery"], split["structure"]) == (u.discovery_s, u.structure_s)
         assert split["occupancy"] == s.stages_s["occupancy"] and split["memory"] >= 0
     assert timed.stage_split_s() == pytest.approx({"network": 0.04, "lifting": 0.0, "memory": 0.02, "discovery": 0.02,
                                                    "structure": 0.01, "occupancy": 0.03})
+
+
+@pytest.fixture(scope="module")
+def kitchen() -> tuple[list, object]:
+    """Eight real kitchen frames (every 12th) and the default detector."""
+    if not (KITCHEN.is_dir() and DETECTOR.is_dir()):
+        pytest.skip(f"real data not found in {DATA} (set EMBODIED_ROS_DATA)")
+    from embodied_ros.network.registry import build_perceptor
+    from embodied_ros.recordings import open_source
+
+    frames = list(open_source(KITCHEN).frames(stride=12))
+    return frames, build_perceptor(DEFAULT_MODEL, weights=DETECTOR, backend="onnxruntime")
+
+
+def test_discovery_alongside_the_network_gives_the_map_of_one_after_the_other(kitchen) -> None:
+    """Discovery needs the frame alone: run on its own thread while the network looks at the frame (the default), the
+    memory is the one of every stage in turn."""
+    frames, perceptor = kitchen
+    maps, steps = [], []
+    for alongside in (False, True):
+        mapper = SceneMapper(PipelineConfig(), perceptor, discover_alongside=alongside)
+        steps.append([mapper.step(frame) for frame in frames])
+        maps.append(json.dumps(mapper.memory.to_dict(), sort_keys=True, default=str))
+    assert maps[0] == maps[1] and sum(o["class_name"] == "object" for o in json.loads(maps[1])["objects"]) > 0
+    assert all(s.update.discovery_ahead_s == 0 for s in steps[0])
+    ahead = [s.update.discovery_ahead_s for s in steps[1]]
+    assert all(a > 0 for a in ahead) and all(a <= s.update.discovery_s for a, s in zip(ahead, steps[1], strict=True))
+
+
+def test_a_frame_prepared_but_never_stepped_leaves_the_next_frame_its_own_discovery(kitchen) -> None:
+    """A frame whose discovery was done ahead and which was then skipped (its detections never came): the next
+    frame's step does its own discovery, never the skipped frame's."""
+    frames, perceptor = kitchen
+    mapper = SceneMapper(PipelineConfig(), perceptor, discover_alongside=False)
+    assert mapper.prepare(frames[0]) and mapper.memory.prepared(frames[0]) and not mapper.memory.prepared(frames[1])
+    step = mapper.step(frames[1])
+    assert step.update.discovery_ahead_s == 0 and step.update.discovery_looked
+    assert mapper.prepare(frames[2]) and mapper.step(frames[2]).update.discovery_ahead_s > 0
+
+
+def test_a_perceptor_without_frames_gets_no_discovery_ahead(mapped) -> None:
+    """The synthetic oracle's perceptions carry no frame, so the memory never looks at their depth: nothing is done
+    ahead for them either (the floor would move)."""
+    mapper, (_, _, steps) = mapped
+    assert mapper.discover_alongside and mapper.memory.floor_z is None
+    assert all(s.update.discovery_ahead_s == 0 and not s.update.discovery_looked for s in steps)
 
 
 def test_the_published_scene_is_what_the_memory_and_the_map_publish(mapped) -> None:

@@ -271,6 +271,41 @@ def test_depth_fusion_waits_for_time_between_frames() -> None:
         worker.stop()
 
 
+def test_a_frame_waiting_for_its_detections_is_prepared_while_the_worker_is_idle() -> None:
+    """With another detector, a frame's discovery is done while its detections are on their way: when the worker is
+    idle (never before a queued keyframe), the newest waiting frame only, and not once its keyframe came."""
+    started, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    def process(frame: Frame) -> dict[str, float]:
+        order.append(f"key {frame.index}")
+        started.set()
+        release.wait(10)
+        return {}
+
+    worker = KeyframeWorker(process, KeyframePolicy(max_interval=0.0, max_wait=0.0),
+                            prepare=lambda f: order.append(f"ahead {f.index}"))
+    try:
+        worker.submit(_frame(0.0))
+        assert started.wait(10)  # busy with frame 0
+        worker.ahead(_frame(0.1))  # superseded by the next waiting frame
+        worker.ahead(_frame(0.2))
+        worker.submit(_frame(0.3))  # a keyframe queued: it goes before anything done ahead
+        worker.ahead(_frame(0.4))
+        worker.ahead(_frame(0.5))
+        worker.submit(_frame(0.5))  # frame 5's detections came before the worker was free: nothing ahead for it
+        release.set()
+        assert worker.wait_idle(10)
+        assert order == ["key 0", "key 5"] and worker.stats.prepared == 0 and worker.stats.dropped == 1
+        worker.ahead(_frame(0.6))  # the worker is idle: done at once
+        assert _soon(lambda: order[-1] == "ahead 6") and worker.stats.prepared == 1
+        worker.submit(_frame(0.6))
+        assert worker.wait_idle(10) and order[-2:] == ["ahead 6", "key 6"]
+    finally:
+        release.set()
+        worker.stop()
+
+
 def test_worker_survives_a_failing_keyframe() -> None:
     errors: list[str] = []
 

@@ -68,6 +68,19 @@ def test_onnxruntime_matches_torch_for_every_view_count(network: MultiViewExport
     assert "CPUExecutionProvider" in ort.describe() and "torch" in eager.describe()
 
 
+def test_onnxruntime_threads_sleep_between_runs_unless_asked_to_spin(onnx_file: Path) -> None:
+    """ORT's threads busy-wait between runs by default, taking a core from the map's stages (and from a map node
+    beside a detector node); the project's sessions let them sleep unless RuntimeConfig.spin_wait asks otherwise."""
+    def spinning(backend: OnnxRuntimeBackend) -> tuple[str, str]:
+        options = backend._session.get_session_options()
+        return tuple(options.get_session_config_entry(f"session.{k}.allow_spinning") for k in ("intra_op", "inter_op"))
+
+    config = RuntimeConfig(backend=Backend.ONNXRUNTIME, warmup_runs=0)
+    assert spinning(create_backend(config, CONTRACT, onnx_path=onnx_file)) == ("0", "0")
+    config = RuntimeConfig(backend=Backend.ONNXRUNTIME, warmup_runs=0, spin_wait=True)
+    assert spinning(create_backend(config, CONTRACT, onnx_path=onnx_file)) == ("1", "1")
+
+
 def test_backends_refuse_inputs_outside_the_contract(network: MultiViewExportable, onnx_file: Path) -> None:
     for backend in (OnnxRuntimeBackend(onnx_file, contract=CONTRACT), TorchBackend(network.torch_module(), CONTRACT)):
         with pytest.raises(ModelError, match=r"axis 'views' = 9 outside its range \[1, 8\]"):

@@ -42,15 +42,16 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..classes import is_mover
-from ..detections import FramePerception
+from ..detections import Detections3D, FramePerception
 from ..errors import FrameError, InputError, json_error_line, os_error_line
+from ..frame import Frame
 from ..geometry.boxes import points_in_boxes
 from .amodal import FloorEstimate
 from .association import Association, Queries, point_keys
@@ -76,6 +77,15 @@ FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 4  # 2: geometry and existence evidence per object; 3: that evidence per place; 4: per look
 # (the mean of its frames) and the recesses. 1 to 3 still load
 _MOVER_MARGIN = 0.1  # metres around a person's box in which discovered segments are the person's
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """A frame's discovery done before its update (SceneMemory.prepare)."""
+
+    frame: tuple[int, int]  # (index, stamp_ns)
+    found: Detections3D | None  # discovery's answer (None: not a frame it looks at)
+    seconds: float
 _V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 
@@ -106,6 +116,7 @@ class SceneMemory:
         self._last_frame = (-1, 0)
         self._n_updates = 0
         self._snapshot: MemorySnapshot | None = None
+        self._ahead: _Ahead | None = None  # the next frame's floor and discovery, done ahead (prepare)
         cfg = self.config
         self._discovery = ObjectDiscovery() if cfg.discover_unknown or cfg.room_structure else None
         self._structure = RoomStructure(cfg, self._take_id) if cfg.room_structure else None
@@ -139,6 +150,27 @@ class SceneMemory:
 
     # ------------------------------------------------------------------ update
 
+    def prepare(self, frame: Frame) -> bool:
+        """Do ahead what the next update needs of ``frame`` alone: the floor and discovery (memory/discovery.py), the
+        slowest part of an update. It runs while the network looks at the frame (SceneMapper.step) or while the
+        frame waits for another detector's output (the node): the update of this frame then takes it as done and
+        gives the same result. An update of another frame drops it (that frame's floor and surfaces still count,
+        as a look at the room). Returns False when there is nothing to do ahead (no discovery, no structure)."""
+        if self._discovery is None:
+            return False
+        with self._lock:
+            if self.config.amodal:
+                self._floor.update(frame)
+            start = time.perf_counter()
+            found = self._discovery.discover(frame, self._floor.z)
+            self._ahead = _Ahead((int(frame.index), int(frame.stamp_ns)), found, time.perf_counter() - start)
+            return True
+
+    def prepared(self, frame: Frame) -> bool:
+        """Whether ``prepare`` already did ``frame``'s part ahead."""
+        ahead = self._ahead
+        return ahead is not None and ahead.frame == (int(frame.index), int(frame.stamp_ns))
+
     def update(self, perception: FramePerception) -> UpdateResult:
         """Fuse one frame's world-frame detections into the memory.
 
@@ -155,12 +187,15 @@ class SceneMemory:
             self._n_updates += 1
             self._last_frame = (int(perception.frame_index), int(perception.stamp_ns))
             self._snapshot = None
+            ahead = self._ahead if frame is not None and self.prepared(frame) else None
+            self._ahead = None
             self._add_vocabulary(det.class_names)
             if len(det) and self._frame_id and det.frame_id != self._frame_id:
                 raise FrameError(f"frame {perception.frame_index}: detections are in frame '{det.frame_id}', "
                                  f"the scene memory holds objects in '{self._frame_id}'")
             if frame is not None and self.config.amodal:
-                self._floor.update(frame)
+                if ahead is None:
+                    self._floor.update(frame)
                 self._fusion.follow_floor()
             views = objects_in_view(frame, self._tracks, self._index) if frame is not None else {}
             if len(det):
@@ -177,7 +212,7 @@ class SceneMemory:
             n_suppressed = self._take_detections(perception, np.flatnonzero(keep), views, created, updated, taken)
             spared: set[int] = set()
             discovery_s, structure_s, named_now, looked = self._discover(perception, views, taken, created, updated,
-                                                                        spared)
+                                                                        spared, ahead)
             taken = (taken - {gone for gone, _ in named_now}) | {kept for _, kept in named_now}
             missed, forgotten = take_misses(self.config, self._tracks, self._index, views, taken | spared, perception,
                                             self.changes.kept)
@@ -201,6 +236,7 @@ class SceneMemory:
                 discovery_s=discovery_s,
                 structure_s=structure_s,
                 discovery_looked=looked,
+                discovery_ahead_s=ahead.seconds if ahead is not None else 0.0,
                 changes=tuple(changes),
                 changes_s=changes_s,
             )
@@ -294,8 +330,8 @@ class SceneMemory:
         return obj_id
 
     def _discover(self, perception: FramePerception, views: dict[int, Visibility], taken: set[int],
-                  created: list[int], updated: list[int],
-                  spared: set[int]) -> tuple[float, float, list[tuple[int, int]], bool]:
+                  created: list[int], updated: list[int], spared: set[int],
+                  ahead: _Ahead | None = None) -> tuple[float, float, list[tuple[int, int]], bool]:
         """Take in the frame's unknown objects (memory/discovery.py): a segment that is part of a named
         object is left out; one that is an unknown object not yet taken this frame adds to it (the
         evidence rules of every object); the rest are new objects of class ``UNKNOWN_CLASS``. The room's
@@ -303,6 +339,7 @@ class SceneMemory:
 
         Frames discovery does not look at (ObjectDiscovery.discover) put the unknown objects in view in
         ``spared`` (no evidence against them), and so does a segment over two of them (they are there).
+        ``ahead``: the frame's discovery done by ``prepare``.
 
         Returns:
             The seconds discovery took, those the structure took, the merges of unknown objects into named ones
@@ -310,8 +347,8 @@ class SceneMemory:
         """
         if self._discovery is None or perception.frame is None:
             return 0.0, 0.0, [], False
-        start = time.perf_counter()
-        found = self._discovery.discover(perception.frame, self._floor.z)
+        start = time.perf_counter() - (ahead.seconds if ahead is not None else 0.0)
+        found = ahead.found if ahead is not None else self._discovery.discover(perception.frame, self._floor.z)
         if found is None:  # not a frame discovery looks at: it says nothing of the unknown objects in view
             spared |= {i for i in views if self._tracks[i].class_name == UNKNOWN_CLASS}
             return time.perf_counter() - start, 0.0, [], False
@@ -389,6 +426,7 @@ class SceneMemory:
             self._tracks.clear()
             self._index.clear()
             self._floor.reset()
+            self._ahead = None
             self._movers.reset()
             self._unknown.reset()
             if self._discovery is not None:

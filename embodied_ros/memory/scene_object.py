@@ -105,6 +105,8 @@ class UpdateResult:
         discovery_s: seconds spent finding and taking in the frame's unknown objects (memory/discovery.py).
         structure_s: seconds spent on the room's structure (memory/structure.py; not in ``discovery_s``).
         discovery_looked: whether discovery looked at this frame (a keyframe of its own: the camera moved).
+        discovery_ahead_s: of ``discovery_s``, the seconds done ahead of the update (SceneMemory.prepare), outside
+            its own time.
         changes: the change events this frame made (memory/change_events.ChangeEvent: removed, new, moved).
     """
 
@@ -119,6 +121,7 @@ class UpdateResult:
     discovery_s: float = field(default=0.0, compare=False)  # a timing, not part of what the update did
     structure_s: float = field(default=0.0, compare=False)
     discovery_looked: bool = field(default=False, compare=False)
+    discovery_ahead_s: float = field(default=0.0, compare=False)
     changes: tuple[Any, ...] = ()
     changes_s: float = field(default=0.0, compare=False)  # seconds of the change rules (memory/changes.py)
 

@@ -13,7 +13,9 @@ class Perceptor(Protocol):
     """Turns one posed RGB-D frame into world-frame detections (and maybe occupancy).
 
     Implementations keep their own window of past frames if they need one; the caller
-    hands frames in order and never waits on anything but ``perceive``.
+    hands frames in order and never waits on anything but ``perceive``. A perceptor whose perceptions do not
+    carry their frame (the memory then never looks at its depth) says so with ``carries_frame = False``
+    (SceneMapper then does no discovery ahead).
     """
 
     name: str

@@ -150,10 +150,11 @@ class DetectionsInput:
         submit: the keyframe worker's ``submit`` (frames with detections).
         skip: the keyframe worker's ``skip`` (frames without: their depth only).
         callback_group: of the subscription and the expiry timer.
+        ahead: the keyframe worker's ``ahead`` (a frame that starts waiting: its discovery can be done meanwhile).
     """
 
     def __init__(self, node: Any, config: Any, submit: Callable[[Frame], Any], skip: Callable[[Frame], Any],
-                 callback_group: Any = None) -> None:
+                 callback_group: Any = None, ahead: Callable[[Frame], Any] | None = None) -> None:
         try:
             from vision_msgs.msg import Detection2DArray
         except ImportError:
@@ -162,7 +163,7 @@ class DetectionsInput:
         from .inputs import QosMatch
 
         self.node, self.topic, self.class_names = node, config.detections_topic, tuple(config.detections_class_names)
-        self._submit, self._skip = submit, skip
+        self._submit, self._skip, self._ahead = submit, skip, ahead
         self.pairing = DetectionPairing(config.detections_wait, self._paired, self._unpaired)
         self.qos = QosMatch(node, config.input_qos, (self.topic,))
         self.skipped_in_messages = 0  # detections without a usable class or box
@@ -176,7 +177,10 @@ class DetectionsInput:
         self.pairing.add_detections(found.stamp_ns, named_detections(found.names, found.scores, found.boxes_xyxy))
 
     def add_frame(self, frame: Frame) -> None:
-        """A posed frame from the camera topics: it waits here for its detections."""
+        """A posed frame from the camera topics: it waits here for its detections (the worker may do its discovery
+        meanwhile)."""
+        if self._ahead is not None and not self.pairing.silent:
+            self._ahead(frame)
         self.pairing.add_frame(frame)
 
     def _paired(self, frame: Frame, detections: Detections2D) -> None:

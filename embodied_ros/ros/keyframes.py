@@ -7,8 +7,9 @@ or stale (it arrived while the worker was busy and waited longer than ``max_wait
 takes the next, fresher frame instead, so a slow network costs frames, never latency or memory).
 Skipped frames still carry depth: when the worker is idle and the next frame is not due before the
 fusion would end (the input's period and the fusion's cost, both measured), the newest skipped
-frame's depth goes into the occupancy map. Plain Python (no rclpy), so it is shared by the node
-and its tests.
+frame's depth goes into the occupancy map. A frame still waiting for another detector's output
+(:meth:`KeyframeWorker.ahead`) has the part of its step that needs the frame alone done while it waits,
+when the worker is idle. Plain Python (no rclpy), so it is shared by the node and its tests.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class WorkerStats:
     stale: int = 0  # of those, the stale ones
     not_keyframes: int = 0  # frames the policy did not select
     depth_fused: int = 0  # skipped frames (either kind) whose depth went into the occupancy map
+    prepared: int = 0  # frames waiting for their detections whose discovery was done ahead (KeyframeWorker.ahead)
     failed: int = 0  # keyframes whose processing raised
     last_latency_s: float = 0.0  # submit -> processing finished, last keyframe
     last_stage_s: dict[str, float] | None = None  # per-stage seconds of the last keyframe
@@ -63,13 +65,18 @@ class KeyframeWorker:
         name: thread name.
         fuse_depth: called in the worker thread with a skipped frame, to fuse its depth into the
             occupancy map; None: skipped frames are only counted.
+        prepare: called in the worker thread with a frame given to :meth:`ahead`, while it waits for its
+            detections (SceneMapper.prepare); None: nothing is done ahead.
     """
 
     def __init__(self, process: Callable[[Frame], dict[str, float]], policy: KeyframePolicy,
                  on_error: Callable[[str], None] | None = None, name: str = "embodied-keyframes",
-                 fuse_depth: Callable[[Frame], object] | None = None) -> None:
+                 fuse_depth: Callable[[Frame], object] | None = None,
+                 prepare: Callable[[Frame], object] | None = None) -> None:
         self._process = process
         self._fuse_depth = fuse_depth
+        self._prepare = prepare
+        self._ahead: Frame | None = None  # the newest frame waiting for its detections, not yet prepared
         self._on_error = on_error or log.error
         self.policy = policy
         self.stats = WorkerStats(started_at=time.monotonic())
@@ -100,6 +107,8 @@ class KeyframeWorker:
                 return False
             self._last_key = frame
             self.stats.keyframes += 1
+            if self._ahead is not None and self._ahead.stamp_ns <= frame.stamp_ns:
+                self._ahead = None  # too late to do ahead: the keyframe is here
             if self._slot is not None:
                 self.stats.dropped += 1
                 self._skip(self._slot[0])
@@ -112,6 +121,17 @@ class KeyframeWorker:
         keyframe, its depth goes into the occupancy map when there is time. Never blocks."""
         with self._cond:
             self._skip(frame)
+
+    def ahead(self, frame: Frame) -> None:
+        """A frame that waits for another detector's output: when the worker is idle and the policy would take it
+        as a keyframe, the part of its step that needs the frame alone is done now (the newest such frame only).
+        Never blocks."""
+        if self._prepare is None:
+            return
+        with self._cond:
+            if self.policy.is_keyframe(self._last_key, frame):
+                self._ahead = frame
+                self._cond.notify()
 
     def _skip(self, frame: Frame) -> None:
         """Keep a skipped frame for its depth (the newest one only); called under the lock."""
@@ -137,7 +157,8 @@ class KeyframeWorker:
         self._thread.join(timeout)
 
     def _next_job(self) -> tuple[str, Frame, float] | None:
-        """Under the lock: ("key", frame, submitted) or ("depth", frame, 0.0) to do now, or None to wait."""
+        """Under the lock: ("key", frame, submitted), ("ahead", frame, 0.0) or ("depth", frame, 0.0) to do now, or
+        None to wait."""
         if self._slot is not None:
             frame, submitted, queued = self._slot
             self._slot = None
@@ -150,6 +171,9 @@ class KeyframeWorker:
                     self._last_key = None
                 return None
             return "key", frame, submitted
+        if self._ahead is not None:
+            frame, self._ahead = self._ahead, None
+            return "ahead", frame, 0.0
         if self._skipped is not None:
             frame, self._skipped = self._skipped, None
             # Only when the next frame is not due before the fusion would end; a stream that paused
@@ -167,7 +191,7 @@ class KeyframeWorker:
                     if self._stop:
                         return
                     job = self._next_job()
-                    if job is None and self._slot is None and self._skipped is None:
+                    if job is None and self._slot is None and self._skipped is None and self._ahead is None:
                         self._cond.wait()
                 kind, frame, submitted = job
                 self._busy = True
@@ -177,6 +201,9 @@ class KeyframeWorker:
                     self.stats.processed += 1
                     self.stats.last_stage_s = stages
                     self.stats.last_latency_s = time.perf_counter() - submitted
+                elif kind == "ahead":
+                    self._prepare(frame)  # type: ignore[misc]
+                    self.stats.prepared += 1
                 else:
                     start = time.perf_counter()
                     self._fuse_depth(frame)  # type: ignore[misc]
@@ -186,7 +213,8 @@ class KeyframeWorker:
             except Exception as err:  # noqa: BLE001 - one bad frame must not end perception
                 if kind == "key":
                     self.stats.failed += 1
-                self._on_error(f"{'keyframe' if kind == 'key' else 'depth of frame'} {frame.index} "
+                what = {"key": "keyframe", "ahead": "discovery ahead of frame"}.get(kind, "depth of frame")
+                self._on_error(f"{what} {frame.index} "
                                f"(stamp {frame.stamp_ns} ns) failed: {type(err).__name__}: {err}")
             finally:
                 with self._cond:

@@ -97,13 +97,14 @@ class EmbodiedPerceptionNode(Node):
 
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.worker = KeyframeWorker(self._process, self.mapper.config.keyframes, on_error=self._keyframe_failed,
-                                     fuse_depth=self.mapper.integrate_depth if config.fuse_skipped_depth else None)
+                                     fuse_depth=self.mapper.integrate_depth if config.fuse_skipped_depth else None,
+                                     prepare=self.mapper.prepare)
         self.detections = None  # another detector's Detection2DArrays (detections_topic), paired with the frames
         if config.detections_topic:
             from .detections_input import DetectionsInput
 
             self.detections = DetectionsInput(self, config, self.worker.submit, self.worker.skip,
-                                              MutuallyExclusiveCallbackGroup())
+                                              MutuallyExclusiveCallbackGroup(), ahead=self.worker.ahead)
         self.poses = PoseLookup(self, config)
         self.assembler = FrameAssembler(config, self.poses)
         self.inputs = None

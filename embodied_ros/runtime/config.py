@@ -18,6 +18,10 @@ class RuntimeConfig:
     providers: tuple[str, ...] | None = None  # ONNX Runtime providers in priority order; None = CUDA if present, CPU
     intra_op_threads: int = 0  # ONNX Runtime / torch threads inside one operator; 0 = library default
     inter_op_threads: int = 0  # ONNX Runtime threads across independent operators; 0 = library default
+    # ONNX Runtime's threads busy-wait for the next run. Off: they sleep, and the map's stages (or the map node
+    # beside a detector node) keep the cores; on 2 cores a spinning YOLOX-Nano took 88 ms instead of 34 next to a
+    # busy process (docs/performance.md).
+    spin_wait: bool = False
     fp16: bool = False  # TensorRT: build a half-precision engine (FP16 flag on TRT 10, fp16 ONNX on TRT 11)
     engine_cache: Path | None = None  # folder of cached TensorRT engines; None = <cache_dir()>/engines
     engine_path: Path | None = None  # use/write exactly this engine file instead of the cache folder

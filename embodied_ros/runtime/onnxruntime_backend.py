@@ -37,6 +37,7 @@ class OnnxRuntimeBackend:
         providers: Sequence[str] | None = None,
         intra_op_threads: int = 0,
         inter_op_threads: int = 0,
+        spin_wait: bool = False,
     ):
         """Load ``path``.
 
@@ -47,6 +48,8 @@ class OnnxRuntimeBackend:
             providers: execution providers in priority order; default CUDA (if installed), then CPU.
             intra_op_threads: threads inside one operator; 0 lets ORT choose (one per core).
             inter_op_threads: threads across independent operators; 0 lets ORT choose.
+            spin_wait: the threads busy-wait between runs (ORT's default); off, they sleep and leave the cores to
+                the rest of the process and machine.
 
         Raises:
             ModelError: missing or corrupt file, a provider this onnxruntime does not have, or a
@@ -66,6 +69,8 @@ class OnnxRuntimeBackend:
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         options.inter_op_num_threads = inter_op_threads
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin_wait else "0")
+        options.add_session_config_entry("session.inter_op.allow_spinning", "1" if spin_wait else "0")
         options.log_severity_level = 3  # errors only: ORT's warnings would flood a robot's log
         try:
             self._session = ort.InferenceSession(str(self.path), sess_options=options, providers=list(providers))
@@ -74,6 +79,7 @@ class OnnxRuntimeBackend:
             raise ModelError(f"{self.path}: ONNX Runtime cannot load it: {reason}") from exc
         self.providers = tuple(self._session.get_providers())
         self.threads = (intra_op_threads, inter_op_threads)
+        self.spin_wait = spin_wait
         self.input_names = tuple(i.name for i in self._session.get_inputs())
         self.output_names = tuple(o.name for o in self._session.get_outputs())
         self.input_shapes = {i.name: tuple(i.shape) for i in self._session.get_inputs()}

@@ -94,7 +94,8 @@ def create_backend(
     from .onnxruntime_backend import OnnxRuntimeBackend
 
     backend = OnnxRuntimeBackend(path, contract=contract, providers=config.providers,
-                                 intra_op_threads=config.intra_op_threads, inter_op_threads=config.inter_op_threads)
+                                 intra_op_threads=config.intra_op_threads, inter_op_threads=config.inter_op_threads,
+                                 spin_wait=config.spin_wait)
     shapes = contract.example_shapes()
     for _ in range(config.warmup_runs):
         backend.run({s.name: np.zeros(shapes[s.name], s.dtype) for s in contract.inputs})

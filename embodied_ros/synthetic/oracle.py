@@ -30,6 +30,7 @@ class GroundTruthPerceptor:
     """
 
     name = "synthetic-oracle"
+    carries_frame = False  # its perceptions carry no frame: the memory never looks at their depth
     class_names: tuple[str, ...] = OBJECT_CLASSES
 
     def __init__(self, scene: SyntheticScene, score: float = 0.9, min_fraction: float = 0.1,
