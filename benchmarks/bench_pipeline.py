@@ -143,7 +143,8 @@ def _recorded(step: object, per_frame: list[dict[str, float]]) -> object:
         result = step(frame, *args, **kwargs)
         ms = {k: 1000.0 * v for k, v in result.stages_s.items()}
         discovery = 1000.0 * getattr(result.update, "discovery_s", 0.0)
-        ms["memory"] = ms.get("memory", 0.0) - discovery
+        ahead = 1000.0 * getattr(result.update, "discovery_ahead_s", 0.0)  # alongside the network: not in "memory"
+        ms["memory"] = ms.get("memory", 0.0) - (discovery - ahead)
         ms["discovery"] = discovery
         per_frame.append(ms)
         return result

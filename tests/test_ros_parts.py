@@ -305,6 +305,30 @@ def test_a_frame_waiting_for_its_detections_is_prepared_while_the_worker_is_idle
         worker.stop()
 
 
+def test_a_keyframe_that_waits_for_its_own_work_ahead_is_not_stale() -> None:
+    """The detections of a frame whose discovery is being done ahead come before it ends: the keyframe waits for its
+    own work, not for an older frame's, so it is processed however long that takes (max_wait is for older work)."""
+    started, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def prepare(frame: Frame) -> None:
+        started.set()
+        release.wait(10)
+
+    worker = KeyframeWorker(lambda f: (seen.append(f.index), {})[1], KeyframePolicy(max_interval=0.0, max_wait=0.02),
+                            prepare=prepare)
+    try:
+        worker.ahead(_frame(0.1))
+        assert started.wait(10)
+        worker.submit(_frame(0.1))
+        time.sleep(0.1)  # five times max_wait
+        release.set()
+        assert worker.wait_idle(10) and seen == [1] and worker.stats.stale == 0 and worker.stats.processed == 1
+    finally:
+        release.set()
+        worker.stop()
+
+
 def test_worker_survives_a_failing_keyframe() -> None:
     errors: list[str] = []
 

@@ -64,6 +64,11 @@ class DetectionPairing:
         self.orphans = 0  # detections whose frame never came (lost, unposed, or from another camera)
 
     @property
+    def waiting(self) -> int:
+        """Frames waiting for their detections now."""
+        return len(self._frames)
+
+    @property
     def silent(self) -> bool:
         """The last ``silent_frames`` frames waited in vain with no detections at all coming meanwhile."""
         return self._silent_run >= self.silent_frames
@@ -177,9 +182,9 @@ class DetectionsInput:
         self.pairing.add_detections(found.stamp_ns, named_detections(found.names, found.scores, found.boxes_xyxy))
 
     def add_frame(self, frame: Frame) -> None:
-        """A posed frame from the camera topics: it waits here for its detections (the worker may do its discovery
-        meanwhile)."""
-        if self._ahead is not None and not self.pairing.silent:
+        """A posed frame from the camera topics: it waits here for its detections. When no earlier frame waits (its
+        keyframe would come first), the worker may do the frame's discovery meanwhile."""
+        if self._ahead is not None and not self.pairing.silent and not self.pairing.waiting:
             self._ahead(frame)
         self.pairing.add_frame(frame)
 

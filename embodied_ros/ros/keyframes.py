@@ -85,6 +85,7 @@ class KeyframeWorker:
         self._skipped: Frame | None = None  # the newest skipped frame, for its depth
         self._last_key: Frame | None = None
         self._busy = False
+        self._ahead_of: int | None = None  # the stamp of the frame the worker is doing ahead, while it does
         self._stop = False
         self._last_arrival: float | None = None
         self.input_period_s = 0.0  # measured time between frames (moving average)
@@ -112,7 +113,7 @@ class KeyframeWorker:
             if self._slot is not None:
                 self.stats.dropped += 1
                 self._skip(self._slot[0])
-            self._slot = (frame, now, self._busy)
+            self._slot = (frame, now, self._busy and self._ahead_of != frame.stamp_ns)  # its own work ahead: not late
             self._cond.notify()
             return True
 
@@ -195,6 +196,7 @@ class KeyframeWorker:
                         self._cond.wait()
                 kind, frame, submitted = job
                 self._busy = True
+                self._ahead_of = frame.stamp_ns if kind == "ahead" else None
             try:
                 if kind == "key":
                     stages = self._process(frame)
@@ -219,4 +221,5 @@ class KeyframeWorker:
             finally:
                 with self._cond:
                     self._busy = False
+                    self._ahead_of = None
                     self._cond.notify_all()
