@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,6 +114,10 @@ class PublishedScene:
     voxels: OccupiedVoxels  # the occupancy map's occupied voxels
 
 
+def _key(frame: Frame) -> tuple[int, int]:
+    return int(frame.index), int(frame.stamp_ns)
+
+
 class SceneMapper:
     """Perceptor, scene memory, occupancy map and grounder behind one lock.
 
@@ -141,6 +145,7 @@ class SceneMapper:
         # the frame alone); off: one after the other.
         self.discover_alongside = discover_alongside
         self._alongside: ThreadPoolExecutor | None = None
+        self._pending: tuple[tuple[int, int], Future] | None = None  # (frame, its discovery under way)
 
     # ---- the per-frame step ------------------------------------------------------------------
 
@@ -162,17 +167,17 @@ class SceneMapper:
         """Network and memory for one keyframe: (perception, the memory's update result, seconds per stage)."""
         if self.perceptor is None:
             raise RuntimeError("the network is not loaded yet")
-        ahead = None
-        if (self.discover_alongside and getattr(self.perceptor, "carries_frame", True)
-                and not self.memory.prepared(frame)):
-            if self._alongside is None:
-                self._alongside = ThreadPoolExecutor(1, thread_name_prefix="embodied-discovery")
-            ahead = self._alongside.submit(self.prepare, frame)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] != _key(frame):
+            pending[1].result()  # another frame's (skipped): it ends before this frame's work starts
+            pending = None
+        if pending is None and self.discover_alongside and getattr(self.perceptor, "carries_frame", True):
+            pending = (_key(frame), self._discovery_thread().submit(self._prepare_now, frame))
         try:
             perception = self.perceptor.perceive(frame)
         finally:
-            if ahead is not None:
-                ahead.result()
+            if pending is not None:
+                pending[1].result()
         stages = {k: float(v) for k, v in perception.timings_s.items()}
         with self.lock:
             start = time.perf_counter()
@@ -182,11 +187,22 @@ class SceneMapper:
         stages["memory"] = time.perf_counter() - start
         return perception, update, stages
 
-    def prepare(self, frame: Frame) -> bool:
-        """Do ahead the part of ``frame``'s step that needs the frame alone (SceneMemory.prepare: discovery), e.g.
-        while its detections are still on their way; False when there is none."""
+    def prepare(self, frame: Frame) -> Future:
+        """Start the part of ``frame``'s step that needs the frame alone (SceneMemory.prepare: discovery) on
+        discovery's own thread, e.g. while its detections are on their way; ``step(frame)`` takes it as done
+        (the next ``step`` waits for it in any case). The future's result: False when there was nothing to do."""
+        future = self._discovery_thread().submit(self._prepare_now, frame)
+        self._pending = (_key(frame), future)
+        return future
+
+    def _prepare_now(self, frame: Frame) -> bool:
         with self.lock:
             return self.memory.prepare(frame)
+
+    def _discovery_thread(self) -> ThreadPoolExecutor:
+        if self._alongside is None:
+            self._alongside = ThreadPoolExecutor(1, thread_name_prefix="embodied-discovery")
+        return self._alongside
 
     def _integrate(self, frame: Frame, perception: FramePerception) -> float:
         """Fuse the keyframe into the occupancy map; seconds taken."""
