@@ -142,11 +142,13 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
 
     node.worker.submit = counted
     processed_stamps: set[int] = set()
+    processed_frames: list[int] = []  # the node's frame numbers (the stamps differ from run to run)
     process_inner = recorded
 
     def recorded_stamp(frame: object) -> dict[str, float]:
         result = process_inner(frame)
         processed_stamps.add(frame.stamp_ns)
+        processed_frames.append(frame.index)
         return result
 
     node.worker._process = recorded_stamp
@@ -169,6 +171,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
     discovery_ms.clear()
     submitted.clear()
     processed_stamps.clear()
+    processed_frames.clear()
     ages.clear()
     counters = ("received", "keyframes", "processed", "dropped", "failed", "stale", "not_keyframes", "depth_fused")
     before = {k: getattr(node.worker.stats, k, 0) for k in counters}  # the baseline lacks some
@@ -236,7 +239,7 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "stages_ms_per_frame": {k: v / max(published, 1) for k, v in stage_sum.items()},
         "map_over_detector": map_ms / stage_sum["network"] if stage_sum.get("network") else None,
         "frames_without_detections": without,
-        "processed_stamps": sorted(processed_stamps),
+        "processed_frames": sorted(processed_frames),
         "objects": [[int(o.id), o.class_name, [float(v) for v in o.box]]
                     for o in node.mapper.memory.published_objects()],
     }
@@ -408,10 +411,8 @@ def _compare_objects(a: tuple[str, dict], b: tuple[str, dict]) -> None:
     gap = max((float(np.abs(np.subtract(x[2], y[2])).max()) for x, y in zip(oa, ob, strict=False)), default=0.0)
     print(f"published objects: {a[0]} {len(oa)}, {b[0]} {len(ob)}; same classes and ids in order: {same}; "
           f"largest box difference {1000 * gap:.3f} mm ({'within' if same and gap <= 1e-3 else 'NOT within'} 1 mm)")
-    pa, pb = set(a[1].get("processed_stamps", ())), set(b[1].get("processed_stamps", ()))
-    order = sorted(pa | pb)
-    print(f"keyframes processed by one only (their place among the {len(order)} processed by either): "
-          f"{a[0]} {[order.index(s) for s in sorted(pa - pb)]}, {b[0]} {[order.index(s) for s in sorted(pb - pa)]}")
+    pa, pb = set(a[1].get("processed_frames", ())), set(b[1].get("processed_frames", ()))
+    print(f"frames processed by one only: {a[0]} {sorted(pa - pb)}, {b[0]} {sorted(pb - pa)}")
     for (i, c, box), other in zip(oa, ob + [None] * len(oa), strict=False):
         print(f"  #{i} {c}: " + ("missing" if other is None else f"#{other[0]} {other[1]}, "
                                  f"{1000 * float(np.abs(np.subtract(box, other[2])).max()):.3f} mm"))
