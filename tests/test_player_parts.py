@@ -57,6 +57,8 @@ def test_pacer_keeps_the_schedule_and_counts_late_items() -> None:
             yield cost
 
     pacer = Pacer(4.0, clock=lambda: now[0], sleep=sleep)
-    assert list(pacer(slow([0.0, 0.1, 0.1, 0.6, 0.0]))) == [0.0, 0.1, 0.1, 0.6, 0.0]
+    on_schedule = [pacer.on_schedule_s for _ in pacer(slow([0.05, 0.1, 0.1, 0.6, 0.0]))]
     assert waits == [0.15, 0.15] and pacer.late == 1  # item 3 came at 1.1 s, due at 0.75: late; 4 (due 1.0) not
+    # the player stamps an item with its time on the schedule (from the first item), one late by over a period with now
+    assert on_schedule == [0.0, 0.25, 0.5, None, 1.0]
     assert list(Pacer(0)(range(3))) == [0, 1, 2]

@@ -84,14 +84,17 @@ class Pacer:
         self.period = 1.0 / rate if rate > 0 else 0.0
         self._clock, self._sleep = clock, sleep
         self.late = 0  # items yielded more than one period behind schedule (the source is slower than rate)
+        self.on_schedule_s: float | None = None  # the last item's time on the schedule since the pass began (None: late)
 
     def __call__(self, items: Iterable[T]) -> Iterator[T]:
-        start = self._clock()
+        start = None  # the schedule begins with the first item (its reading is no delay)
         for i, item in enumerate(items):
+            start = self._clock() if start is None else start
             due = start + i * self.period
             wait = due - self._clock()
             if wait > 0:
                 self._sleep(wait)
             elif -wait > self.period > 0:
                 self.late += 1
+            self.on_schedule_s = i * self.period if self.period and -wait <= self.period else None
             yield item

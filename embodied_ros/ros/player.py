@@ -87,14 +87,15 @@ class Player:
             time.sleep(0.05)
         return False
 
-    def publish(self, frame: Any) -> int:
-        """Publish one frame (pose first, so a node's lookup at the image stamp finds it); returns the stamp."""
+    def publish(self, frame: Any, stamp: int | None = None) -> int:
+        """Publish one frame (pose first, so a node's lookup at the image stamp finds it) stamped ``stamp`` (ns; None:
+        now); returns the stamp."""
         from geometry_msgs.msg import TransformStamped
         from sensor_msgs.msg import CameraInfo, Image
 
         from .cdr import serialize
 
-        stamp = self.node.get_clock().now().nanoseconds
+        stamp = self.node.get_clock().now().nanoseconds if stamp is None else stamp
         fields = driver_fields(frame, stamp, self.args.camera_frame, self.args.world_frame)
         if self.tf is not None:
             from rclpy.serialization import deserialize_message
@@ -157,12 +158,17 @@ def play(args: argparse.Namespace) -> int:
             node.get_logger().warning(f"no subscriber after {args.wait_subscribers:g} s: publishing anyway")
         pacer = Pacer(args.rate)
         while True:
+            begun = None  # the clock when the pass began: a frame on schedule is stamped with its time on it, as a
+            # camera's capture clock ticks evenly (runs of one recording see the same gaps); a late one, now
             for item in pacer(_frames(args)):
+                now = node.get_clock().now().nanoseconds
+                begun = now if begun is None else begun
                 if isinstance(item, FrameError):
                     skipped += 1
                     node.get_logger().warning(f"frame skipped: {item}")
                     continue
-                player.publish(item)
+                due = pacer.on_schedule_s
+                player.publish(item, now if due is None else begun + round(due * 1e9))
                 published += 1
             if not args.loop or published == 0:
                 break
