@@ -407,10 +407,14 @@ def main() -> int:
 def _compare_objects(a: tuple[str, dict], b: tuple[str, dict]) -> None:
     """Same published objects: class and id in order, boxes within 1 mm."""
     oa, ob = a[1]["objects"], b[1]["objects"]
-    same = [(i, c) for i, c, _ in oa] == [(i, c) for i, c, _ in ob]
+    classes = [c for _, c, _ in oa] == [c for _, c, _ in ob]
+    order = [int(k) for k in np.argsort([i for i, _, _ in oa])] == [int(k) for k in np.argsort([i for i, _, _ in ob])]
+    ids = [i for i, _, _ in oa] == [i for i, _, _ in ob]
+    same = classes and order and len(oa) == len(ob)
     gap = max((float(np.abs(np.subtract(x[2], y[2])).max()) for x, y in zip(oa, ob, strict=False)), default=0.0)
-    print(f"published objects: {a[0]} {len(oa)}, {b[0]} {len(ob)}; same classes and ids in order: {same}; "
-          f"largest box difference {1000 * gap:.3f} mm ({'within' if same and gap <= 1e-3 else 'NOT within'} 1 mm)")
+    print(f"published objects: {a[0]} {len(oa)}, {b[0]} {len(ob)}; same classes in the same id order: {same} "
+          f"(the same id numbers: {ids}); largest box difference {1000 * gap:.3f} mm "
+          f"({'within' if same and gap <= 1e-3 else 'NOT within'} 1 mm)")
     pa, pb = set(a[1].get("processed_frames", ())), set(b[1].get("processed_frames", ()))
     print(f"frames processed by one only: {a[0]} {sorted(pa - pb)}, {b[0]} {sorted(pb - pa)}")
     for (i, c, box), other in zip(oa, ob + [None] * len(oa), strict=False):

@@ -84,7 +84,7 @@ class Pacer:
         self.period = 1.0 / rate if rate > 0 else 0.0
         self._clock, self._sleep = clock, sleep
         self.late = 0  # items yielded more than one period behind schedule (the source is slower than rate)
-        self.on_schedule_s: float | None = None  # the last item's time on the schedule since the pass began (None: late)
+        self.on_schedule_s: float | None = None  # the last item's time on the schedule from the first (None: late)
 
     def __call__(self, items: Iterable[T]) -> Iterator[T]:
         start = None  # the schedule begins with the first item (its reading is no delay)
