@@ -77,6 +77,7 @@ FORMAT = "embodied_ros/scene_memory"
 FORMAT_VERSION = 4  # 2: geometry and existence evidence per object; 3: that evidence per place; 4: per look
 # (the mean of its frames) and the recesses. 1 to 3 still load
 _MOVER_MARGIN = 0.1  # metres around a person's box in which discovered segments are the person's
+_V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,6 @@ class _Ahead:
     frame: tuple[int, int]  # (index, stamp_ns)
     found: Detections3D | None  # discovery's answer (None: not a frame it looks at)
     seconds: float
-_V1_LOG_ODDS = 2.0  # objects of a version-1 file were all kept: they load as confident
 
 
 class SceneMemory:

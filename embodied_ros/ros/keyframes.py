@@ -42,7 +42,7 @@ class WorkerStats:
     stale: int = 0  # of those, the stale ones
     not_keyframes: int = 0  # frames the policy did not select
     depth_fused: int = 0  # skipped frames (either kind) whose depth went into the occupancy map
-    prepared: int = 0  # frames waiting for their detections whose discovery was done ahead (KeyframeWorker.ahead)
+    prepared: int = 0  # frames waiting for their detections whose discovery began meanwhile (KeyframeWorker.ahead)
     failed: int = 0  # keyframes whose processing raised
     last_latency_s: float = 0.0  # submit -> processing finished, last keyframe
     last_stage_s: dict[str, float] | None = None  # per-stage seconds of the last keyframe
