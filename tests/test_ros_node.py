@@ -513,7 +513,11 @@ def test_compressed_depth_topic_is_read(ros: Any, live: Any) -> None:
     ros.nodes.append(node)
     publisher = FramePublisher(ros.client, prefix="/cdepth/")
     depth_pub = ros.client.create_publisher(CompressedImage, "/cdepth/depth_to_rgb/image_raw/compressedDepth", 10)
-    assert wait_until(lambda: min(p.get_subscription_count() for p in (publisher.color, publisher.info, depth_pub)), 10)
+    pubs = (publisher.color, publisher.info, publisher.pose, depth_pub)
+    assert wait_until(lambda: min(p.get_subscription_count() for p in pubs), 10)
+    # and the node sees them too: DDS matches the two ends one after the other, and a reliable but volatile
+    # sample sent before the reader knows its writer is lost (this test timed out under load in full runs)
+    assert wait_until(lambda: min(node.count_publishers(p.topic_name) for p in pubs), 10)
     frame = ros.frames[0]
     stamp = publisher.publish(frame, settle=0.2, with_depth=False)
     millimetres = np.clip(np.rint(np.nan_to_num(frame.depth) * 1000), 0, 65535).astype(np.uint16)
