@@ -114,10 +114,6 @@ class PublishedScene:
     voxels: OccupiedVoxels  # the occupancy map's occupied voxels
 
 
-def _key(frame: Frame) -> tuple[int, int]:
-    return int(frame.index), int(frame.stamp_ns)
-
-
 class SceneMapper:
     """Perceptor, scene memory, occupancy map and grounder behind one lock.
 
@@ -145,7 +141,7 @@ class SceneMapper:
         # the frame alone); off: one after the other.
         self.discover_alongside = discover_alongside
         self._alongside: ThreadPoolExecutor | None = None
-        self._pending: tuple[tuple[int, int], Future] | None = None  # (frame, its discovery under way)
+        self._pending: Future | None = None  # discovery started by prepare, not yet waited for
 
     # ---- the per-frame step ------------------------------------------------------------------
 
@@ -167,17 +163,15 @@ class SceneMapper:
         """Network and memory for one keyframe: (perception, the memory's update result, seconds per stage)."""
         if self.perceptor is None:
             raise RuntimeError("the network is not loaded yet")
+        # Discovery under way (this frame's, or a skipped frame's: then the update does this frame's itself).
         pending, self._pending = self._pending, None
-        if pending is not None and pending[0] != _key(frame):
-            pending[1].result()  # another frame's (skipped): it ends before this frame's work starts
-            pending = None
         if pending is None and self.discover_alongside and getattr(self.perceptor, "carries_frame", True):
-            pending = (_key(frame), self._discovery_thread().submit(self._prepare_now, frame))
+            pending = self._discovery_thread().submit(self._prepare_now, frame)
         try:
             perception = self.perceptor.perceive(frame)
         finally:
             if pending is not None:
-                pending[1].result()
+                pending.result()
         stages = {k: float(v) for k, v in perception.timings_s.items()}
         with self.lock:
             start = time.perf_counter()
@@ -191,9 +185,8 @@ class SceneMapper:
         """Start the part of ``frame``'s step that needs the frame alone (SceneMemory.prepare: discovery) on
         discovery's own thread, e.g. while its detections are on their way; ``step(frame)`` takes it as done
         (the next ``step`` waits for it in any case). The future's result: False when there was nothing to do."""
-        future = self._discovery_thread().submit(self._prepare_now, frame)
-        self._pending = (_key(frame), future)
-        return future
+        self._pending = self._discovery_thread().submit(self._prepare_now, frame)
+        return self._pending
 
     def _prepare_now(self, frame: Frame) -> bool:
         with self.lock:

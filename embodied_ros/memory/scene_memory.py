@@ -89,6 +89,10 @@ class _Ahead:
     seconds: float
 
 
+def _frame_key(frame: Frame) -> tuple[int, int]:
+    return int(frame.index), int(frame.stamp_ns)
+
+
 class SceneMemory:
     """Persistent objects fused from per-frame world-frame detections; thread-safe.
 
@@ -163,13 +167,13 @@ class SceneMemory:
                 self._floor.update(frame)
             start = time.perf_counter()
             found = self._discovery.discover(frame, self._floor.z)
-            self._ahead = _Ahead((int(frame.index), int(frame.stamp_ns)), found, time.perf_counter() - start)
+            self._ahead = _Ahead(_frame_key(frame), found, time.perf_counter() - start)
             return True
 
     def prepared(self, frame: Frame) -> bool:
         """Whether ``prepare`` already did ``frame``'s part ahead."""
         ahead = self._ahead
-        return ahead is not None and ahead.frame == (int(frame.index), int(frame.stamp_ns))
+        return ahead is not None and ahead.frame == _frame_key(frame)
 
     def update(self, perception: FramePerception) -> UpdateResult:
         """Fuse one frame's world-frame detections into the memory.
