@@ -408,6 +408,34 @@ def test_a_best_effort_camera_is_matched(ros: Any, live: Any) -> None:
     assert wait_until(lambda: node.worker.stats.processed == 1, 60), node.last_problem
 
 
+def test_resubscribing_from_a_callback_leaves_the_executor_spinning(ros: Any, live: Any) -> None:
+    """A subscription that "auto" QoS may make again carries no event handler: rclpy's executor fails on one
+    destroyed from a callback while it builds its wait set (ros2/rclpy#1284; it ended a test run's executor)."""
+    from std_msgs.msg import String
+
+    from embodied_ros.ros.inputs import QosMatch
+
+    qos = QosMatch(ros.client, "auto", ("/resubscribed",))
+    assert qos.reliability == "reliable"
+    subs: list[Any] = []
+    made = [0]
+
+    def resubscribe() -> None:
+        for sub in subs:
+            ros.client.destroy_subscription(sub)
+        subs[:] = [ros.client.create_subscription(String, "/resubscribed", lambda _: None, qos.profile(5),
+                                                  **qos.events()) for _ in range(20)]
+        made[0] += 1
+
+    timer = ros.client.create_timer(0.002, resubscribe)
+    try:
+        assert wait_until(lambda: made[0] >= 200, 120)
+    finally:
+        ros.client.destroy_timer(timer)
+    assert subs and all(not sub.event_handlers for sub in subs)
+    assert ros._thread.is_alive(), "the executor's spin ended"
+
+
 @pytest.mark.skipif(not _importable("tf2_ros"), reason="tf2_ros is not installed (no PyPI wheel; "
                     "runs on the ROS 2 tree through test_ros2_tree.py)")
 def test_poses_from_a_tf2_ros_broadcaster_in_the_tests_own_context(ros: Any, live: Any) -> None:

@@ -147,7 +147,7 @@ class EmbodiedDetectorNode(Node):
     def _tick(self) -> None:
         from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-        if self.qos.switch_to_best_effort:
+        if self.qos.best_effort_found():
             self.get_logger().warning("the camera offers best-effort QoS only: subscribing best effort")
             self.qos.fall_back()
             self._subscribe()

@@ -53,20 +53,31 @@ class QosMatch:
     """The reliability of a group of subscriptions: ``input_qos``, or for "auto" what the publishers offer.
 
     "auto" starts reliable (the Azure Kinect driver's and most drivers' default) unless a publisher
-    found on ``topics`` offers best effort only; an incompatible (best-effort) publisher found later
-    sets ``switch_to_best_effort``, and the owner subscribes again with :meth:`fall_back`.
+    found on ``topics`` offers best effort only; the owner's periodic tick asks :meth:`best_effort_found`
+    again, and on True subscribes again after :meth:`fall_back`.
+
+    A subscription that may be re-created carries no event handlers: rclpy's executor can fail on an
+    event handler destroyed from a callback while it builds its wait set (InvalidHandle, ros2/rclpy#1284:
+    it ended the executor's spin), so incompatible publishers are found by looking, never by the event.
     """
 
     def __init__(self, node: Any, setting: str, topics: tuple[str, ...]) -> None:
+        self.setting = setting
+        self.reliability = setting
+        self._node, self._topics = node, topics
+        if setting == "auto":
+            self.reliability = "best_effort" if self._best_effort_offered() else "reliable"
+
+    def _best_effort_offered(self) -> bool:
         from rclpy.qos import ReliabilityPolicy
 
-        self.setting = setting
-        self.switch_to_best_effort = False
-        self.reliability = setting
-        if setting == "auto":
-            offered = [info.qos_profile.reliability for topic in topics
-                       for info in node.get_publishers_info_by_topic(node.resolve_topic_name(topic))]
-            self.reliability = "best_effort" if ReliabilityPolicy.BEST_EFFORT in offered else "reliable"
+        node = self._node
+        return any(info.qos_profile.reliability == ReliabilityPolicy.BEST_EFFORT for topic in self._topics
+                   for info in node.get_publishers_info_by_topic(node.resolve_topic_name(topic)))
+
+    def best_effort_found(self) -> bool:
+        """While "auto" is reliable: whether a publisher offers best effort only now (subscribe again)."""
+        return self.setting == "auto" and self.reliability == "reliable" and self._best_effort_offered()
 
     def profile(self, depth: int) -> Any:
         from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -75,20 +86,17 @@ class QosMatch:
         return QoSProfile(depth=depth, history=HistoryPolicy.KEEP_LAST, reliability=reliability)
 
     def events(self) -> dict[str, Any]:
-        """Keyword arguments of create_subscription: the incompatible-QoS callback while "auto" is reliable."""
+        """Keyword arguments of create_subscription: no event handlers while "auto" is reliable (the subscription
+        may be destroyed and made again)."""
         if self.setting != "auto" or self.reliability != "reliable":
             return {}
         try:
             from rclpy.event_handler import SubscriptionEventCallbacks
         except ImportError:  # Humble
             from rclpy.qos_event import SubscriptionEventCallbacks
-        return {"event_callbacks": SubscriptionEventCallbacks(incompatible_qos=self._incompatible)}
-
-    def _incompatible(self, _event: Any) -> None:
-        self.switch_to_best_effort = True
+        return {"event_callbacks": SubscriptionEventCallbacks(use_default_callbacks=False)}
 
     def fall_back(self) -> None:
-        self.switch_to_best_effort = False
         self.reliability = "best_effort"
 
 

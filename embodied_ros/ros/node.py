@@ -266,7 +266,7 @@ class EmbodiedPerceptionNode(Node):
 
     def _tick(self) -> None:
         for what, subscriber in (("camera topics", self.inputs), ("pose topic", self.poses)):
-            if subscriber is not None and subscriber.qos is not None and subscriber.qos.switch_to_best_effort:
+            if subscriber is not None and subscriber.qos is not None and subscriber.qos.best_effort_found():
                 self.get_logger().warning(f"a publisher of the {what} offers best-effort QoS only: subscribing best "
                                           "effort (messages may be lost under load)")
                 subscriber.qos.fall_back()
