@@ -5,10 +5,11 @@ tests/rviz_session.py runs the README's launch and player lines, with the world 
 ``map`` (the config's stored fixed frame) to ``kitchen``, so RViz only shows the map when the launch
 hands it the node's ``world_frame``. Once the node's markers settle, one screenshot is checked the way
 a user looks at it: every published box drawn, in its class colour, where it projects for RViz's
-camera (tests/rviz_view.py knows the config's view and the frame it follows), the map framed in the
-3D view, one label per object that does not sit on another, the camera image with detections beside
-it, and no display in error. About a minute on 2 cores. The screenshot and everything RViz was sent
-stay in build/ros2_tree/logs (rviz_kitchen.png, rviz_kitchen.sent.json).
+camera (tests/rviz_view.py knows the config's view and the frame it follows), the room's structure
+drawn where it is in view, the map framed in the 3D view, one label per object that does not sit on
+another, the camera image with detections beside it, and no display in error. About a minute on 2
+cores. The screenshot and everything RViz was sent stay in build/ros2_tree/logs (rviz_kitchen.png,
+rviz_kitchen.sent.json).
 """
 
 from __future__ import annotations
@@ -106,6 +107,20 @@ def test_rviz_draws_the_kitchen_map_where_its_view_looks_legibly(shot: rviz_sess
                "label_ink": ink, "label_overlap": overlap, "error_pixels": errors, "image_std": float(lower_left.std())}
     (LOGS / "rviz_kitchen.checks.json").write_text(json.dumps(figures, indent=1))
 
+    # the room's structure (its own namespace): large parts may reach out of the view; what is in it is drawn
+    parts = [b for b in shot.sent["boxes"] if b["ns"] == "structure"]
+    kinds = {m["text"].split(" #")[0] for m in shot.sent["labels"] if m["ns"] == "structure" and m["text"]}
+    structure_drawn = {}
+    for part in parts:
+        samples = edge_samples(view, np.array(part["points"]))
+        samples = samples[view.inside(samples, margin=2)]
+        structure_drawn[part["id"]] = float(colour_near(image, samples, 255 * np.array(part["colour"][:3])).mean()
+                                            if len(samples) else 0.0)
+    figures["structure_drawn"], figures["structure_kinds"] = structure_drawn, sorted(kinds)
+    (LOGS / "rviz_kitchen.checks.json").write_text(json.dumps(figures, indent=1))
+
+    assert {"floor", "counter"} <= kinds, f"the kitchen's floor and a counter are not in the structure: {kinds}"
+    assert min(structure_drawn.values()) >= 0.5, f"structure not drawn where it is in view: {structure_drawn}"
     assert all(in_view.values()), f"boxes outside the 3D view: {in_view}"
     assert min(drawn.values()) >= 0.6 and np.mean(list(drawn.values())) >= 0.8, f"boxes not drawn: {drawn}"
     assert span.max() >= 0.2 and (np.abs(middle - 0.5) <= 0.15).all(), f"map not framed: {span}, {middle}"
