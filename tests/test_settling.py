@@ -147,6 +147,39 @@ def test_a_box_that_one_looks_bad_lift_would_double_stays() -> None:
     assert first is not None and box_iou_3d(first[None], book[None])[0, 0] > 0.6
 
 
+def test_the_table_around_a_cup_seen_from_above_never_grows_it() -> None:
+    """A cup on a table, seen from six places; from three of them, close and from above, every frame's lift also
+    takes in the table beside it (points at the height of the surface around the detection). Those points are
+    the table: the published box stays the cup's. A magazine lying on that table keeps its points."""
+    table_z = 0.70
+    cup = _box(0.0, 2.0, table_z + 0.05, 0.1, 0.1, 0.1)
+    beside = _points(_box(0.0, 2.12, table_z, 0.1, 0.14, 0.0))  # the table top beside the cup
+    magazine = _box(0.5, 2.0, table_z + 0.005, 0.3, 0.2, 0.01)
+    memory = SceneMemory(discover_unknown=False)
+    index = 0
+    for look in range(6):
+        eye = np.array([-1.5 + 0.6 * look, 0.5, 1.4])
+        for _ in range(10):
+            seen = _points(cup)
+            seen = seen[seen[:, 2] >= table_z + 0.02]  # its foot is hidden
+            bad = look in (1, 2, 3)
+            points = np.vstack([seen, beside]) if bad else seen
+            lo, hi = points.min(axis=0), points.max(axis=0)
+            lifted = np.array([*(lo + hi) / 2, *(hi - lo), 0.0, 0.0, 0.0])
+            flat = _points(magazine, 0.02)
+            det = Detections3D(np.stack([lifted, magazine]), [NAMES.index("cup"), NAMES.index("book")], [0.8, 0.8],
+                               NAMES, "world", points=(points, flat), surround_z=np.array([table_z, table_z]))
+            memory.update(FramePerception(index, int(index * S / HZ), det, viewpoint=eye))
+            index += 1
+            for obj in memory.published_objects():
+                if obj.class_name == "cup":
+                    assert box_iou_3d(obj.box[None], cup[None])[0, 0] > 0.5, (look, obj.box)
+    shown = {o.class_name: o for o in memory.published_objects()}
+    assert set(shown) == {"cup", "book"}
+    assert box_iou_3d(shown["book"].box[None], magazine[None])[0, 0] > 0.25, shown["book"].box
+    assert len(memory.geometry_points(shown["book"].id)) >= 50  # the magazine's own points: it lies in the band
+
+
 def _monitors_look(memory: SceneMemory, index: int, eye: np.ndarray, pair: bool, monitors: list[np.ndarray],
                    pair_name: str = "tvmonitor") -> int:
     """Three frames from ``eye``: the detector boxes each monitor (``pair`` False) or both in one box, of class

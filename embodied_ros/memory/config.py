@@ -73,6 +73,12 @@ class MemoryConfig:
     # An object's own voxels are those its detections covered in at least this fraction of the
     # frames that saw them while detecting it; the rest is what surrounded it in 2D boxes.
     geometry_min_ratio: float = 0.5
+    # A detection's points within support_band (m) of the height of the surface around it (the table
+    # a cup stands on) are that surface, not the object, when at least support_above of its points
+    # rise above the band: a view from above leaks the table around the cup into its 2D box. A flat
+    # thing lies within the band and keeps its points; 0 turns it off.
+    support_band: float = 0.015
+    support_above: float = 0.5
     # A detection of a class the object was seen as is that object when at least this fraction of
     # its voxels lies within one voxel of the object's geometry (views of one object that share
     # little box volume still share surface).
@@ -207,8 +213,9 @@ class MemoryConfig:
         _check(self.cell_size > 0.0, "cell_size must be positive (metres)", self.cell_size)
         _check(self.geometry_voxel >= 0.0, "geometry_voxel must be >= 0 (metres; 0 = off)", self.geometry_voxel)
         _check(self.geometry_max_voxels >= 8, "geometry_max_voxels must be at least 8", self.geometry_max_voxels)
+        _check(self.support_band >= 0.0, "support_band must be >= 0 (metres; 0 = off)", self.support_band)
         for name in ("geometry_match", "geometry_merge", "geometry_touch", "geometry_min_ratio", "image_match",
-                     "view_fraction", "publish_confidence", "appear_margin"):
+                     "view_fraction", "publish_confidence", "appear_margin", "support_above"):
             _check(0.0 <= getattr(self, name) <= 1.0, f"{name} must be in [0, 1]", getattr(self, name))
         _check(self.existence_hit > 0.0 and self.existence_hit_whole > 0.0,
                "existence_hit and existence_hit_whole must be positive", (self.existence_hit, self.existence_hit_whole))

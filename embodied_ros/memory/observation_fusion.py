@@ -61,6 +61,18 @@ def cut_by_edge(box_2d: np.ndarray, frame: Frame | None, margin_px: float = 3.0)
                 or box_2d[3] >= frame.height - 1 - margin_px)
 
 
+def off_the_support(points: np.ndarray | None, surround_z: float, band: float, above: float) -> np.ndarray | None:
+    """``points`` without those within ``band`` of the surface height around them (``surround_z``), when at least
+    ``above`` of them rise above that band: the object stands on the surface, and those points are the surface
+    (MemoryConfig.support_band). A flat thing, a recessed sink or an unknown surface: the points as they are."""
+    if points is None or not len(points) or not band or not np.isfinite(surround_z):
+        return points
+    z = points[:, 2]
+    if np.mean(z > surround_z + band) < above:
+        return points
+    return points[np.abs(z - surround_z) > band]
+
+
 def core_rule(track: Track, config: MemoryConfig) -> tuple[int, float]:
     """(min_count, min_ratio) of the voxels an object's box is fitted to (ObjectGeometry.core)."""
     return 2 if track.n_obs >= config.geometry_min_count_after else 1, config.geometry_min_ratio
@@ -141,9 +153,11 @@ class ObservationFusion:
                 self._index.update(track.id, track.box)
 
     def _own_points(self, det: Observation, obj_id: int) -> np.ndarray | None:
-        """The detection's points without those of a neighbour of its class on the map (memory/neighbours.py)."""
-        return without_neighbours(det.points, det.name, obj_id, self._tracks, self._index,
-                                  self.config.geometry_min_ratio)
+        """The detection's points without the surface it stands on and without those of a neighbour of its class
+        on the map (memory/neighbours.py)."""
+        cfg = self.config
+        points = off_the_support(det.points, det.surround_z, cfg.support_band, cfg.support_above)
+        return without_neighbours(points, det.name, obj_id, self._tracks, self._index, cfg.geometry_min_ratio)
 
     def _add_points(self, track: Track, points: np.ndarray | None, perception: FramePerception) -> None:
         """Grow the track's geometry with a detection's points, count which of its voxels the frame
