@@ -180,6 +180,37 @@ def test_the_table_around_a_cup_seen_from_above_never_grows_it() -> None:
     assert len(memory.geometry_points(shown["book"].id)) >= 50  # the magazine's own points: it lies in the band
 
 
+def test_a_table_seen_before_the_floor_is_shown_down_to_it_once_the_floor_is_seen() -> None:
+    """A table seen from above from two places, before any floor was seen: its top is shown. A third place sees
+    more of it (a change that awaits another look); then a look at the floor behind the camera gives the
+    floor. The table the map shows reaches the floor at once, not after the next look of the table."""
+    names = ("diningtable",)
+    memory = SceneMemory(discover_unknown=False)
+
+    def table_seen(index: int, eye: np.ndarray, top: np.ndarray, floor_view: bool) -> None:
+        target = eye + ([0.0, -1.5, -1.5] if floor_view else [0.0, 5.0, 4.0])  # the floor behind, or a wall up
+        frame = render_frame(look_at(eye, target), [], wall_y=-6.0 if floor_view else 6.0, index=index)
+        cut = np.array([[0.0, 100.0, frame.width - 1.0, frame.height - 1.0]])  # seen in parts: the image cuts it
+        det = Detections3D(top[None], [0], [0.9], names, "world", boxes_2d=cut, points=(_points(top, 0.05),)) \
+            if not floor_view \
+            else Detections3D(np.zeros((0, 9)), np.zeros(0, int), np.zeros(0), names, "world", points=())
+        memory.update(FramePerception(index, int(index * S / HZ), det, viewpoint=eye, frame=frame))
+
+    top = _box(0.0, 2.0, 0.73, 1.2, 0.8, 0.04)
+    index = 0
+    for look, grown in ((0, top), (1, top), (2, _box(0.2, 2.0, 0.73, 1.6, 0.8, 0.04))):
+        for _ in range(5):
+            table_seen(index, np.array([-1.0 + look, 0.0, 1.5]), grown, False)
+            index += 1
+    assert memory.floor_z is None
+    (shown,) = memory.published_objects()
+    assert shown.box[2] - 0.5 * shown.box[5] > 0.6 and not shown.settled  # its top; the third look awaits
+    table_seen(index, np.array([2.0, 0.0, 1.5]), top, True)
+    assert memory.floor_z == pytest.approx(0.0, abs=0.03)
+    (shown,) = memory.published_objects()
+    assert shown.box[2] - 0.5 * shown.box[5] == pytest.approx(0.0, abs=0.03), shown.box
+
+
 def _monitors_look(memory: SceneMemory, index: int, eye: np.ndarray, pair: bool, monitors: list[np.ndarray],
                    pair_name: str = "tvmonitor") -> int:
     """Three frames from ``eye``: the detector boxes each monitor (``pair`` False) or both in one box, of class

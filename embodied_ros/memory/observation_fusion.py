@@ -140,7 +140,9 @@ class ObservationFusion:
     def follow_floor(self) -> None:
         """Refit the floor-standing objects when the floor estimate has moved: frames that saw only
         a table top took it for the floor, and a chair completed to it, and not seen since, would
-        keep that box."""
+        keep that box. The box the map shows is completed down to the new floor too, also while a
+        change of the object awaits its look (a table seen first from above, before any floor, is
+        not shown as its top alone until another look)."""
         z = self._floor.z
         if z is None or (self.completed_to is not None and abs(z - self.completed_to) <= _FLOOR_MOVED):
             return
@@ -149,7 +151,9 @@ class ObservationFusion:
             prior = shape_prior(track.class_name)
             if prior is not None and prior.on_floor:
                 self.fit(track)
-                track.refit_settled(self.config)
+                shown = track.settling.shown
+                track.refit_settled(self.config, None if shown is None or not self.config.amodal
+                                    else complete_box(shown, track.class_name, z))
                 self._index.update(track.id, track.box)
 
     def _own_points(self, det: Observation, obj_id: int) -> np.ndarray | None:

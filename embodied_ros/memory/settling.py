@@ -119,14 +119,17 @@ class BoxSettling:
             self.shown = box.copy()
         self.pending = self.shown is None or not boxes_agree(box, self.shown, relative, absolute)
 
-    def refit(self, box: np.ndarray) -> None:
+    def refit(self, box: np.ndarray, shown: np.ndarray | None = None) -> None:
         """The box changed without a look, by a change of the whole map (the floor estimate moved, and
-        furniture is completed down to the new floor): a settled box moves with it, a pending one
-        still awaits its look."""
+        furniture is completed down to the new floor): a settled box moves with it; a pending change
+        still awaits its look, and the map shows ``shown`` meanwhile (the shown box, completed down to
+        the new floor) when given."""
         box = np.array(box, dtype=np.float64).reshape(BOX_DIM)
         self.look_box = box
         if self.shown is not None and not self.pending:
             self.shown, self.previous = box.copy(), box.copy()
+        elif self.shown is not None and shown is not None:
+            self.shown = np.array(shown, dtype=np.float64).reshape(BOX_DIM)
 
     def absorb(self, gone: BoxSettling) -> None:
         """Take in a duplicate's state: when this object had no settled box and the duplicate had one, the

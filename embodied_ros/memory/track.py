@@ -164,9 +164,10 @@ class Track:
                               config.settle_absolute, self.looks_agree)
         self.cached = None
 
-    def refit_settled(self, config: MemoryConfig) -> None:
-        """Its box changed with the whole map (the floor moved): a settled box moves with it."""
-        self.settling.refit(self.box)
+    def refit_settled(self, config: MemoryConfig, shown: np.ndarray | None = None) -> None:
+        """Its box changed with the whole map (the floor moved): a settled box moves with it, and a pending
+        change keeps ``shown`` (the shown box completed to the new floor) shown meanwhile."""
+        self.settling.refit(self.box, shown)
         self.follow_publication(config)
 
     def follow_publication(self, config: MemoryConfig) -> None:
