@@ -211,6 +211,29 @@ def test_a_table_seen_before_the_floor_is_shown_down_to_it_once_the_floor_is_see
     assert shown.box[2] - 0.5 * shown.box[5] == pytest.approx(0.0, abs=0.03), shown.box
 
 
+def test_an_object_appears_only_with_a_box_that_has_settled_since_it_changed() -> None:
+    """A monitor seen in parts: two faint looks agree on a part of it; a third look sees all of it, and becomes
+    sure once its box has grown. The monitor is sure enough from then on, but its box awaits another look: it
+    appears once a fourth look agrees, never with the part's box."""
+    names = ("tvmonitor",)
+    part, whole = _box(0.0, 3.0, 1.2, 0.3, 0.1, 0.45), _box(0.25, 3.0, 1.2, 0.8, 0.1, 0.45)
+    memory = SceneMemory(discover_unknown=False)
+    index, appeared = 0, []
+    faint, sure = [0.3] * 6, [0.3] * 3 + [0.9] * 3  # the third look grows the box, then becomes sure
+    for look, (box, scores) in enumerate(((part, faint), (part, faint), (whole, sure), (whole, sure))):
+        eye = np.array([-1.0 + look, 0.0, 1.4])
+        for score in scores:
+            frame = render_frame(look_at(eye, eye + [0.0, 5.0, 1.0]), [], wall_y=6.0, index=index)
+            cut = np.array([[0.0, 100.0, frame.width - 1.0, frame.height - 1.0]])  # the image's edge cuts it
+            det = Detections3D(box[None], [0], [score], names, "world", boxes_2d=cut, points=(_points(box, 0.05),))
+            memory.update(FramePerception(index, int(index * S / HZ), det, viewpoint=eye, frame=frame))
+            index += 1
+            for obj in memory.published_objects():
+                appeared.append(look)
+                assert box_iou_3d(obj.box[None], whole[None])[0, 0] > 0.7, (look, obj.box)
+    assert appeared and appeared[0] == 3
+
+
 def _monitors_look(memory: SceneMemory, index: int, eye: np.ndarray, pair: bool, monitors: list[np.ndarray],
                    pair_name: str = "tvmonitor") -> int:
     """Three frames from ``eye``: the detector boxes each monitor (``pair`` False) or both in one box, of class

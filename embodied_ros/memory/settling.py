@@ -21,7 +21,8 @@ Growth therefore needs the support of two looks, and so does a shrink: a box tha
 what it was, and a one-look false object is never shown.
 
 An object appears on the map when it is sure enough to act on (``publish_confidence`` plus
-``appear_margin``) and its box has settled, and it stays until its confidence falls below
+``appear_margin``) and its box has settled and not changed since (a wall monitor seen in parts, sure only
+once its box grew, would otherwise appear with the part's old box), and it stays until its confidence falls below
 ``publish_confidence``: an object near the bar does not flicker in and out with each look, and what
 appears is rarely retracted.
 """
@@ -142,10 +143,10 @@ class BoxSettling:
 
     def follow(self, confidence: float, appear: float, retract: float) -> None:
         """Whether the object is on the map: it appears once ``confidence`` reaches ``appear`` with a
-        settled box, and is retracted when it falls below ``retract``."""
+        settled box that no pending change has outgrown, and is retracted when it falls below ``retract``."""
         if confidence < retract:
             self.appeared = False
-        elif confidence >= appear and self.shown is not None:
+        elif confidence >= appear and self.shown is not None and not self.pending:
             self.appeared = True
 
     def to_dict(self) -> dict[str, Any]:
