@@ -15,7 +15,7 @@ from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.settling import BoxSettling, BoxState, boxes_agree
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
-NAMES = ("cup", "book", "microwave", "tvmonitor", "laptop")
+NAMES = ("cup", "book", "microwave", "tvmonitor", "laptop", "diningtable")
 S = 1_000_000_000
 HZ = 30
 
@@ -180,32 +180,34 @@ def test_the_table_around_a_cup_seen_from_above_never_grows_it() -> None:
     assert len(memory.geometry_points(shown["book"].id)) >= 50  # the magazine's own points: it lies in the band
 
 
+def _in_parts(index: int, eye: np.ndarray, box: np.ndarray, name: str, score: float) -> FramePerception:
+    """A frame from ``eye`` looking up at a wall (no floor in view) whose detection of ``box`` the image's edge
+    cuts: the object is seen in parts."""
+    frame = render_frame(look_at(eye, eye + [0.0, 5.0, 4.0]), [], wall_y=6.0, index=index)
+    cut = np.array([[0.0, 100.0, frame.width - 1.0, frame.height - 1.0]])
+    det = Detections3D(box[None], [NAMES.index(name)], [score], NAMES, "world", boxes_2d=cut,
+                       points=(_points(box, 0.05),))
+    return FramePerception(index, int(index * S / HZ), det, viewpoint=eye, frame=frame)
+
+
 def test_a_table_seen_before_the_floor_is_shown_down_to_it_once_the_floor_is_seen() -> None:
     """A table seen from above from two places, before any floor was seen: its top is shown. A third place sees
     more of it (a change that awaits another look); then a look at the floor behind the camera gives the
     floor. The table the map shows reaches the floor at once, not after the next look of the table."""
-    names = ("diningtable",)
     memory = SceneMemory(discover_unknown=False)
-
-    def table_seen(index: int, eye: np.ndarray, top: np.ndarray, floor_view: bool) -> None:
-        target = eye + ([0.0, -1.5, -1.5] if floor_view else [0.0, 5.0, 4.0])  # the floor behind, or a wall up
-        frame = render_frame(look_at(eye, target), [], wall_y=-6.0 if floor_view else 6.0, index=index)
-        cut = np.array([[0.0, 100.0, frame.width - 1.0, frame.height - 1.0]])  # seen in parts: the image cuts it
-        det = Detections3D(top[None], [0], [0.9], names, "world", boxes_2d=cut, points=(_points(top, 0.05),)) \
-            if not floor_view \
-            else Detections3D(np.zeros((0, 9)), np.zeros(0, int), np.zeros(0), names, "world", points=())
-        memory.update(FramePerception(index, int(index * S / HZ), det, viewpoint=eye, frame=frame))
-
     top = _box(0.0, 2.0, 0.73, 1.2, 0.8, 0.04)
     index = 0
     for look, grown in ((0, top), (1, top), (2, _box(0.2, 2.0, 0.73, 1.6, 0.8, 0.04))):
         for _ in range(5):
-            table_seen(index, np.array([-1.0 + look, 0.0, 1.5]), grown, False)
+            memory.update(_in_parts(index, np.array([-1.0 + look, 0.0, 1.5]), grown, "diningtable", 0.9))
             index += 1
     assert memory.floor_z is None
     (shown,) = memory.published_objects()
     assert shown.box[2] - 0.5 * shown.box[5] > 0.6 and not shown.settled  # its top; the third look awaits
-    table_seen(index, np.array([2.0, 0.0, 1.5]), top, True)
+    eye = np.array([2.0, 0.0, 1.5])
+    floor_view = render_frame(look_at(eye, eye + [0.0, -1.5, -1.5]), [], wall_y=-6.0, index=index)
+    nothing = Detections3D(np.zeros((0, 9)), np.zeros(0, int), np.zeros(0), NAMES, "world", points=())
+    memory.update(FramePerception(index, int(index * S / HZ), nothing, viewpoint=eye, frame=floor_view))
     assert memory.floor_z == pytest.approx(0.0, abs=0.03)
     (shown,) = memory.published_objects()
     assert shown.box[2] - 0.5 * shown.box[5] == pytest.approx(0.0, abs=0.03), shown.box
@@ -215,7 +217,6 @@ def test_an_object_appears_only_with_a_box_that_has_settled_since_it_changed() -
     """A monitor seen in parts: two faint looks agree on a part of it; a third look sees all of it, and becomes
     sure once its box has grown. The monitor is sure enough from then on, but its box awaits another look: it
     appears once a fourth look agrees, never with the part's box."""
-    names = ("tvmonitor",)
     part, whole = _box(0.0, 3.0, 1.2, 0.3, 0.1, 0.45), _box(0.25, 3.0, 1.2, 0.8, 0.1, 0.45)
     memory = SceneMemory(discover_unknown=False)
     index, appeared = 0, []
@@ -223,10 +224,7 @@ def test_an_object_appears_only_with_a_box_that_has_settled_since_it_changed() -
     for look, (box, scores) in enumerate(((part, faint), (part, faint), (whole, sure), (whole, sure))):
         eye = np.array([-1.0 + look, 0.0, 1.4])
         for score in scores:
-            frame = render_frame(look_at(eye, eye + [0.0, 5.0, 1.0]), [], wall_y=6.0, index=index)
-            cut = np.array([[0.0, 100.0, frame.width - 1.0, frame.height - 1.0]])  # the image's edge cuts it
-            det = Detections3D(box[None], [0], [score], names, "world", boxes_2d=cut, points=(_points(box, 0.05),))
-            memory.update(FramePerception(index, int(index * S / HZ), det, viewpoint=eye, frame=frame))
+            memory.update(_in_parts(index, eye, box, "tvmonitor", score))
             index += 1
             for obj in memory.published_objects():
                 appeared.append(look)
