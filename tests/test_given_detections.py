@@ -15,8 +15,14 @@ from embodied_ros.detections import Detections2D
 from embodied_ros.errors import FrameError
 from embodied_ros.frame_detections import given_detections, named_detections, with_detections
 from embodied_ros.mapper import PipelineConfig, SceneMapper
-from embodied_ros.messages.detections2d import DETECTION2D_ARRAY, detection2d_array_msg, detections_from_msg
-from embodied_ros.messages.types import typestore
+from embodied_ros.messages.detections2d import (
+    DETECTION2D_ARRAY,
+    detection2d_array_cdr,
+    detection2d_array_msg,
+    detections_from_cdr,
+    detections_from_msg,
+)
+from embodied_ros.messages.types import msg_class, typestore
 from embodied_ros.network.given_detections import GivenDetectionsPerceptor
 from embodied_ros.ros.detections_input import SILENT, SLOWER, DetectionPairing
 
@@ -41,6 +47,19 @@ def test_a_detection2d_array_carries_names_scores_and_pixel_boxes() -> None:
     np.testing.assert_allclose(got.boxes_xyxy, boxes, atol=1e-9)
     assert msg.detections[0].results[0].hypothesis.class_id == "pc tower"
     assert msg.detections[0].bbox.center.position.x == pytest.approx(60.5)  # centre + size, in pixels
+
+
+def test_the_nodes_bytes_read_back_and_bytes_of_another_message_are_refused() -> None:
+    boxes = np.array([[10.25, 20.5, 110.75, 220.125], [300.1, 50.2, 320.3, 70.4]])
+    data = detection2d_array_cdr(["food box", "cup"], np.array([0.9, 0.4]), boxes, "rgb_camera_link", 7_000_000_123)
+    got = detections_from_cdr(data)
+    assert got.stamp_ns == 7_000_000_123 and got.frame_id == "rgb_camera_link" and got.names == ("food box", "cup")
+    np.testing.assert_allclose(got.boxes_xyxy, boxes, atol=1e-9)
+    header = typestore().serialize_cdr(msg_class("std_msgs/msg/Header")(
+        stamp=msg_class("builtin_interfaces/msg/Time")(sec=7, nanosec=0), frame_id="rgb_camera_link"),
+        "std_msgs/msg/Header")
+    with pytest.raises(FrameError, match="Detection2DArray"):
+        detections_from_cdr(bytes(header) + b"\x05\x00\x00\x00")  # a header, then 5 detections that are not there
 
 
 def test_numeric_ids_rotated_boxes_and_unusable_detections() -> None:

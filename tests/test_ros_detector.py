@@ -51,6 +51,23 @@ def _objects(ros: Any, topic: str) -> list[Any]:
     return got
 
 
+def test_the_nodes_detection_bytes_are_those_rclpy_writes_and_reads() -> None:
+    from rclpy.serialization import deserialize_message, serialize_message
+    from vision_msgs.msg import Detection2DArray
+
+    from embodied_ros.messages.detections2d import detection2d_array_cdr, detection2d_array_msg, detections_from_cdr
+    from embodied_ros.ros.conversions import to_rclpy
+
+    args = (["pc tower", "cup"], np.array([0.9, 0.25]), np.array([[10.5, 20.25, 110.0, 220.0], [1, 2, 3, 4]]),
+            "rgb_camera_link", 1_700_000_000_123_456_789)
+    data = detection2d_array_cdr(*args)
+    assert isinstance(data, bytes) and data == serialize_message(to_rclpy(detection2d_array_msg(*args)))
+    msg = deserialize_message(data, Detection2DArray)
+    assert [d.results[0].hypothesis.class_id for d in msg.detections] == ["pc tower", "cup"]
+    assert msg.detections[0].bbox.size_x == pytest.approx(99.5) and msg.header.stamp.nanosec == 123_456_789
+    assert detections_from_cdr(serialize_message(msg)).names == ("pc tower", "cup")
+
+
 def test_the_detector_node_and_a_map_node_give_the_objects_of_the_node_that_runs_the_detector(ros: Any) -> None:
     from embodied_ros.network.registry import build_perceptor
     from embodied_ros.ros.detector_node import EmbodiedDetectorNode
@@ -145,3 +162,32 @@ def test_frames_whose_detections_never_come_are_counted_and_their_depth_still_ma
     assert wait_until(lambda: any(any(v.key == "frames_without_detections" and v.value == "5" for v in s.values)
                                   for s in status[-3:]), 10)
     assert "detector silent" in status[-1].message and status[-1].level == DiagnosticStatus.WARN  # with the reason
+
+
+def test_the_player_publishes_a_recordings_detections_stamped_like_its_images(ros: Any) -> None:
+    """``play --detections-topic``: each frame's recorded detections go out with the images' stamp."""
+    import argparse
+
+    from sensor_msgs.msg import Image
+    from vision_msgs.msg import Detection2DArray
+
+    from embodied_ros.frame_detections import named_detections, with_detections
+    from embodied_ros.ros.player import Player, add_play_arguments
+
+    parser = argparse.ArgumentParser()
+    add_play_arguments(parser)
+    args = parser.parse_args(["unused", "--namespace", "/played", "--detections-topic", "/played/detections",
+                              "--pose-topic", "camera_pose", "--no-tf"])
+    player = Player(ros.client, args)
+    got: dict[str, list[Any]] = {"detections": [], "image": []}
+    ros.client.create_subscription(Detection2DArray, "/played/detections", got["detections"].append, 10)
+    ros.client.create_subscription(Image, "/played/rgb/image_raw", got["image"].append, 10)
+    assert wait_until(lambda: player.detections.get_subscription_count() and player.color.get_subscription_count(), 10)
+    found = named_detections(["food box", "pc tower"], np.array([0.8, 0.6]), np.array([[1, 2, 30, 40], [5, 6, 70, 80]]))
+    stamp = player.publish(with_detections(ros.frames[0], found), 1_700_000_000_000_000_123)
+    assert wait_until(lambda: got["detections"] and got["image"], 10)
+    msg, image = got["detections"][0], got["image"][0]
+    assert msg.header.stamp == image.header.stamp and stamp == 1_700_000_000_000_000_123
+    assert msg.header.frame_id == image.header.frame_id
+    assert [d.results[0].hypothesis.class_id for d in msg.detections] == ["food box", "pc tower"]
+    assert msg.detections[1].bbox.center.position.x == pytest.approx(37.5)

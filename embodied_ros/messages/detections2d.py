@@ -8,7 +8,11 @@ image's pixels (``center.position`` x right, y down, ``size_x`` / ``size_y``; a 
 (stamp and frame). Detectors that put numeric ids in ``class_id`` (isaac_ros's YOLOv8 decoder: "0",
 "41") are read through a names list (``class_names``: id k -> names[k]). Reading goes by attribute,
 so rclpy messages and rosbags' dataclasses convert alike; writing builds rosbags dataclasses (bags;
-the nodes turn them into rclpy messages with ros.conversions.to_rclpy).
+the nodes publish and read the CDR bytes: :func:`detection2d_array_cdr`, :func:`detections_from_cdr`).
+Why bytes: rclpy builds and serialises a nested message field by field in Python, about 6 ms for 15
+detections on the robot's CPU, which sat on every keyframe's path from the detector node to the map;
+the typestore writes the same bytes (vision_msgs 4, as Humble and Jazzy ship; a test compares them
+with rclpy's) in under 1 ms.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import FrameError
 from .convert import header_msg, stamp_ns_from_msg
-from .types import msg_class
+from .types import msg_class, typestore
 
 DETECTION2D_ARRAY = "vision_msgs/msg/Detection2DArray"
 
@@ -127,3 +132,23 @@ def detection2d_array_msg(names: Sequence[str], scores: np.ndarray, boxes_xyxy: 
                                size_x=float(x1 - x0), size_y=float(y1 - y0)),
             id=""))
     return msg_class(DETECTION2D_ARRAY)(header=header, detections=detections)
+
+
+def detection2d_array_cdr(names: Sequence[str], scores: np.ndarray, boxes_xyxy: np.ndarray, frame_id: str,
+                          stamp_ns: int) -> bytes:
+    """The CDR bytes of :func:`detection2d_array_msg` (what ``Publisher.publish`` and a bag take)."""
+    return bytes(typestore().serialize_cdr(detection2d_array_msg(names, scores, boxes_xyxy, frame_id, stamp_ns),
+                                           DETECTION2D_ARRAY))
+
+
+def detections_from_cdr(data: bytes, class_names: Sequence[str] = ()) -> ImageDetections:
+    """:func:`detections_from_msg` of a Detection2DArray's CDR bytes (a raw subscription's message).
+
+    Raises:
+        FrameError: the bytes are no vision_msgs 4 Detection2DArray.
+    """
+    try:
+        msg = typestore().deserialize_cdr(bytes(data), DETECTION2D_ARRAY)
+    except Exception as err:  # noqa: BLE001 - rosbags raises several kinds on bytes of another layout
+        raise FrameError(f"not a vision_msgs/Detection2DArray (vision_msgs 4): {type(err).__name__}: {err}") from None
+    return detections_from_msg(msg, class_names)

@@ -23,8 +23,8 @@ from rclpy.task import Future
 
 from ..errors import EmbodiedError, FrameError
 from ..mapper import ModelChoice
-from ..messages.convert import header_msg
-from ..messages.detections2d import detection2d_array_msg
+from ..messages.convert import header_msg, stamp_ns_from_msg
+from ..messages.detections2d import detection2d_array_cdr
 from ..sources.images import decode_compressed_rgb, image_to_rgb
 from .conversions import to_rclpy
 from .inputs import QosMatch, is_compressed
@@ -137,11 +137,9 @@ class EmbodiedDetectorNode(Node):
         elapsed = time.perf_counter() - start
         self.detect_s = elapsed if not self.detect_s else 0.8 * self.detect_s + 0.2 * elapsed
         names = [found.class_names[k] for k in found.labels]
-        out = to_rclpy(detection2d_array_msg(names, found.scores, found.boxes_xyxy, "", 0))
-        out.header = msg.header  # the image's stamp and frame: the map pairs by it
-        for det in out.detections:
-            det.header = msg.header
-        self.pub.publish(out)
+        # the image's stamp and frame: the map pairs by it
+        self.pub.publish(detection2d_array_cdr(names, found.scores, found.boxes_xyxy, msg.header.frame_id,
+                                               stamp_ns_from_msg(msg.header.stamp)))
         self.counts["detected"] += 1
 
     def _tick(self) -> None:

@@ -115,12 +115,11 @@ class Player:
         self.color.publish(serialize(Image, fields["color"]))
         found = given_detections(frame)
         if self.detections is not None and found is not None:  # as a detector would: after the image, its stamp
-            from ..messages.detections2d import detection2d_array_msg
-            from .conversions import to_rclpy
+            from ..messages.detections2d import detection2d_array_cdr
 
             names = [found.class_names[k] for k in found.labels]
-            self.detections.publish(to_rclpy(detection2d_array_msg(names, found.scores, found.boxes_xyxy,
-                                                                   self.args.camera_frame, stamp)))
+            self.detections.publish(detection2d_array_cdr(names, found.scores, found.boxes_xyxy,
+                                                          self.args.camera_frame, stamp))
         return stamp
 
 
