@@ -6,6 +6,7 @@ counter", "the second shelf", "the cabinet under the sink")."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -20,7 +21,7 @@ from embodied_ros.memory.config import MemoryConfig
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.scene_object import MemorySnapshot, SceneObject
 from embodied_ros.memory.structure import RoomStructure
-from embodied_ros.memory.structure_rules import StructurePiece
+from embodied_ros.memory.structure_rules import RoomSurfaces, StructureParams, StructurePiece, find_structure
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
 WALL_Y = 1.5  # the wall the rendered room has, facing the cameras (at y < 0)
@@ -213,3 +214,32 @@ def test_the_cabinet_under_the_sink_and_the_chair_by_the_wall() -> None:
     assert not grounder.ground("the chair by the wall", far).success  # 3 m from the wall's face is not by it
     # The room's parts are no "thing": the worktop lies on the cabinets, and is not the thing on them.
     assert not grounder.ground("the thing on the cabinet", _snapshot(objects[:3])).success
+
+
+def test_a_shelf_seen_in_parts_between_the_things_standing_on_it_is_one_shelf() -> None:
+    """A wall shelf's board is seen in two parts: a model standing across it hides the board between them, and a
+    row of brochures at its back hides the back of the left part from every view (as on the kitchen's red
+    shelf). The things standing on it join the parts: one shelf along the whole board."""
+    wall_y, top, cell = 1.5, 0.9, 0.04
+    x, z = np.meshgrid(np.arange(-1.5, 1.5, cell) + 0.5 * cell, np.arange(0.0, 2.0, cell) + 0.5 * cell)
+    wall = np.column_stack([x.ravel(), np.full(x.size, wall_y - 0.5 * cell), z.ravel()])
+    board = np.array([0.0, wall_y - 0.15, top - 0.01, 1.6, 0.3, 0.02, 0.0, 0.0, 0.0])
+
+    def cells(x0: float, x1: float, y0: float, y1: float) -> np.ndarray:
+        gx, gy = np.meshgrid(np.arange(x0, x1, cell) + 0.5 * cell, np.arange(y0, y1, cell) + 0.5 * cell)
+        return np.column_stack([gx.ravel(), gy.ravel(), np.full(gx.size, top - 0.01)])
+
+    floor = cells(-1.5, 1.5, -1.0, 1.4)
+    floor[:, 2] = 0.01
+    seen = np.vstack([floor, cells(0.16, 0.8, 1.2, wall_y), cells(-0.8, -0.16, 1.2, 1.32)])
+    model = np.array([0.0, wall_y - 0.15, top + 0.15, 0.3, 0.28, 0.3, 0.0, 0.0, 0.0])
+    brochures = np.array([-0.48, wall_y - 0.09, top + 0.14, 0.6, 0.14, 0.28, 0.0, 0.0, 0.0])
+    room = RoomSurfaces(seen, wall, np.full(len(wall), -np.pi / 2), 0.0, np.zeros((0, 9)),
+                        things=np.array([model, brochures]))
+    (shelf,) = [q for q in find_structure(room, StructureParams()) if q.class_name == "shelf"]
+    assert shelf.box[0] - 0.5 * shelf.box[3] == pytest.approx(-0.8, abs=0.05), shelf.box  # the whole board's length
+    assert shelf.box[0] + 0.5 * shelf.box[3] == pytest.approx(0.8, abs=0.05), shelf.box
+    assert shelf.box[2] + 0.5 * shelf.box[5] == pytest.approx(board[2] + 0.01, abs=0.02)
+    alone = [q for q in find_structure(replace(room, things=np.zeros((0, 9))), StructureParams())
+             if q.class_name == "shelf"]
+    assert [round(float(q.box[0] - 0.5 * q.box[3]), 2) for q in alone] == [0.16]  # the right part only

@@ -368,10 +368,10 @@ class SceneMemory:
             merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
         structure_s = 0.0
         if self._structure is not None and self._discovery.surfaces is not None:
-            named = np.array([t.box for t in self._tracks.values()
-                              if t.class_name != UNKNOWN_CLASS and t.confidence >= self.config.publish_confidence])
+            sure = [t for t in self._tracks.values() if t.confidence >= self.config.publish_confidence]
+            named = np.array([t.box for t in sure if t.class_name != UNKNOWN_CLASS]).reshape(-1, 9)
             self._structure.observe(self._discovery.surfaces, self._discovery.supports, self._floor.z, perception,
-                                    named.reshape(-1, 9))
+                                    named, np.array([t.box for t in sure]).reshape(-1, 9))
             structure_s = self._structure.seconds
         return time.perf_counter() - start - structure_s, structure_s, merges, True
 

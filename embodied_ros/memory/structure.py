@@ -171,7 +171,7 @@ class RoomStructure:
         return set(self._elements)
 
     def observe(self, surfaces: FrameSurfaces, supports: SupportMap, floor_z: float | None,
-                perception: FramePerception, named: np.ndarray) -> None:
+                perception: FramePerception, named: np.ndarray, things: np.ndarray | None = None) -> None:
         """Take in one keyframe discovery looked at: its vertical samples, a run of the rules when one is
         due, and each element's evidence from it.
 
@@ -181,6 +181,7 @@ class RoomStructure:
             floor_z: the floor's height (nothing is structure before it is known).
             perception: the keyframe's perception (its frame, stamp and viewpoint).
             named: (N, 9) boxes of the confident named objects (what they hold is theirs).
+            things: (M, 9) boxes of every confident object, named or not (the surface under them is hidden).
         """
         start = time.perf_counter()
         try:
@@ -191,17 +192,19 @@ class RoomStructure:
             stamp = int(perception.stamp_ns)
             if self._last_run_ns is None or not 0 <= stamp - self._last_run_ns < self.params.interval_s * 1e9:
                 self._last_run_ns = stamp
-                self._take(find_structure(self._room(supports, floor_z, named), self.params), perception)
+                self._take(find_structure(self._room(supports, floor_z, named, things), self.params), perception)
             self._evidence(surfaces, perception)
         finally:
             self.seconds = time.perf_counter() - start
 
-    def _room(self, supports: SupportMap, floor_z: float, named: np.ndarray) -> RoomSurfaces:
+    def _room(self, supports: SupportMap, floor_z: float, named: np.ndarray,
+              things: np.ndarray | None = None) -> RoomSurfaces:
         keys = supports.keys[supports.frames >= supports.min_frames]
         horizontal = (unpack_voxels(keys) + 0.5) * np.array([supports.cell, supports.cell, supports.layer])
         vertical, facing = self.cells.cells()
+        things = np.zeros((0, BOX_DIM)) if things is None else np.asarray(things).reshape(-1, BOX_DIM)
         return RoomSurfaces(horizontal, vertical, facing, float(floor_z), np.asarray(named).reshape(-1, BOX_DIM),
-                            supports.cell, supports.layer, self.cells.layer)
+                            supports.cell, supports.layer, self.cells.layer, things)
 
     def _take(self, pieces: list[StructurePiece], perception: FramePerception) -> None:
         """The rules' latest answer: each part is the element of its kind it overlaps most (its box and

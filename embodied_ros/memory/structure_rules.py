@@ -23,7 +23,7 @@ is or how large one room's furniture happens to be. What each rule decides (docs
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import ndimage
@@ -139,7 +139,8 @@ class StructurePiece:
 class RoomSurfaces:
     """The surfaces the rules read: (H, 3) centres of the support cells (``cell`` x ``cell`` x
     ``layer`` m), (V, 3) centres of the facing cells (``vertical_layer`` m high) and (V,) the angles they
-    face, the floor's height, and (N, 9) boxes of the confident named objects."""
+    face, the floor's height, (N, 9) boxes of the confident named objects, and (M, 9) boxes of every
+    confident object, named or not (what stands on a surface hides it: ``_regions``)."""
 
     horizontal: np.ndarray
     vertical: np.ndarray
@@ -149,6 +150,7 @@ class RoomSurfaces:
     cell: float = 0.04
     layer: float = 0.02
     vertical_layer: float = 0.04
+    things: np.ndarray = field(default_factory=lambda: np.zeros((0, 9)))
 
 
 @dataclass(frozen=True)
@@ -313,7 +315,8 @@ def _surfaces(room: RoomSurfaces, walls: list[_Stretch], planes: list[PlaneProfi
 
 def _regions(room: RoomSurfaces, p: StructureParams) -> list[np.ndarray]:
     """The horizontal surfaces above the floor: (K, 3) support cells each, one height layer (and the layers
-    beside it) joined across gaps of up to 2 x ``join_cells`` cells."""
+    beside it) joined across gaps of up to 2 x ``join_cells`` cells, and across the footprints of the things
+    standing on it (a row of brochures on a shelf hides the board behind and between them from every view)."""
     cells = room.horizontal[room.horizontal[:, 2] - room.floor_z >= p.shelf_height]
     if len(cells) < p.min_region_cells:
         return []
@@ -332,9 +335,13 @@ def _regions(room: RoomSurfaces, p: StructureParams) -> list[np.ndarray]:
         on = np.flatnonzero(near & (level[nearest] == k))
         if len(on) < p.min_region_cells:
             continue
-        rc = ij[on] - ij[on].min(axis=0)
-        mask = np.zeros(tuple(rc.max(axis=0) + 1), bool)
+        layers = dense[level == k]
+        under = _footprint_cells(room.things, (layers[0] - 1) * room.layer, (layers[-1] + 2) * room.layer, room.cell)
+        origin = np.vstack([ij[on], under]).min(axis=0)
+        rc, hidden = ij[on] - origin, under - origin
+        mask = np.zeros(tuple(np.vstack([rc, hidden]).max(axis=0) + 1), bool)
         mask[rc[:, 0], rc[:, 1]] = True
+        mask[hidden[:, 0], hidden[:, 1]] = True
         joined = ndimage.binary_dilation(mask, np.ones((3, 3), bool), p.join_cells)
         labels, _ = ndimage.label(joined, np.ones((3, 3), bool))
         own = labels[rc[:, 0], rc[:, 1]]
@@ -343,6 +350,21 @@ def _regions(room: RoomSurfaces, p: StructureParams) -> list[np.ndarray]:
             if len(part) >= p.min_region_cells:
                 out.append(cells[part])
     return out
+
+
+def _footprint_cells(boxes: np.ndarray, z0: float, z1: float, cell: float) -> np.ndarray:
+    """(K, 2) integer cells (``cell`` m) under the footprints of the boxes whose bottom lies between z0 and z1
+    (the things standing on a surface at that height)."""
+    bottom = boxes[:, 2] - 0.5 * boxes[:, 5]
+    out = [np.zeros((0, 2), np.int64)]
+    for box in boxes[(bottom >= z0) & (bottom <= z1)]:
+        reach = 0.5 * float(np.hypot(box[3], box[4]))
+        lo, hi = (np.floor((box[:2] + sign * reach) / cell).astype(np.int64) for sign in (-1, 1))
+        ii, jj = np.meshgrid(np.arange(lo[0], hi[0] + 1), np.arange(lo[1], hi[1] + 1), indexing="ij")
+        ij = np.column_stack([ii.ravel(), jj.ravel()])
+        centres = np.column_stack([(ij + 0.5) * cell, np.full(len(ij), box[2])])
+        out.append(ij[points_in_boxes(centres, box[None])[0]])
+    return np.concatenate(out)
 
 
 def _local(points: np.ndarray, angle: float, offset: float,
