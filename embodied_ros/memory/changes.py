@@ -97,9 +97,6 @@ class ChangeConfig:
     # Unknown objects (memory/discovery.py: geometry alone) are watched for changes once found from this many places
     # on the floor: a segment that only some viewpoints show (a depth artefact at an edge) must not be told removed.
     unknown_looks: int = 3
-    # Watch only objects the map has shown (memory/settling.py: appear_margin surer than publish_confidence, with a
-    # box two looks agree on), not every object once publish_confidence sure.
-    watch_shown: bool = False
     # Classes that never change: room structure, and people (movers, not static objects).
     static_classes: tuple[str, ...] = ("floor", "wall", "ceiling", "counter", "shelf", "bookshelf", "bookcase",
                                        "cabinet", "door", "window", "stairs", "person", "people")
@@ -265,8 +262,6 @@ class ChangeTracker:
             return False  # below the publish rule whatever its size and support (confidence <= logistic)
         if track.class_name == UNKNOWN_CLASS and _floor_places(track) < self.config.unknown_looks:
             return False  # what geometry alone found must have been found from more places to be believed
-        if self.config.watch_shown and not track.settling.appeared:
-            return False  # not on the map yet: the robot was never shown it
         return track.confidence >= p and class_key(track.class_name) not in self._static
 
     @staticmethod
