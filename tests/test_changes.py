@@ -17,7 +17,9 @@ from embodied_ros.detections import Detections2D, FramePerception
 from embodied_ros.geometry.iou import box_iou_3d
 from embodied_ros.memory.change_events import ChangeKind, ChangeLog
 from embodied_ros.memory.changes import ChangeConfig
+from embodied_ros.memory.existence import ExistenceEvidence, Look
 from embodied_ros.memory.scene_memory import SceneMemory
+from embodied_ros.memory.track import Track
 from embodied_ros.memory.view_store import ViewStore, pool_depth
 from embodied_ros.network.lifting import LiftingParams, lift_detections
 
@@ -71,6 +73,21 @@ def test_a_thing_taken_away_is_removed_after_two_clear_looks() -> None:
     assert [e.seq for e in memory.changes.log.since(PASS_2)] == [event.seq]
 
 
+def test_a_thing_taken_from_against_the_wall_is_removed() -> None:
+    """A crate stood a centimetre before the wall: once it is gone, its back third lies at the wall's depth (within
+    the depth margin) and only its front is seen through, under twice as many points as lie at their depth."""
+    crate = CRATE.copy()
+    crate[1] = WALL_Y - 0.21
+    memory = _memory()
+    _first_pass(memory, [crate], [crate])
+    (before,) = memory.published_objects()
+    events = _look(memory, EYES[0], crate[:3], [], [], PASS_2, 100)
+    events += _look(memory, EYES[1], crate[:3], [], [], PASS_2 + 2 * S, 110)
+    (event,) = events
+    assert event.kind is ChangeKind.REMOVED and event.object_id == before.id
+    assert np.linalg.norm(event.old_box[:3] - crate[:3]) < 0.3  # the map's box of a crate against a wall: its front
+
+
 def test_hidden_is_not_gone() -> None:
     """From both eyes a panel stands between the camera and the crate: the crate's place is not seen."""
     memory = _memory()
@@ -121,6 +138,39 @@ def test_a_moved_thing_is_one_move_with_its_id_kept(old_place_first: bool) -> No
     assert [e.seq for e in memory.changes.log.current()] == [move.seq]  # the history holds the move alone
     (now,) = [o for o in memory.published_objects() if o.class_name == "box"]
     assert now.id == crate.id and box_iou_3d(now.box[None], THERE[None])[0, 0] > 0.25
+
+
+@pytest.mark.parametrize("old_place_first", [True, False])
+def test_a_new_place_seen_empty_too_few_times_to_be_new_still_completes_a_move(old_place_first: bool) -> None:
+    """The first pass saw where the crate goes empty from two looks, fewer than ``new_looks`` (3): alone it is not
+    new, but the removal of a crate makes it the crate moved, in either order; nothing is told of it before."""
+    memory = _memory(new_looks=3)
+    assert _first_pass(memory, [CRATE], [CRATE]) == []
+    (crate,) = memory.published_objects()
+    old = [(EYES[0], CRATE, []), (EYES[1], CRATE, [])]  # the old place seen empty (the crate there undetected)
+    new = [(EYES[2], THERE, [THERE]), (EYES[0], THERE, [THERE])]  # the crate detected where it went
+    events = []
+    for k, (eye, target, detect) in enumerate(old + new if old_place_first else new + old):
+        events += _look(memory, eye, target[:3], [THERE], detect, PASS_2 + 2 * k * S, 100 + 10 * k)
+    if old_place_first:
+        removed, move = events
+        assert removed.kind is ChangeKind.REMOVED and move.replaces == (removed.seq,)
+    else:
+        (move,) = events  # the new place alone told nothing
+        assert move.replaces == ()
+    assert move.kind is ChangeKind.MOVED and move.object_id == crate.id
+    assert box_iou_3d(move.old_box[None], CRATE[None])[0, 0] > 0.5
+    assert box_iou_3d(move.new_box[None], THERE[None])[0, 0] > 0.25
+    assert [e.seq for e in memory.changes.log.current()] == [move.seq]
+
+
+def test_a_thing_seen_empty_too_few_times_is_not_new_without_a_removal() -> None:
+    memory = _memory(new_looks=3)
+    assert _first_pass(memory, [], []) == []  # its place seen empty from two looks
+    events = _look(memory, EYES[2], CRATE[:3], [CRATE], [CRATE], PASS_2, 100)
+    events += _look(memory, EYES[0], CRATE[:3], [CRATE], [CRATE], PASS_2 + 2 * S, 110)
+    assert events == [] and len(memory.published_objects()) == 1
+    assert memory.changes.log.current() == []
 
 
 def test_a_removal_and_a_new_thing_of_another_class_are_no_move() -> None:
@@ -178,6 +228,22 @@ def test_a_thing_whose_place_was_never_seen_is_not_new() -> None:
     assert _look(memory, EYES[0], CRATE[:3], [CRATE], [CRATE], PASS_2, 100) == []
     assert _look(memory, EYES[1], CRATE[:3], [CRATE], [CRATE], PASS_2 + 2 * S, 110) == []  # two looks: published
     assert len(memory.published_objects()) == 1
+
+
+def test_an_unknown_object_is_watched_once_found_from_three_places_on_the_floor() -> None:
+    """Existence's places are cells of camera positions in 3D: a camera that rose across a cell's edge is one place
+    on the floor, and what geometry alone found from two places (a segment some viewpoints show) is not watched."""
+    def unknown(places: list[tuple[int, int, int]]) -> Track:
+        evidence = ExistenceEvidence(0.0, {p: Look(1.0, 1, k * S, 1, k * S) for k, p in enumerate(places)})
+        return Track(1, CRATE.copy(), 1.0, 0.9, {"object": 0.9}, "object", len(places), 0, 0, 0, 0, log_odds=3.0,
+                     existence=evidence)
+
+    two_places = [(1, 1, 2), (1, 1, 3), (0, 1, 2)]  # (1, 1) seen from two heights
+    memory = _memory()
+    memory.changes.establish_all({1: unknown(two_places)})
+    assert memory.changes.n_established == 0
+    memory.changes.establish_all({1: unknown([*two_places, (0, 2, 2)])})
+    assert memory.changes.n_established == 1
 
 
 def test_structure_and_people_never_change() -> None:

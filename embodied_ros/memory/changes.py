@@ -18,6 +18,8 @@ so a new or moved thing seen from one look is told before the map shows it. From
 * a removed and a new object of one class (unknown objects: of like shape and colour) within
   ``move_window_s`` of each other are one **move**: one event with both boxes, and the object at its new
   place takes the old id. The half seen first was told already; the move replaces it (change_events.py).
+  A new object whose place only ``move_new_looks`` looks saw empty is not told new, but a removal of its
+  kind completes it into a move (the removal is evidence of its own).
 
 Structure (floor, walls, counters, shelves, cabinets, doors, windows) does not move and people are not
 static objects: ``static_classes`` are never established, so they never make an event.
@@ -60,6 +62,9 @@ class ChangeConfig:
     # A frame saw an object's place clearly without it when at least this fraction of its surface points that the
     # frame observed lay nearer than the depth there (seen through) ...
     through_fraction: float = 0.5
+    # ... and this many times as many as lay at their depth (an object's points near what it stood on or against
+    # lie at that surface's depth when it has gone).
+    through_over_seen: float = 1.75
     # ... and the object would look at least this many pixels (its middle extent) within max_depth.
     min_size_px: float = 8.0
     # Metres: places farther than this from the camera give no evidence of change (depth noise grows).
@@ -67,6 +72,10 @@ class ChangeConfig:
     # An object is new when at least this many looks saw its place empty, before any look saw it there (and
     # before its first detection).
     new_looks: int = 2
+    # An object whose place fewer than new_looks looks saw empty, but at least this many (and none saw it there), is
+    # not told new; it completes a removal of its kind within move_window_s into a move (a removal is evidence
+    # of its own, and one clear look at the new place is often all a pass gives).
+    move_new_looks: int = 1
     # A removed and a new object of one class within this many seconds are one object moved.
     move_window_s: float = 1800.0
     # Unknown objects are one thing moved when each sorted extent differs by at most this factor ...
@@ -85,25 +94,30 @@ class ChangeConfig:
     # published again when found again): only a clear look at its empty place lets it go. Off: the memory's
     # forgetting (memory.forget_after_s) lets believed objects go too, silently.
     keep_believed: bool = True
-    # Unknown objects (memory/discovery.py: geometry alone) are watched for changes once this many looks found
-    # them: a segment that only some viewpoints show (a depth artefact at an edge) must not be told removed.
+    # Unknown objects (memory/discovery.py: geometry alone) are watched for changes once found from this many places
+    # on the floor: a segment that only some viewpoints show (a depth artefact at an edge) must not be told removed.
     unknown_looks: int = 3
     # Classes that never change: room structure, and people (movers, not static objects).
     static_classes: tuple[str, ...] = ("floor", "wall", "ceiling", "counter", "shelf", "bookshelf", "bookcase",
                                        "cabinet", "door", "window", "stairs", "person", "people")
 
     def __post_init__(self) -> None:
-        if min(self.removed_looks, self.new_looks, self.unknown_looks) < 1:
-            raise ConfigError(f"removed_looks, new_looks and unknown_looks must be at least 1, got "
-                              f"{(self.removed_looks, self.new_looks, self.unknown_looks)!r}")
+        if min(self.removed_looks, self.new_looks, self.unknown_looks, self.move_new_looks) < 1:
+            raise ConfigError(f"removed_looks, new_looks, unknown_looks and move_new_looks must be at least 1, got "
+                              f"{(self.removed_looks, self.new_looks, self.unknown_looks, self.move_new_looks)!r}")
+        if self.move_new_looks > self.new_looks:
+            raise ConfigError(f"move_new_looks must be at most new_looks, got {self.move_new_looks!r} > "
+                              f"{self.new_looks!r}")
         if not 0.0 < self.through_fraction <= 1.0:
             raise ConfigError(f"through_fraction must be in (0, 1], got {self.through_fraction!r}")
         if self.view_pool_px < 1 or self.max_views < 0 or self.max_events < 1:
             raise ConfigError("view_pool_px and max_events must be at least 1 and max_views at least 0, got "
                               f"{(self.view_pool_px, self.max_views, self.max_events)!r}")
-        lengths = (self.min_size_px, self.max_depth, self.move_window_s, self.colour_delta_e, self.marker_window_s)
+        lengths = (self.min_size_px, self.max_depth, self.move_window_s, self.colour_delta_e, self.marker_window_s,
+                   self.through_over_seen)
         if min(lengths) < 0 or self.shape_ratio < 1:
-            raise ConfigError("min_size_px, max_depth, move_window_s, colour_delta_e and marker_window_s must be "
+            raise ConfigError("min_size_px, max_depth, move_window_s, colour_delta_e, marker_window_s and "
+                              "through_over_seen must be "
                               f">= 0 and shape_ratio >= 1, got {lengths + (self.shape_ratio,)!r}")
         object.__setattr__(self, "static_classes", tuple(self.static_classes))
 
@@ -133,10 +147,17 @@ class _Record:
 
 @dataclass
 class _Half:
-    """One half of a possible move told already: a removal (its record) or a new object (alive, by id)."""
+    """One half of a possible move: a removal told (its record), or a new object (alive, by id), told new or, when
+    its place was seen empty fewer than ``new_looks`` times, untold (``event`` None) until a removal completes it."""
 
-    event: ChangeEvent
+    event: ChangeEvent | None
     record: _Record
+    object_id: int
+    stamp_ns: int
+
+    @classmethod
+    def told(cls, event: ChangeEvent, record: _Record) -> _Half:
+        return cls(event, record, event.object_id, event.stamp_ns)
 
 
 class ChangeTracker:
@@ -158,7 +179,7 @@ class ChangeTracker:
         self._drop, self._renumber = drop, renumber
         self._established: dict[int, _Record] = {}
         self._removed: list[_Half] = []  # removals a new object may still complete into a move
-        self._new: dict[int, _Half] = {}  # new objects (by id) a removal may still complete into a move
+        self._new: dict[int, _Half] = {}  # new objects (by id, told or not) a removal may still complete into a move
         self._visits: dict[Place, int] = {}
         self._told: dict[int, int] = {}  # object id -> seq of the new or moved event that says where it is
         self._static = frozenset(class_key(c) for c in config.static_classes)
@@ -239,7 +260,7 @@ class ChangeTracker:
         p = self.memory_config.publish_confidence
         if 0.0 < p < 1.0 and track.log_odds < math.log(p / (1.0 - p)):
             return False  # below the publish rule whatever its size and support (confidence <= logistic)
-        if track.class_name == UNKNOWN_CLASS and track.existence.n_looks < self.config.unknown_looks:
+        if track.class_name == UNKNOWN_CLASS and _floor_places(track) < self.config.unknown_looks:
             return False  # what geometry alone found must have been found from more places to be believed
         return track.confidence >= p and class_key(track.class_name) not in self._static
 
@@ -253,33 +274,40 @@ class ChangeTracker:
     def _establish(self, track: Track, perception: FramePerception, events: list[ChangeEvent],
                    renamed: list[tuple[int, int]]) -> None:
         record = self._established[track.id] = _Record.of(track)
-        if self._twins(record, track.id) or not self._was_empty(track):
-            return  # a second object of the map for one it knows (a duplicate) is not new; nor one seen there
+        if self._twins(record, track.id):
+            return  # a second object of the map for one it knows (a duplicate) is not new
+        empty = self._empty_looks(track)
+        if empty < self.config.move_new_looks:
+            return  # seen there (or its place never seen clearly): it stood there all along
         half = self._match(record, self._removed, perception.stamp_ns)
         if half is not None:  # the place it left was seen empty already: it moved here
             self._removed.remove(half)
-            new_id, old_id = track.id, half.event.object_id
+            new_id, old_id = track.id, half.object_id
             self._renumber(new_id, old_id)
             renamed.append((new_id, old_id))
             self._established[old_id] = self._established.pop(new_id)
             events.append(self._tell(ChangeKind.MOVED, old_id, record, perception, half.record.box,
-                                     half.event.last_seen_ns, (half.event.seq,)))
+                                     half.record.last_seen_ns, () if half.event is None else (half.event.seq,)))
             self._told[old_id] = events[-1].seq
             return
+        if empty < self.config.new_looks:  # too little to tell it new alone; a removal of its kind makes it a move
+            self._new[track.id] = _Half(None, record, track.id, int(perception.stamp_ns))
+            return
         event = self._tell(ChangeKind.NEW, track.id, record, perception, None, 0)
-        self._new[track.id] = _Half(event, record)
+        self._new[track.id] = _Half.told(event, record)
         self._told[track.id] = event.seq
         events.append(event)
 
-    def _was_empty(self, track: Track) -> bool:
-        """Whether the looks at the track's place before its first detection saw it empty (ViewStore)."""
+    def _empty_looks(self, track: Track) -> int:
+        """How many looks at the track's place before its first detection saw it empty (ViewStore), up to the first
+        that saw it there."""
         points, tolerance = surface_samples(track)
-        n = len(points)
+        n, cfg = len(points), self.config
         verdicts: list[tuple[Look, bool]] = []
         for j in self.views.judge(points, tolerance, track.first_ns, max_depth=self.config.max_depth):
             if j.inside < 0.5 * n or j.hidden > 0.5 * j.inside:
                 continue  # the view saw too little of the place to say anything
-            if j.through >= self.config.through_fraction * j.inside and j.through >= 2 * j.seen:
+            if j.through >= cfg.through_fraction * j.inside and j.through >= cfg.through_over_seen * j.seen:
                 verdicts.append((j.look, True))  # seen through, as a clear look at an empty place is
             elif j.seen >= THERE_SEEN * j.inside:
                 verdicts.append((j.look, False))  # seen at its own depth: it stood there
@@ -289,15 +317,16 @@ class ChangeTracker:
             if not is_empty:
                 break  # later looks may have seen it before a detector named it: they do not count
             empty.add(look)
-        return len(empty) >= self.config.new_looks
+        return len(empty)
 
     def _clear_look(self, view: Visibility, record: _Record, perception: FramePerception) -> bool:
         """Whether the frame saw the object's place clearly without it: at least half its points observed, most
-        of those seen through, twice as many as seen at their depth (where it met its support), at most half
-        hidden (hidden points are not seen through), the place near enough and large enough in the image."""
+        of those seen through, ``through_over_seen`` times as many as seen at their depth (where it met its support),
+        at most half hidden (hidden points are not seen through), the place near enough and large enough in the
+        image."""
         inside = view.seen + view.hidden + view.through  # its points the frame observed (in the image, with depth)
         if (inside < 0.5 * view.n or view.through < self.config.through_fraction * inside
-                or view.through < 2 * view.seen or view.hidden > 0.5 * inside):
+                or view.through < self.config.through_over_seen * view.seen or view.hidden > 0.5 * inside):
             return False  # too little of its place in view, not clearly seen through, or mostly behind something
         frame = perception.frame
         T = frame.T_world_camera
@@ -316,19 +345,20 @@ class ChangeTracker:
                 self._drop(gone)
         half = self._match(record, list(self._new.values()), perception.stamp_ns)
         if half is not None:  # it was seen at its new place already: it moved there
-            new_id = half.event.object_id
+            new_id = half.object_id
             del self._new[new_id]
             self._renumber(new_id, obj_id)
             renamed.append((new_id, obj_id))
             moved = self._established.pop(new_id, half.record)
             self._established[obj_id] = moved
+            told = () if half.event is None else (half.event.seq,)
             events.append(self._tell(ChangeKind.MOVED, obj_id, moved, perception, record.box, record.last_seen_ns,
-                                     (half.event.seq,), colour_of=record))
+                                     told, colour_of=record))
             self._told.pop(new_id, None)
             self._told[obj_id] = events[-1].seq
             return
         event = self._tell(ChangeKind.REMOVED, obj_id, record, perception, record.box, record.last_seen_ns)
-        self._removed.append(_Half(event, record))
+        self._removed.append(_Half.told(event, record))
         events.append(event)
 
     def _tell(self, kind: ChangeKind, obj_id: int, record: _Record, perception: FramePerception,
@@ -354,7 +384,7 @@ class ChangeTracker:
         """The told half (within the window) that is the same object as ``record``: best colour, then nearest."""
         best, best_key = None, None
         for half in halves:
-            if abs(stamp_ns - half.event.stamp_ns) > self.config.move_window_s * 1e9:
+            if abs(stamp_ns - half.stamp_ns) > self.config.move_window_s * 1e9:
                 continue
             if not self._same_thing(record, half.record):
                 continue
@@ -377,8 +407,8 @@ class ChangeTracker:
     def _expire(self, stamp_ns: int) -> None:
         """Halves too old to become a move stay what they were told as."""
         window = self.config.move_window_s * 1e9
-        self._removed = [h for h in self._removed if stamp_ns - h.event.stamp_ns <= window]
-        self._new = {i: h for i, h in self._new.items() if stamp_ns - h.event.stamp_ns <= window}
+        self._removed = [h for h in self._removed if stamp_ns - h.stamp_ns <= window]
+        self._new = {i: h for i, h in self._new.items() if stamp_ns - h.stamp_ns <= window}
 
     def _merge(self, gone: int, kept: int) -> None:
         """Two objects were one: the survivor carries what the changes knew of either."""
@@ -390,6 +420,7 @@ class ChangeTracker:
             self._told[kept] = told
         half = self._new.pop(gone, None)
         if half is not None and kept not in self._new:
+            half.object_id = kept
             self._new[kept] = half
 
     def latest_stamp_ns(self, objects: Any = ()) -> int:
@@ -437,6 +468,14 @@ class ChangeTracker:
             self.views.max_views = self.config.max_views
         self.establish_all(tracks)
         self.log.mark_loaded()
+
+
+def _floor_places(track: Track) -> int:
+    """Places on the floor from which the track was detected: existence's places (cells of camera positions, in
+    3D) whose latest look detected it, one per floor cell (as ``ChangeTracker._look``: a camera that rises across
+    a cell's edge has not moved), and those let go to bound memory."""
+    evidence = track.existence
+    return evidence.based_looks + len({place[:2] for place, look in evidence.places.items() if look.hits > 0})
 
 
 def _colour_distance(a: _Record, b: _Record) -> float:
