@@ -22,12 +22,14 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 import ros2_tree  # noqa: E402 - the tests' helpers, found through the path above
 import rviz_session  # noqa: E402
+import rviz_view  # noqa: E402
 
 
 def write_bag(seed: int, frames: int, out: Path) -> list:
@@ -53,19 +55,20 @@ def rviz_config(out: Path, focus: np.ndarray, yaw: float) -> Path:
     displays = []
     for display in manager["Displays"]:
         topic = display.get("Topic", {}).get("Value")
-        if topic is not None and topic not in topics:
-            continue  # the camera image: the bag holds the inputs, not the node's detections image
+        if topic is not None and topic not in topics or display.get("Name") == "Occupancy":
+            continue  # the camera image (the bag holds the inputs, not the node's image) and the occupancy clutter
         if topic is not None:
             display["Topic"]["Value"] = topics[topic]
             display["Topic"]["Durability Policy"] = "Volatile"
         displays.append(display)
-    for display in displays:  # the picture is about the change: the scene's boxes stay, their labels go
+    for display in displays:  # the picture is about the change: the objects' boxes stay, labels and structure go
         if display.get("Topic", {}).get("Value") == "/embodied/markers":
-            display["Namespaces"] = {**display["Namespaces"], "labels": False, "unknown_objects": False}
+            display["Namespaces"] = {**display["Namespaces"], "labels": False, "unknown_objects": False,
+                                     "structure": False}
     manager["Displays"] = displays
     manager["Global Options"]["Fixed Frame"] = "world"
     view = manager["Views"]["Current"]
-    view.update({"Target Frame": "<Fixed Frame>", "Distance": 3.2, "Pitch": 0.7, "Yaw": float(yaw),
+    view.update({"Target Frame": "<Fixed Frame>", "Distance": 2.8, "Pitch": 1.0, "Yaw": float(yaw),
                  "Focal Point": {"X": float(focus[0]), "Y": float(focus[1]), "Z": float(focus[2])}})
     config["Window Geometry"]["Hide Left Dock"] = True
     path = out / "changes.rviz"
@@ -116,7 +119,9 @@ def main() -> int:
         tree.sh("ros2 daemon stop", timeout=30)
         tree.write_log("rviz_changes.log")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, args.out)
+    image = np.asarray(Image.open(shot).convert("RGB"))
+    x, y, w, h = rviz_view.render_panel(image, (48, 48, 48))  # config/embodied.rviz's Background Color
+    Image.fromarray(image[y:y + h, x:x + w]).save(args.out)  # the 3D view alone
     print(f"{args.out}: {move.summary()}")
     return 0
 
