@@ -68,6 +68,22 @@ def test_a_magazine_on_a_table_is_an_object_and_the_table_grain_is_not() -> None
     assert all(len(ObjectDiscovery().discover(frame, floor_z=0.0)) == 0 for frame in same)
 
 
+CUP = np.array([-0.11, 0.06, 0.81, 0.08, 0.08, 0.1, 0.0, 0.0, 0.0])  # a mug standing on the magazine's far corner
+WHITE = (235, 235, 230)
+
+
+def test_a_magazine_with_a_cup_on_its_corner_is_still_an_object() -> None:
+    """The samples under a standing thing are its foot; the rest of the region it stands on is a flat thing."""
+    target = TABLE[:3] + [0.0, 0.0, 0.3]
+    for k, eye in enumerate(_eyes(4)):
+        frame = render_frame(look_at(eye, target), [TABLE, MAGAZINE, CUP], wall_y=WALL_Y, index=k,
+                             colors=[grain, PURPLE, WHITE])
+        found = ObjectDiscovery().discover(frame, floor_z=0.0)
+        assert found is not None and len(found) >= 2, found.boxes if found is not None else None
+        fits = box_iou_3d(found.boxes, np.stack([MAGAZINE, CUP]))
+        assert fits[:, 0].max() > 0.3 and fits[:, 1].max() > 0.3, fits
+
+
 SCREEN = np.array([0.0, 0.0, 0.975, 1.1, 0.03, 0.45, 0.0, 0.0, 0.0])  # a wide screen standing on the table, 0.9 m
 # in front of the wall: a vertical plane over 1 m long is structure, not a thing
 

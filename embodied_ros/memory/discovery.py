@@ -37,8 +37,8 @@ from scipy import ndimage
 from ..detections import Detections3D
 from ..errors import ConfigError
 from ..frame import Frame
+from ..geometry.boxes import points_in_boxes
 from ..geometry.fitting import fit_upright_box
-from ..geometry.iou import box_intersection_volume
 from .depth_grid import DepthSamples, depth_breaks, grid_normals, grow_silhouettes, hidden_samples, mixed_samples
 from .flat_things import FlatParams, flat_regions
 from .room_surfaces import SupportMap, WallPlanes, find_walls
@@ -309,9 +309,18 @@ class ObjectDiscovery:
         w = labels.shape[1]
         things = standing_things(p, self.supports, frame, s, labels, n, hidden, floor_z, walls)
         standing = np.array([t[0] for t in things]).reshape(-1, 9)
+        footprints = standing.copy()  # what stands there, as columns a little wider than its box
+        footprints[:, 3:5] += 2 * p.flat.foot_margin
+        footprints[:, 5] = np.inf
         for members, support_z in flats:
             r, c = np.divmod(members, w)
             region = s.points.reshape(-1, 3)[members].astype(np.float64)
+            # The foot of a thing standing there (its colour reaches into the surface's band) is not a flat thing;
+            # a magazine a cup stands on is, outside the cup's foot.
+            under = points_in_boxes(region, footprints).any(axis=0)
+            if under.mean() >= p.flat.foot_share:
+                continue
+            region, r, c = region[~under], r[~under], c[~under]
             for part in split_by_colour(p, region, r, c, frame):  # a magazine lying on leaflets
                 thing, rr, cc = region[part], r[part], c[part]
                 if len(thing) < p.flat.min_samples:
@@ -319,8 +328,6 @@ class ObjectDiscovery:
                 box = fit_upright_box(thing, pad=sample_spacing(p.pixel_stride, frame, s, rr, cc))
                 top = max(box[2] + 0.5 * box[5], support_z + p.flat.thickness)
                 box[2], box[5] = 0.5 * (top + support_z), top - support_z
-                if len(standing) and box_intersection_volume(box[None], standing)[0].max() > 0:
-                    continue  # the foot of a thing standing there (its colour reaches into the surface's band)
                 things.append((box, thing, rr, cc, support_z))
         if not things:
             return Detections3D.empty((UNKNOWN_CLASS,), frame.world_frame)

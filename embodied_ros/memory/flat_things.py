@@ -52,6 +52,10 @@ class FlatParams:
     floor_clearance: float = 0.05
     # The height (m) of a flat thing's box where the depth shows less (it lies within the surface's noise).
     thickness: float = 0.02
+    # Samples under a thing standing there (its box's footprint widened by foot_margin, m, each way) are its foot
+    # and shadow; a region with at least foot_share of its samples there is nothing else.
+    foot_margin: float = 0.02
+    foot_share: float = 0.5
 
 
 def block_colours(color: np.ndarray, stride: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
