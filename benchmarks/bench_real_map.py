@@ -351,8 +351,9 @@ def _baseline(ref: str, data: Path) -> list[dict]:
         if skip or a.split("=")[0] in ("--baseline", "--stream-baseline", "--data"):
             skip = a in ("--baseline", "--stream-baseline", "--data")
             continue
-        # paths as the child sees them (it runs in the ref's tree)
-        argv.append(str(Path(a).resolve()) if argv[-1:] in (["--scene"], ["--truth"]) and Path(a).exists() else a)
+        # a scene or truth given by path, as the child sees it (it runs in the ref's tree)
+        by_path = argv[-1:] == ["--truth"] or (argv[-1:] == ["--scene"] and not (data / a).is_dir())
+        argv.append(str(Path(a).resolve()) if by_path and Path(a).exists() else a)
     if "--out" in argv:
         at = argv.index("--out") + 1
         argv[at] = str(Path(argv[at]) / "baseline")
