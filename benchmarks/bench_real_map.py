@@ -7,6 +7,9 @@ Published objects are matched to the scene's ``ground_truth.json`` by its rules
 (metrics/object_map.py): by IoU >= 0.25 of the oriented boxes, and separately by centre distance
 <= 0.3 m.
 
+Another room: ``--scene`` a posed RGB-D folder's path (any layout ``embodied-ros run`` reads) and ``--truth`` its
+ground-truth file (benchmarks/ground_truth/: rooms annotated by hand, their images kept outside the repository).
+
 Walks (``--walks``) are made of the scene's frames, the way a robot or a user would record them:
 ``sN`` every N-th frame (on the 1000-frame redkitchen walk at 30 Hz: ``s1`` the camera's rate,
 ``s10`` the 100 frames of ``redkitchen/``, ``s100`` and ``s200`` sparse keyframes of a short
@@ -16,7 +19,8 @@ with the objects published at one rate and not at another.
 
 Memory variants: memory_variants.MEMORIES.
 
-    .venv/bin/python benchmarks/bench_real_map.py [--scene redkitchen_walk] [--walks s1,s3,s10,s100,s200,first,last]
+    .venv/bin/python benchmarks/bench_real_map.py [--scene redkitchen_walk | --scene PATH --truth FILE]
+        [--walks s1,s3,s10,s100,s200,first,last]
         [--detectors yolox-nano] [--memories full] [--passes 1] [--registration auto]
         [--cache DIR] [--out DIR] [--per-class] [--baseline REF]
 
@@ -347,7 +351,9 @@ def _baseline(ref: str, data: Path) -> list[dict]:
         if skip or a.split("=")[0] in ("--baseline", "--stream-baseline", "--data"):
             skip = a in ("--baseline", "--stream-baseline", "--data")
             continue
-        argv.append(a)
+        # a scene or truth given by path, as the child sees it (it runs in the ref's tree)
+        by_path = argv[-1:] == ["--truth"] or (argv[-1:] == ["--scene"] and not (data / a).is_dir())
+        argv.append(str(Path(a).resolve()) if by_path and Path(a).exists() else a)
     if "--out" in argv:
         at = argv.index("--out") + 1
         argv[at] = str(Path(argv[at]) / "baseline")
@@ -404,7 +410,10 @@ def main() -> None:
     data = default_data_dir()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", type=Path, default=data, help="shared data folder (default: %(default)s)")
-    p.add_argument("--scene", default="redkitchen_walk", help="folder under --data with ground_truth.json")
+    p.add_argument("--scene", default="redkitchen_walk",
+                   help="folder under --data with ground_truth.json, or the path of a posed RGB-D folder")
+    p.add_argument("--truth", type=Path, default=None,
+                   help="ground-truth file (default: the scene folder's ground_truth.json)")
     p.add_argument("--walks", default="s1,s3,s10,s100,s200,first,last", help="walks made of the scene's frames")
     p.add_argument("--detectors", default="yolox-nano")
     p.add_argument("--memories", default="full")
@@ -427,8 +436,10 @@ def main() -> None:
         p.error("--stream-baseline needs --cache (its replay reads the lifted detections from there)")
     before = _baseline(args.baseline, args.data) if args.baseline else None
     scene = args.data / args.scene
+    if not scene.is_dir() and Path(args.scene).is_dir():
+        scene = Path(args.scene)
     overrides = {k: json.loads(v) for k, v in (item.split("=", 1) for item in args.set)}
-    truth = load_ground_truth(scene / "ground_truth.json")
+    truth = load_ground_truth(args.truth or scene / "ground_truth.json")
     numbers = _frame_numbers(scene)
     try:
         walks = {w: list(_walk(w, len(numbers))) for w in args.walks.split(",")}
