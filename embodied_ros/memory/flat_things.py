@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
+from ..geometry.grouped import percentiles
 from .object_colour import to_lab
 
 
@@ -164,7 +165,8 @@ def _footprint(xy: np.ndarray) -> np.ndarray:
     centred = xy - xy.mean(axis=0)
     _, vectors = np.linalg.eigh(centred.T @ centred)
     along = centred @ vectors
-    ext = np.percentile(along, 95, axis=0) - np.percentile(along, 5, axis=0)
+    q = percentiles(along, (5, 95))
+    ext = q[1] - q[0]
     return np.sort(ext)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry.grouped import medians, percentiles
 from .object_geometry import pack_voxels, unpack_voxels
 
 
@@ -117,7 +118,7 @@ class SupportMap:
         if len(rows) == 0:
             return float("nan")
         cell_layer = self._cells(points)[rows, 2] + layers[cols]
-        return float(np.median((cell_layer + 0.5) * self.layer))
+        return float(medians((cell_layer + 0.5) * self.layer))
 
     def levels(self, min_cells: int) -> np.ndarray:
         """(L,) heights (m) of the layers that hold a surface in at least ``min_cells`` cells: the room's
@@ -228,8 +229,8 @@ def _plane(xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray, 
     _, vectors = np.linalg.eigh((pts - centre).T @ (pts - centre))  # the plane's normal, refined
     normal = vectors[:, 0]
     along = np.array([-normal[1], normal[0]])
-    span = np.percentile(pts @ along, [1, 99])
-    height = np.percentile(z[on], [1, 99])
+    span = percentiles((pts @ along)[:, None], (1, 99))[:, 0]
+    height = percentiles(z[on][:, None], (1, 99))[:, 0]
     if span[1] - span[0] < p.min_wall_span and height[1] - height[0] < p.min_wall_span:
         return None
     near = np.abs((xy - centre) @ normal) < p.wall_tol
@@ -239,7 +240,7 @@ def _plane(xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray, 
     near[near] = ~known[near] | (angle_apart(theta[near], refined) < np.deg2rad(30))
     refined_normal = np.array([np.cos(refined), np.sin(refined)])
     along = np.array([-refined_normal[1], refined_normal[0]])
-    ends = np.percentile(pts @ along, [1, 99])
+    ends = percentiles((pts @ along)[:, None], (1, 99))[:, 0]
     return near, np.array([refined, float(centre @ refined_normal), ends[0], ends[1]])
 
 
@@ -254,7 +255,7 @@ def on_wall(points: np.ndarray, walls: np.ndarray, depth: float) -> bool:
     if not beside.any():
         return False
     gap = np.abs(points[:, :2] @ normals[:, beside] - walls[beside, 1])  # (N, W')
-    return bool((np.percentile(gap, 95, axis=0) <= depth).any())
+    return bool((percentiles(gap, (95,))[0] <= depth).any())
 
 
 def histogram_peaks(values: np.ndarray, bin_size: float, min_count: float) -> list[float]:

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..frame import Frame
 from ..geometry.fitting import fit_upright_box
+from ..geometry.grouped import medians
 from .depth_grid import DepthSamples, connected_groups, label_runs, piece_edges
 from .object_colour import to_lab
 from .room_surfaces import SupportMap, on_wall
@@ -76,7 +77,7 @@ def _seen_below(p: DiscoveryParams, piece: np.ndarray, rows: np.ndarray, cols: n
     touched = np.unique(cols[low][found])
     if len(touched) < p.min_contact * len(columns):
         return None
-    return float(np.median(np.concatenate(heights)))
+    return float(medians(np.concatenate(heights)))
 
 def _unseen_support(p: DiscoveryParams, supports: SupportMap, base: np.ndarray, rows: np.ndarray, cols: np.ndarray,
                     piece: np.ndarray, s: DepthSamples, levels: np.ndarray, floor_z: float | None,
@@ -111,13 +112,13 @@ def _unseen_support(p: DiscoveryParams, supports: SupportMap, base: np.ndarray, 
     level = bases[np.abs(bases[:, 2] - bottom) <= p.shared_base]
     spread = np.ptp(np.vstack([level[:, :2], base[:1, :2]]), axis=0).max() if len(level) else 0.0
     if len(level) >= p.shared_pieces and spread >= p.min_support_span:
-        return float(np.median(np.append(level[:, 2], bottom)))
+        return float(medians(np.append(level[:, 2], bottom)))
     return None
 
 
 def sample_spacing(pixel_stride: int, frame: Frame, s: DepthSamples, rr: np.ndarray, cc: np.ndarray) -> float:
     """The distance (m) between neighbouring samples at the depth of these."""
-    return float(np.median(s.depth[rr, cc])) * pixel_stride / frame.K[0, 0]
+    return float(medians(s.depth[rr, cc])) * pixel_stride / frame.K[0, 0]
 
 
 def standing_things(p: DiscoveryParams, supports: SupportMap, frame: Frame, s: DepthSamples, labels: np.ndarray,
@@ -151,7 +152,7 @@ def standing_things(p: DiscoveryParams, supports: SupportMap, frame: Frame, s: D
         top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
         if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
             continue  # its top is hidden behind something nearer: cut, part of something larger
-        slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2
+        slack = p.contact_per_m2 * float(medians(s.depth[r, c])) ** 2
         pieces.append((piece, _base(piece, c, p.base_band), r, c, j, slack))
     if not pieces:
         return []
@@ -203,7 +204,7 @@ def _bottom(piece: np.ndarray, cols: np.ndarray) -> float:
     samples are the noisiest (the mixed depth of its bottom edge and the surface behind it lies lower)."""
     order = np.lexsort((piece[:, 2], cols))
     firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
-    return float(np.median(piece[firsts, 2]))
+    return float(medians(piece[firsts, 2]))
 
 
 def _base(piece: np.ndarray, cols: np.ndarray, band: float) -> np.ndarray:
