@@ -49,11 +49,11 @@ class UnknownObjects:
         """
         for k in range(len(found)):
             points = found.points[k]
-            obj_id, holding = self.fit_segment(found.boxes[k], point_keys(points, self.config.geometry_voxel), taken)
+            obj_id, holding, inside = self._fit(found.boxes[k], point_keys(points, self.config.geometry_voxel), taken)
             if obj_id == SKIP:
                 spared.update(holding)  # two things seen as one: both are there, neither is missed
                 continue
-            if obj_id is not None and not self._consistent(obj_id, found.boxes[k]):
+            if obj_id is not None and not self._consistent(obj_id, found.boxes[k], inside.get(obj_id)):
                 spared.add(obj_id)  # not its extent (a smear of mixed depth, or it and its neighbour): no evidence
                 continue
             detection = Observation(found.boxes[k], float(found.scores[k]), UNKNOWN_CLASS, points, False,
@@ -76,13 +76,15 @@ class UnknownObjects:
             del self._segments[gone]
         return self.name_unknown(taken)
 
-    def _consistent(self, obj_id: int, box: np.ndarray) -> bool:
+    def _consistent(self, obj_id: int, box: np.ndarray, inside: np.ndarray | None = None) -> bool:
         """Whether a segment keeps the extent of the unknown object it fits: it agrees with one of the object's
         earlier segments (``extents_agree``); an object with none yet (just loaded) takes any. A thing gives much
         the same segment from every look; a smear of mixed depth along a monitor's edge lies along each view's
-        rays, and two things seen as one are larger than either."""
+        rays, and two things seen as one are larger than either. ``inside``: the box's intersection volumes with
+        those segments, when known (``_fit``)."""
         earlier = self._segments.get(obj_id)
-        return not earlier or bool(extents_agree(box, np.array(earlier), self.config.unknown_extent_ratio).any())
+        ratio = self.config.unknown_extent_ratio
+        return not earlier or bool(extents_agree(box, np.array(earlier), ratio, inside).any())
 
     def reset(self) -> None:
         self._segments.clear()
@@ -139,13 +141,26 @@ class UnknownObjects:
         is unsure of do not count: the geometry shows that something is there, not that the detector named
         it right. An unknown object grows only as far as a compact thing can (its shape prior,
         memory/class_shapes.py). Also returns the unknown objects that hold part of the segment."""
+        best, holding, _ = self._fit(box, keys, taken)
+        return best, holding
+
+    def _fit(self, box: np.ndarray, keys: np.ndarray | None,
+             taken: set[int]) -> tuple[int | None, list[int], dict[int, np.ndarray]]:
+        """``fit_segment``, and the box's intersection volumes with each unknown candidate's latest segments (what
+        ``_consistent`` asks next): one overlap computation for both, not two (each costs about a millisecond)."""
         cfg = self.config
         ids = [int(c) for c in self._index.query(box)]
         if not ids:
-            return None, []
+            return None, [], {}
         tracks = [self._tracks[c] for c in ids]
+        segments = {t.id: self._segments.get(t.id, []) for t in tracks if t.class_name == UNKNOWN_CLASS}
         boxes = np.array([t.box for t in tracks])
-        inter = box_intersection_volume(box[None], boxes)
+        everything = box_intersection_volume(box[None], np.concatenate([boxes, *[np.reshape(b, (-1, 9))
+                                                                                   for b in segments.values()]]))
+        inter = everything[:, :len(tracks)]
+        ends = len(tracks) + np.cumsum([len(b) for b in segments.values()], dtype=np.int64)
+        inside_segments = {i: everything[0, end - len(b):end]
+                           for (i, b), end in zip(segments.items(), ends, strict=True)}
         iou = overlaps_of(box[None], boxes, inter)[0][0]
         inside = inter[0] / max(float(np.prod(box[3:6])), 1e-9)
         blocks = sampled_blocks(keys)
@@ -154,7 +169,7 @@ class UnknownObjects:
             if track.class_name != UNKNOWN_CLASS:  # a part of a named object: in its box and on its voxels
                 if self.confident_named(track) and (iou[j] > cfg.iou_threshold or (
                         inside[j] >= _NAMED_PART and geometry_fit(blocks, track) >= _NAMED_PART)):
-                    return SKIP, []
+                    return SKIP, [], {}
                 continue
             # Unknown objects: their own voxels (those the box is fitted to), not the strays of one bad segment.
             own = track.geometry.keys[track.geometry.core(*core_rule(track, cfg))] if track.geometry else None
@@ -166,17 +181,17 @@ class UnknownObjects:
             if (iou[j] > UNKNOWN_SAME or same >= cfg.geometry_match) and track.id not in taken and fit > best_fit \
                     and union_plausible(track.box, box, UNKNOWN_CLASS):
                 best, best_fit = track.id, fit
-        return (SKIP if len(holding) >= 2 else best), holding
+        return (SKIP if len(holding) >= 2 else best), holding, inside_segments
 
 
-def extents_agree(box: np.ndarray, others: np.ndarray, ratio: float) -> np.ndarray:
+def extents_agree(box: np.ndarray, others: np.ndarray, ratio: float, inside: np.ndarray | None = None) -> np.ndarray:
     """(M,) whether an upright box (9,) has the extent of each of the boxes (M, 9): at least half the smaller of the
     two lies in the larger, and their extents (the footprint's two, sorted, and the height) differ by at most
-    ``ratio`` times."""
+    ``ratio`` times. ``inside``: (M,) the box's intersection volumes with the others, when known."""
     mine = np.concatenate([np.sort(box[3:5]), box[5:6]])
     theirs = np.concatenate([np.sort(others[:, 3:5], axis=1), others[:, 5:6]], axis=1)
     alike = np.all(np.maximum(mine, theirs) <= ratio * np.minimum(mine, theirs), axis=1)
-    inside = box_intersection_volume(box[None], others)[0]
+    inside = box_intersection_volume(box[None], others)[0] if inside is None else inside
     smaller = np.minimum(float(np.prod(box[3:6])), np.prod(others[:, 3:6], axis=1))
     return alike & (inside >= 0.5 * smaller)
 
