@@ -9,6 +9,7 @@ import numpy as np
 
 from ..classes import SUPPORT_CLASSES
 from ..detections import Detections3D, FramePerception, class_key
+from ..geometry.boxes import BOX_DIM
 from ..geometry.iou import box_intersection_volume
 from .association import UNKNOWN_SAME, geometry_fit, overlaps, overlaps_of, point_keys, sampled_blocks
 from .class_shapes import union_plausible
@@ -47,9 +48,12 @@ class UnknownObjects:
         Returns:
             The merges of unknown objects into named ones (removed, survivor): ``name_unknown``.
         """
+        near = sorted({int(c) for box in found.boxes for c in self._index.query(box)})
+        table = _FrameOverlaps(found.boxes, [self._tracks[c] for c in near], self._segments)
         for k in range(len(found)):
             points = found.points[k]
-            obj_id, holding, inside = self._fit(found.boxes[k], point_keys(points, self.config.geometry_voxel), taken)
+            keys = point_keys(points, self.config.geometry_voxel)
+            obj_id, holding, inside = self._fit(found.boxes[k], keys, taken, table, k)
             if obj_id == SKIP:
                 spared.update(holding)  # two things seen as one: both are there, neither is missed
                 continue
@@ -144,25 +148,21 @@ class UnknownObjects:
         best, holding, _ = self._fit(box, keys, taken)
         return best, holding
 
-    def _fit(self, box: np.ndarray, keys: np.ndarray | None,
-             taken: set[int]) -> tuple[int | None, list[int], dict[int, np.ndarray]]:
+    def _fit(self, box: np.ndarray, keys: np.ndarray | None, taken: set[int], table: _FrameOverlaps | None = None,
+             k: int = 0) -> tuple[int | None, list[int], dict[int, np.ndarray]]:
         """``fit_segment``, and the box's intersection volumes with each unknown candidate's latest segments (what
-        ``_consistent`` asks next): one overlap computation for both, not two (each costs about a millisecond)."""
+        ``_consistent`` asks next); ``table``: the frame's overlaps, ``box`` its ``k``-th segment."""
         cfg = self.config
         ids = [int(c) for c in self._index.query(box)]
         if not ids:
             return None, [], {}
         tracks = [self._tracks[c] for c in ids]
-        segments = {t.id: self._segments.get(t.id, []) for t in tracks if t.class_name == UNKNOWN_CLASS}
+        if table is None:
+            table, k = _FrameOverlaps(box[None], tracks, self._segments), 0
+        inter, inside_segments = table.volumes(k, tracks, self._segments)
         boxes = np.array([t.box for t in tracks])
-        everything = box_intersection_volume(box[None], np.concatenate([boxes, *[np.reshape(b, (-1, 9))
-                                                                                   for b in segments.values()]]))
-        inter = everything[:, :len(tracks)]
-        ends = len(tracks) + np.cumsum([len(b) for b in segments.values()], dtype=np.int64)
-        inside_segments = {i: everything[0, end - len(b):end]
-                           for (i, b), end in zip(segments.items(), ends, strict=True)}
-        iou = overlaps_of(box[None], boxes, inter)[0][0]
-        inside = inter[0] / max(float(np.prod(box[3:6])), 1e-9)
+        iou = overlaps_of(box[None], boxes, inter[None])[0][0]
+        inside = inter / max(float(np.prod(box[3:6])), 1e-9)
         blocks = sampled_blocks(keys)
         best, best_fit, holding = None, 0.0, []
         for j, track in enumerate(tracks):
@@ -182,6 +182,52 @@ class UnknownObjects:
                     and union_plausible(track.box, box, UNKNOWN_CLASS):
                 best, best_fit = track.id, fit
         return (SKIP if len(holding) >= 2 else best), holding, inside_segments
+
+
+class _FrameOverlaps:
+    """The intersection volumes of a frame's segments with the objects near them and with those objects' latest
+    segments, computed together (one call costs about a millisecond whatever its size, and a pair's volume is the
+    same number in any batch); an object whose box or latest segments changed since is computed again when asked."""
+
+    def __init__(self, segments: np.ndarray, tracks: list[Track], latest: dict[int, list[np.ndarray]]) -> None:
+        self._segments = segments
+        self._box = {t.id: t.box.copy() for t in tracks}
+        self._latest = {t.id: latest.get(t.id, []) for t in tracks if t.class_name == UNKNOWN_CLASS}
+        columns = [t.box for t in tracks] + [b for boxes in self._latest.values() for b in boxes]
+        self._column = {t.id: j for j, t in enumerate(tracks)}
+        ends = len(tracks) + np.cumsum([len(b) for b in self._latest.values()], dtype=np.int64)
+        self._span = {i: (int(end) - len(b), int(end)) for (i, b), end in zip(self._latest.items(), ends, strict=True)}
+        self._table = (box_intersection_volume(segments, np.array(columns)) if columns
+                       else np.zeros((len(segments), 0)))
+
+    def volumes(self, k: int, tracks: list[Track], latest: dict[int, list[np.ndarray]]
+                ) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+        """Segment ``k``'s (T,) intersection volumes with the tracks, and per unknown track with its latest segments
+        (``latest``: each unknown object's list, replaced when it changes)."""
+        inter = np.zeros(len(tracks))
+        inside: dict[int, np.ndarray] = {}
+        todo: list[tuple[int | None, int, np.ndarray]] = []  # (unknown id or None, track index, boxes) to compute
+        for j, t in enumerate(tracks):
+            if t.id in self._column and np.array_equal(self._box[t.id], t.box):
+                inter[j] = self._table[k, self._column[t.id]]
+            else:
+                todo.append((None, j, t.box[None]))
+            if t.class_name != UNKNOWN_CLASS:
+                continue
+            now, then = latest.get(t.id, []), self._latest.get(t.id)
+            if then is not None and (now is then or not (now or then)):
+                inside[t.id] = self._table[k, slice(*self._span[t.id])]
+            else:
+                todo.append((t.id, j, np.reshape(now, (-1, BOX_DIM))))
+        if todo:
+            fresh = box_intersection_volume(self._segments[k:k + 1], np.concatenate([b for *_, b in todo]))[0]
+            ends = np.cumsum([len(b) for *_, b in todo])
+            for (i, j, b), end in zip(todo, ends, strict=True):
+                if i is None:
+                    inter[j] = fresh[end - 1]
+                else:
+                    inside[i] = fresh[end - len(b):end]
+        return inter, inside
 
 
 def extents_agree(box: np.ndarray, others: np.ndarray, ratio: float, inside: np.ndarray | None = None) -> np.ndarray:
