@@ -192,9 +192,10 @@ def find_walls(points: np.ndarray, normal: np.ndarray, has_normal: np.ndarray, v
     vertical = known & (np.abs(n[:, 2]) < p.wall_cos)
     if vertical.sum() < 4 * p.min_points:
         return out, walls
-    theta = np.mod(np.arctan2(n[:, 1], n[:, 0]), np.pi)  # a plane's two sides alike
+    upright = np.flatnonzero(vertical)  # the normals' angles where asked for: arctan2 is the costly step
+    theta = _angles(n[upright])  # a plane's two sides alike
     step = np.deg2rad(3.0)
-    hist = np.bincount((theta[vertical] / step).astype(np.int64) % 60, minlength=60)
+    hist = np.bincount((theta / step).astype(np.int64) % 60, minlength=60)
     band = hist + np.roll(hist, 1) + np.roll(hist, -1)
     done: list[float] = []
     wall = np.zeros(len(at), bool)
@@ -205,21 +206,27 @@ def find_walls(points: np.ndarray, normal: np.ndarray, has_normal: np.ndarray, v
         if any(angle_apart(np.array([angle]), a)[0] < np.deg2rad(20) for a in done):
             continue
         done.append(angle)
-        facing = vertical & (angle_apart(theta, angle) < np.deg2rad(8))
+        facing = np.zeros(len(at), bool)
+        facing[upright] = angle_apart(theta, angle) < np.deg2rad(8)
         offsets = xy @ np.array([np.cos(angle), np.sin(angle)], dtype=np.float32)
         for rho in histogram_peaks(offsets[facing], 0.02, max(4 * p.min_points, 0.01 * len(at))):
             on = facing & (np.abs(offsets - rho) < p.wall_tol)
-            plane = _plane(xy, z, theta, known, on, p)
+            plane = _plane(xy, z, n, known, on, p)
             if plane is not None:
                 wall |= plane[0]
                 walls.append(plane[1])
     out.ravel()[at] = wall
     return out, walls
 
-def _plane(xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray, on: np.ndarray,
+def _angles(normals: np.ndarray) -> np.ndarray:
+    """(N,) the horizontal directions (rad, in [0, pi)) of (N, 3) normals, a plane's two sides alike."""
+    return np.mod(np.arctan2(normals[:, 1], normals[:, 0]), np.pi)
+
+
+def _plane(xy: np.ndarray, z: np.ndarray, normals: np.ndarray, known: np.ndarray, on: np.ndarray,
            p: Any) -> tuple[np.ndarray, np.ndarray] | None:
     """The vertical plane through the ``on`` samples when it is structure (larger than any object;
-    else None): (V,) bool its samples (near it, along its extent, not facing across it), and the
+    else None): (V,) bool its samples (near it, along its extent, not facing across it; ``normals`` (V, 3)), and the
     plane as (4,) normal angle (rad, in [0, pi)), offset along that normal and its extent along
     the plane (m)."""
     pts = xy[on].astype(np.float64)
@@ -237,7 +244,7 @@ def _plane(xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray, 
     t = xy[near] @ along
     near[near] = (t >= span[0] - 0.05) & (t <= span[1] + 0.05)
     refined = np.mod(np.arctan2(normal[1], normal[0]), np.pi)
-    near[near] = ~known[near] | (angle_apart(theta[near], refined) < np.deg2rad(30))
+    near[near] = ~known[near] | (angle_apart(_angles(normals[near]), refined) < np.deg2rad(30))
     refined_normal = np.array([np.cos(refined), np.sin(refined)])
     along = np.array([-refined_normal[1], refined_normal[0]])
     ends = percentiles((pts @ along)[:, None], (1, 99))[:, 0]
