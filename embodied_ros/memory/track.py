@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -267,3 +269,10 @@ class Track:
             BoxSettling.settled_at(o["box"]) if settling is None else BoxSettling.from_dict(settling),
             LookSupport() if support is None else LookSupport.from_dict(support),
         )
+
+
+def confident(tracks: Iterable[Track], least: float) -> list[Track]:
+    """The tracks of confidence at least ``least``, in order. A track's log-odds bound its confidence from above and
+    cost nothing to compare; its confidence (checks of its box and class) is asked only of the rest."""
+    floor = math.log(least / (1.0 - least)) - 1e-6 if 0.0 < least < 1.0 else -math.inf
+    return [t for t in tracks if t.log_odds >= floor and t.confidence >= least]
