@@ -77,14 +77,19 @@ class SupportMap:
         down, up = int(np.ceil(below / self.layer)), int(np.ceil(above / self.layer))
         return _neighbour_steps(down, up, reach), down
 
-    def _found(self, points: np.ndarray, below: float, above: float, reach: int) -> tuple[np.ndarray, np.ndarray]:
-        """(N, S) bool: which of the neighbour cells (``_steps``) of each point hold a surface, and (S,)
-        the steps' layer offsets."""
+    def cells_near(self, points: np.ndarray, below: float, above: float,
+                   reach: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """(N, S) bool: which of the neighbour cells (``_steps``) of each point (N, 3) hold a surface (as
+        ``surface_near`` looks), and (S,) the steps' layer offsets (a window ``below`` less deep: those >= -ceil(below
+        / layer))."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         steps, down = self._steps(below, above, reach)
+        layers = np.tile(np.arange(-down, len(steps) // (2 * reach + 1) ** 2 - down), (2 * reach + 1) ** 2)
         keys = pack_voxels(self._cells(points))[:, None] + steps[None, :]
+        if len(self.keys) == 0:
+            return np.zeros(keys.shape, bool), layers
         at = np.clip(np.searchsorted(self.keys, keys), 0, len(self.keys) - 1)
         found = (self.keys[at] == keys) & (self.frames[at] >= self.min_frames)
-        layers = np.tile(np.arange(-down, len(steps) // (2 * reach + 1) ** 2 - down), (2 * reach + 1) ** 2)
         return found, layers
 
     def holds(self, points: np.ndarray, above: int = 1) -> np.ndarray:
@@ -105,7 +110,7 @@ class SupportMap:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if len(points) == 0 or len(self.keys) == 0:
             return np.zeros(len(points), bool)
-        return self._found(points, below, above, reach)[0].any(axis=1)
+        return self.cells_near(points, below, above, reach)[0].any(axis=1)
 
     def height_under(self, points: np.ndarray, below: float, above: float, reach: int = 1) -> float:
         """The median height (m) of the surface cells beside the points (N, 3), as ``surface_near``
@@ -113,7 +118,10 @@ class SupportMap:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if len(points) == 0 or len(self.keys) == 0:
             return float("nan")
-        found, layers = self._found(points, below, above, reach)
+        return self.height_of(points, *self.cells_near(points, below, above, reach))
+
+    def height_of(self, points: np.ndarray, found: np.ndarray, layers: np.ndarray) -> float:
+        """``height_under`` of the points (N, 3) from their cells (``cells_near``); NaN where there is none."""
         rows, cols = np.nonzero(found)
         if len(rows) == 0:
             return float("nan")

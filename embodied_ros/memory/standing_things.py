@@ -134,15 +134,17 @@ def standing_things(p: DiscoveryParams, supports: SupportMap, frame: Frame, s: D
     owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
     slack = np.array([piece[5] for piece in pieces])
     bases[:, 2] += slack[owner]  # a surface up to contact_above + slack over the base: the window moves up
-    touching = supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
+    cells, layers = supports.cells_near(bases, p.contact_below + slack.max(), p.contact_above)
+    touching = cells.any(axis=1)
     contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
     levels = supports.levels(p.level_cells)
     parts = []  # (points, rows, columns, support height) of each part above its support
     for j in range(len(pieces)):
         piece, base, r, c, label, slack = pieces[j]
         if contact[j] >= p.min_contact:
-            support_z = supports.height_under(bases[owner == j][touching[owner == j]],
-                                                   p.contact_below + slack, p.contact_above)
+            # supports.height_under(its touching bases, p.contact_below + slack, ...), from the cells found above
+            window = layers >= -int(np.ceil((p.contact_below + slack) / supports.layer))
+            support_z = supports.height_of(bases[owner == j], cells[owner == j] & window, layers)
         else:  # on a wall (a socket, a poster, a pocket): the wall under it is no surface it stands on
             fixture = on_wall(piece, walls, p.fixture_depth)
             support_z = None if fixture else _seen_below(p, piece, r, c, s, labels, slack)
