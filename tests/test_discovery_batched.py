@@ -4,6 +4,7 @@ computation per segment, and a support height from one contact look-up against a
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from embodied_ros.memory.discovery import UNKNOWN_CLASS
 from embodied_ros.memory.room_surfaces import SupportMap
 from embodied_ros.memory.scene_memory import SceneMemory
 from embodied_ros.memory.standing_things import standing_things
-from embodied_ros.memory.track import Track
+from embodied_ros.memory.track import Track, confident, sure
 from embodied_ros.memory.unknown_objects import _FrameOverlaps
 from embodied_ros.recordings import open_source
 
@@ -103,3 +104,18 @@ def test_a_support_height_from_the_deepest_window_is_each_windows_own() -> None:
             assert got == want or (np.isnan(got) and np.isnan(want))
             checked += not np.isnan(want)
     assert checked >= 10
+
+
+@pytest.mark.parametrize("least", [0.5, 0.7, 0.93])
+def test_the_sure_tracks_by_log_odds_first_are_those_of_that_confidence(least: float) -> None:
+    rng = np.random.default_rng(0)
+    boundary = math.log(least / (1.0 - least))
+    tracks = []
+    for k in range(400):  # log-odds around the boundary, down to a few ulps; some boxes no cup can have
+        box = np.array([0, 0, 0, 0.1, 0.1, 0.1, 0, 0, 0.0]) * (1.0 if k % 5 else 30.0)
+        track = _track(k, box, "cup")
+        track.log_odds = boundary + rng.choice([-1, 1]) * 10.0 ** -rng.uniform(0, 15)
+        tracks.append(track)
+    want = [t for t in tracks if t.confidence >= least]
+    assert confident(tracks, least) == want and [t for t in tracks if sure(t, least)] == want
+    assert 0 < len(want) < len(tracks)

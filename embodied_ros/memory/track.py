@@ -272,7 +272,12 @@ class Track:
 
 
 def confident(tracks: Iterable[Track], least: float) -> list[Track]:
-    """The tracks of confidence at least ``least``, in order. A track's log-odds bound its confidence from above and
-    cost nothing to compare; its confidence (checks of its box and class) is asked only of the rest."""
+    """The tracks of confidence at least ``least``, in order (``sure``)."""
+    return [t for t in tracks if sure(t, least)]
+
+
+def sure(track: Track, least: float) -> bool:
+    """Whether a track's confidence is at least ``least``. Its log-odds bound its confidence from above and cost
+    nothing to compare; its confidence (checks of its box and class) is asked only when they allow it."""
     floor = math.log(least / (1.0 - least)) - 1e-6 if 0.0 < least < 1.0 else -math.inf
-    return [t for t in tracks if t.log_odds >= floor and t.confidence >= least]
+    return track.log_odds >= floor and track.confidence >= least

@@ -19,7 +19,7 @@ from .object_colour import sample_colour
 from .object_geometry import fraction_in, near_fraction
 from .observation_fusion import Observation, ObservationFusion, core_rule
 from .spatial_index import SpatialHashGrid
-from .track import Track
+from .track import Track, sure
 
 SKIP = -1  # a discovered segment that is part of a named object, or two unknown ones seen as one
 _SEGMENTS_KEPT = 8  # per unknown object, the boxes of its latest segments (what its extent is compared with)
@@ -95,7 +95,7 @@ class UnknownObjects:
 
     def confident_named(self, track: Track) -> bool:
         """Whether a track is a named object the memory publishes (and not furniture things rest on)."""
-        return (track.class_name != UNKNOWN_CLASS and track.confidence >= self.config.publish_confidence
+        return (track.class_name != UNKNOWN_CLASS and sure(track, self.config.publish_confidence)
                 and class_key(track.class_name) not in SUPPORT_CLASSES)
 
     def name_unknown(self, taken: set[int]) -> list[tuple[int, int]]:
