@@ -85,24 +85,25 @@ class SupportMap:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         steps, down = self._steps(below, above, reach)
         layers = np.tile(np.arange(-down, len(steps) // (2 * reach + 1) ** 2 - down), (2 * reach + 1) ** 2)
-        keys = pack_voxels(self._cells(points))[:, None] + steps[None, :]
         if len(self.keys) == 0:
-            return np.zeros(keys.shape, bool), layers
+            return np.zeros((len(points), len(steps)), bool), layers
+        cells, inverse = np.unique(pack_voxels(self._cells(points)), return_inverse=True)  # points share cells
+        keys = cells[:, None] + steps[None, :]
         at = np.clip(np.searchsorted(self.keys, keys), 0, len(self.keys) - 1)
         found = (self.keys[at] == keys) & (self.frames[at] >= self.min_frames)
-        return found, layers
+        return found[inverse.reshape(-1)], layers
 
     def holds(self, points: np.ndarray, above: int = 1) -> np.ndarray:
         """(N,) bool: whether each point (N, 3) lies in a surface cell or up to ``above`` layers over one."""
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if len(points) == 0 or len(self.keys) == 0:
             return np.zeros(len(points), bool)
-        found = np.zeros(len(points), bool)
-        keys = pack_voxels(self._cells(points))
+        keys, inverse = np.unique(pack_voxels(self._cells(points)), return_inverse=True)  # points share cells
+        found = np.zeros(len(keys), bool)
         for dz in range(above + 1):
             at = np.clip(np.searchsorted(self.keys, keys - dz), 0, len(self.keys) - 1)
             found |= (self.keys[at] == keys - dz) & (self.frames[at] >= self.min_frames)
-        return found
+        return found[inverse.reshape(-1)]
 
     def surface_near(self, points: np.ndarray, below: float, above: float, reach: int = 1) -> np.ndarray:
         """(N,) bool: whether a surface lies beside each point (N, 3): in a cell within ``reach`` cells
