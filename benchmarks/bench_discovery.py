@@ -2,10 +2,12 @@
 
 Replays a scene's frames with the detector's lifted detections from bench_real_map's cache (``--cache``; frames not
 cached are detected and lifted once) through ``SceneMemory.update`` and times, on each keyframe discovery looked at,
-discovery and the structure (``UpdateResult.discovery_s`` / ``structure_s``). ``--digest FILE`` writes each
-keyframe's discovered boxes and the structure's objects (JSON lines): two runs of the same walk with two versions
-of the code (``PYTHONPATH`` at one checkout, then the other) must write the same file when a change is a pure
-speed-up. ``--profile FILE`` writes a cProfile of discovery and the structure (pstats; the top lines printed).
+discovery and the structure (``UpdateResult.discovery_s`` / ``structure_s``; discovery's time is its finding of the
+segments, ``ObjectDiscovery.seconds``, and taking them into the memory). ``--digest FILE`` writes, per keyframe, the
+discovered boxes, a hash of the classified samples (points, normals, supports), every object of the memory and the
+structure's elements, all to the last bit (JSON lines): two runs of the same walk with two versions of the code
+(``PYTHONPATH`` at one checkout, then the other) write the same file when a change is a pure speed-up.
+``--profile FILE`` writes a cProfile of discovery and the structure, ``--sample`` prints a pyinstrument profile.
 
     PYTHONPATH=/work/main .venv/bin/python benchmarks/bench_discovery.py --cache /work/cache/bench_real_map \
         [--scene redkitchen_walk] [--stride 1] [--frames 300] [--digest out.jsonl] [--profile out.prof]
@@ -24,12 +26,25 @@ from pathlib import Path
 import numpy as np
 from bench_real_map import _cache_key, _frame_numbers, _frames, _perceptions
 
+from embodied_ros.cli import default_data_dir
 from embodied_ros.memory.scene_memory import SceneMemory
+
+
+def _digest(k: int, found: object, memory: SceneMemory) -> str:
+    """One keyframe's line of the digest (module notes); floats as JSON writes them (exact round trips)."""
+    surfaces = memory._discovery.surfaces  # noqa: SLF001
+    digest = hashlib.sha1()
+    for a in (surfaces.normal, surfaces.has_normal, surfaces.support, surfaces.valid, surfaces.points):
+        digest.update(np.ascontiguousarray(a).tobytes())
+    return json.dumps({"frame": k, "found": [] if found is None else found.boxes.tolist(),
+                       "surfaces": digest.hexdigest(),
+                       "objects": [[o.id, o.class_name, *o.box.tolist()] for o in memory.objects()],
+                       "structure": [[o.id, o.class_name, *o.box.tolist()] for o in memory.structure_objects()]})
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=Path("/work/shared/data"))
+    p.add_argument("--data", type=Path, default=default_data_dir())
     p.add_argument("--scene", default="redkitchen_walk")
     p.add_argument("--stride", type=int, default=1)
     p.add_argument("--start", type=int, default=0)
@@ -85,17 +100,7 @@ def main() -> None:
         t_find.append(discovery.seconds)
         t_struct.append(getattr(result, "structure_s", 0.0))
         if args.digest is not None:
-            found = found_by_frame.get(perception.frame.index)
-            boxes = [] if found is None else np.round(found.boxes, 9).tolist()
-            parts = memory.structure_objects()
-            surfaces = discovery.surfaces
-            digest = hashlib.sha1()
-            for a in (surfaces.normal, surfaces.has_normal, surfaces.support, surfaces.valid, surfaces.points):
-                digest.update(np.ascontiguousarray(a).tobytes())
-            objects = [[o.id, o.class_name, *np.round(o.box, 9).tolist()] for o in memory.objects()]
-            lines.append(json.dumps({"frame": k, "found": boxes, "surfaces": digest.hexdigest(), "objects": objects,
-                                     "structure": [[o.id, o.class_name, *np.round(o.box, 9).tolist()]
-                                                   for o in parts]}))
+            lines.append(_digest(k, found_by_frame.get(perception.frame.index), memory))
     if args.digest is not None:
         args.digest.write_text("\n".join(lines) + "\n")
     d, f, s = 1e3 * np.array(t_disc), 1e3 * np.array(t_find), 1e3 * np.array(t_struct)
