@@ -235,9 +235,9 @@ def _angles(normals: np.ndarray) -> np.ndarray:
 def _plane(xy: np.ndarray, z: np.ndarray, normals: np.ndarray, known: np.ndarray, on: np.ndarray,
            p: Any) -> tuple[np.ndarray, np.ndarray] | None:
     """The vertical plane through the ``on`` samples when it is structure (larger than any object;
-    else None): (V,) bool its samples (near it, along its extent, not facing across it; ``normals`` (V, 3)), and the
+    else None): (V,) bool its samples (near it, along its extent, not facing across it), and the
     plane as (4,) normal angle (rad, in [0, pi)), offset along that normal and its extent along
-    the plane (m)."""
+    the plane (m). ``normals``: (V, 3) the samples' normals (their angles are taken where needed)."""
     pts = xy[on].astype(np.float64)
     if len(pts) < 4 * p.min_points:
         return None
