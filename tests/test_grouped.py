@@ -43,6 +43,23 @@ def test_grouped_statistics_are_numpys_per_group(seed: int) -> None:
 
 
 @pytest.mark.parametrize("seed", range(4))
+def test_float32_statistics_are_numpys(seed: int) -> None:
+    """Discovery's samples are float32: numpy's percentile of them is float64 (its weights are), its median float32;
+    a float32 median is also the float64 median of the same values rounded to float32 (memory/standing_things.py)."""
+    rng = np.random.default_rng(seed)
+    values, group, n_groups = _groups(rng, 2, ties=seed % 2 == 0)
+    values = (values + 3.0).astype(np.float32)  # depth-like
+    for g in range(n_groups):
+        own = values[group == g]
+        got = percentiles(own, [1.0, 5.0, 95.0, 99.0])
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, np.percentile(own, [1.0, 5.0, 95.0, 99.0], axis=0))
+        assert medians(own[:, 0]) == np.median(own[:, 0]) and medians(own[:, 0]).dtype == np.float32
+    rounded = group_medians(values[:, 0].astype(np.float64), group, n_groups).astype(np.float32)
+    np.testing.assert_array_equal(rounded, [np.median(values[group == g, 0]) for g in range(n_groups)])
+
+
+@pytest.mark.parametrize("seed", range(4))
 def test_first_max_per_group_is_argmax_per_group(seed: int) -> None:
     rng = np.random.default_rng(seed)
     group = np.sort(rng.integers(0, 6, size=200))

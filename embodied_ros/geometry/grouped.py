@@ -68,17 +68,18 @@ def group_percentiles(values: np.ndarray, group: np.ndarray, n_groups: int, q: n
 
 
 def percentiles(values: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``np.percentile(values, q, axis=0)`` of (N, C) float64 values (N >= 1, no NaN): (len(q), C), the same
-    numbers without numpy's per-call cost (one partition)."""
+    """``np.percentile(values, q, axis=0)`` of (N, C) float values (N >= 1, no NaN): (len(q), C), the same
+    numbers without numpy's per-call cost (one partition). Float32 values give float64, as numpy's do (its
+    weights are float64 numbers)."""
     n = len(values)
     rows = []
     for quantile in (float(v) / 100 for v in q):  # _positions' numbers for one group, in Python floats
         virtual = (n - 1) * quantile
         if virtual >= n - 1:
-            rows.append((n - 1, n - 1, virtual + 1))
+            rows.append((n - 1, n - 1, np.float64(virtual + 1)))
         else:
             prev = math.floor(virtual)
-            rows.append((prev, prev + 1, virtual - prev))
+            rows.append((prev, prev + 1, np.float64(virtual - prev)))
     part = np.partition(values, sorted({k for r in rows for k in r[:2]}), axis=0)
     return np.stack([_lerp(part[a], part[b], t) for a, b, t in rows])
 

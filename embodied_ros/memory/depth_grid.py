@@ -52,9 +52,9 @@ def grid_normals(points: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.
     """(h, w, 3) unit normals of the sampled surface (from the 3 x 3 smoothed points' central
     differences, oriented up where not vertical) and (h, w) bool where they are defined."""
     weight = valid.astype(np.float32)
-    total = np.maximum(ndimage.uniform_filter(weight, 3), 1e-6)
-    smooth = np.stack([ndimage.uniform_filter(points[..., a] * weight, 3) for a in range(3)], axis=-1)
-    smooth /= total[..., None]
+    # The three weighted coordinates and the weight, filtered together (size 1 along the last axis: each alone).
+    sums = ndimage.uniform_filter(np.concatenate([points * weight[..., None], weight[..., None]], axis=-1), (3, 3, 1))
+    smooth = sums[..., :3] / np.maximum(sums[..., 3:], 1e-6)
     dx = np.zeros_like(smooth)
     dy = np.zeros_like(smooth)
     dx[:, 1:-1] = smooth[:, 2:] - smooth[:, :-2]

@@ -39,6 +39,7 @@ from ..errors import ConfigError
 from ..frame import Frame
 from ..geometry.boxes import points_in_boxes
 from ..geometry.fitting import fit_upright_box
+from ..geometry.grouped import percentiles
 from .depth_grid import DepthSamples, depth_breaks, grid_normals, grow_silhouettes, hidden_samples, mixed_samples
 from .flat_things import FlatParams, flat_regions
 from .room_surfaces import SupportMap, WallPlanes, find_walls
@@ -293,7 +294,8 @@ class ObjectDiscovery:
         for j in range(len(levels)):
             on = xy[level == j]
             if len(on) >= p.min_points:
-                span = np.percentile(on, 95, axis=0) - np.percentile(on, 5, axis=0)
+                q = percentiles(on, (5, 95))
+                span = q[1] - q[0]
                 wide[j] = span.max() >= p.min_support_span
         out[up] = wide[level]
         return out

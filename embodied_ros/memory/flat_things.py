@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 
+from ..geometry.grouped import percentiles
 from .object_colour import to_lab
 
 
@@ -61,11 +62,14 @@ class FlatParams:
 def block_colours(color: np.ndarray, stride: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """(N, 3) CIELAB of the samples' cells at grid positions (rows, cols): the mean RGB of each sample's ``stride``
     x ``stride`` pixels (JPEG noise and a pixel or two of misregistration average out)."""
-    h, w = color.shape[0] // stride, color.shape[1] // stride
-    step = max(stride // 2, 1)  # every other pixel of the cell: as good an average, a quarter of the work
-    cells = color[:h * stride, :w * stride].reshape(h, stride, w, stride, 3)[rows, ::step, cols, ::step]
-    n = cells.shape[1] * cells.shape[2]
-    total = cells.reshape(len(rows), n, 3).sum(axis=1, dtype=np.uint32)
+    offsets = range(0, stride, max(stride // 2, 1))  # every other pixel of the cell: as good an average, a quarter
+    pixels = color.reshape(-1, 3)  # of the work
+    corner = rows * stride * color.shape[1] + cols * stride
+    total = np.zeros((len(rows), 3), np.uint32)
+    for dy in offsets:  # one gather per pixel of the cell (a fancy index of the cells as blocks costs more)
+        for dx in offsets:
+            total += pixels[corner + dy * color.shape[1] + dx]
+    n = len(offsets) ** 2
     return to_lab(((total + n // 2) // n).astype(np.uint8))
 
 
@@ -168,7 +172,8 @@ def _footprint(xy: np.ndarray) -> np.ndarray:
     centred = xy - xy.mean(axis=0)
     _, vectors = np.linalg.eigh(centred.T @ centred)
     along = centred @ vectors
-    ext = np.percentile(along, 95, axis=0) - np.percentile(along, 5, axis=0)
+    q = percentiles(along, (5, 95))
+    ext = q[1] - q[0]
     return np.sort(ext)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..geometry.grouped import medians, percentiles
 from .object_geometry import pack_voxels, unpack_voxels
 
 
@@ -76,27 +77,33 @@ class SupportMap:
         down, up = int(np.ceil(below / self.layer)), int(np.ceil(above / self.layer))
         return _neighbour_steps(down, up, reach), down
 
-    def _found(self, points: np.ndarray, below: float, above: float, reach: int) -> tuple[np.ndarray, np.ndarray]:
-        """(N, S) bool: which of the neighbour cells (``_steps``) of each point hold a surface, and (S,)
-        the steps' layer offsets."""
+    def cells_near(self, points: np.ndarray, below: float, above: float,
+                   reach: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """(N, S) bool: which of the neighbour cells (``_steps``) of each point (N, 3) hold a surface (as
+        ``surface_near`` looks), and (S,) the steps' layer offsets (a window ``below`` less deep: those >= -ceil(below
+        / layer))."""
+        points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         steps, down = self._steps(below, above, reach)
-        keys = pack_voxels(self._cells(points))[:, None] + steps[None, :]
+        layers = np.tile(np.arange(-down, len(steps) // (2 * reach + 1) ** 2 - down), (2 * reach + 1) ** 2)
+        if len(self.keys) == 0:
+            return np.zeros((len(points), len(steps)), bool), layers
+        cells, inverse = np.unique(pack_voxels(self._cells(points)), return_inverse=True)  # points share cells
+        keys = cells[:, None] + steps[None, :]
         at = np.clip(np.searchsorted(self.keys, keys), 0, len(self.keys) - 1)
         found = (self.keys[at] == keys) & (self.frames[at] >= self.min_frames)
-        layers = np.tile(np.arange(-down, len(steps) // (2 * reach + 1) ** 2 - down), (2 * reach + 1) ** 2)
-        return found, layers
+        return found[inverse.reshape(-1)], layers
 
     def holds(self, points: np.ndarray, above: int = 1) -> np.ndarray:
         """(N,) bool: whether each point (N, 3) lies in a surface cell or up to ``above`` layers over one."""
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if len(points) == 0 or len(self.keys) == 0:
             return np.zeros(len(points), bool)
-        found = np.zeros(len(points), bool)
-        keys = pack_voxels(self._cells(points))
+        keys, inverse = np.unique(pack_voxels(self._cells(points)), return_inverse=True)  # points share cells
+        found = np.zeros(len(keys), bool)
         for dz in range(above + 1):
             at = np.clip(np.searchsorted(self.keys, keys - dz), 0, len(self.keys) - 1)
             found |= (self.keys[at] == keys - dz) & (self.frames[at] >= self.min_frames)
-        return found
+        return found[inverse.reshape(-1)]
 
     def surface_near(self, points: np.ndarray, below: float, above: float, reach: int = 1) -> np.ndarray:
         """(N,) bool: whether a surface lies beside each point (N, 3): in a cell within ``reach`` cells
@@ -104,7 +111,7 @@ class SupportMap:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if len(points) == 0 or len(self.keys) == 0:
             return np.zeros(len(points), bool)
-        return self._found(points, below, above, reach)[0].any(axis=1)
+        return self.cells_near(points, below, above, reach)[0].any(axis=1)
 
     def height_under(self, points: np.ndarray, below: float, above: float, reach: int = 1) -> float:
         """The median height (m) of the surface cells beside the points (N, 3), as ``surface_near``
@@ -112,12 +119,15 @@ class SupportMap:
         points = np.asarray(points, dtype=np.float64).reshape(-1, 3)
         if len(points) == 0 or len(self.keys) == 0:
             return float("nan")
-        found, layers = self._found(points, below, above, reach)
+        return self.height_of(points, *self.cells_near(points, below, above, reach))
+
+    def height_of(self, points: np.ndarray, found: np.ndarray, layers: np.ndarray) -> float:
+        """``height_under`` of the points (N, 3) from their cells (``cells_near``); NaN where there is none."""
         rows, cols = np.nonzero(found)
         if len(rows) == 0:
             return float("nan")
         cell_layer = self._cells(points)[rows, 2] + layers[cols]
-        return float(np.median((cell_layer + 0.5) * self.layer))
+        return float(medians((cell_layer + 0.5) * self.layer))
 
     def levels(self, min_cells: int) -> np.ndarray:
         """(L,) heights (m) of the layers that hold a surface in at least ``min_cells`` cells: the room's
@@ -191,9 +201,10 @@ def find_walls(points: np.ndarray, normal: np.ndarray, has_normal: np.ndarray, v
     vertical = known & (np.abs(n[:, 2]) < p.wall_cos)
     if vertical.sum() < 4 * p.min_points:
         return out, walls
-    theta = np.mod(np.arctan2(n[:, 1], n[:, 0]), np.pi)  # a plane's two sides alike
+    upright = np.flatnonzero(vertical)  # the normals' angles where asked for: arctan2 is the costly step
+    theta = _angles(n[upright])  # a plane's two sides alike
     step = np.deg2rad(3.0)
-    hist = np.bincount((theta[vertical] / step).astype(np.int64) % 60, minlength=60)
+    hist = np.bincount((theta / step).astype(np.int64) % 60, minlength=60)
     band = hist + np.roll(hist, 1) + np.roll(hist, -1)
     done: list[float] = []
     wall = np.zeros(len(at), bool)
@@ -204,23 +215,29 @@ def find_walls(points: np.ndarray, normal: np.ndarray, has_normal: np.ndarray, v
         if any(angle_apart(np.array([angle]), a)[0] < np.deg2rad(20) for a in done):
             continue
         done.append(angle)
-        facing = vertical & (angle_apart(theta, angle) < np.deg2rad(8))
+        facing = np.zeros(len(at), bool)
+        facing[upright] = angle_apart(theta, angle) < np.deg2rad(8)
         offsets = xy @ np.array([np.cos(angle), np.sin(angle)], dtype=np.float32)
         for rho in histogram_peaks(offsets[facing], 0.02, max(4 * p.min_points, 0.01 * len(at))):
             on = facing & (np.abs(offsets - rho) < p.wall_tol)
-            plane = _plane(xy, z, theta, known, on, p)
+            plane = _plane(xy, z, n, known, on, p)
             if plane is not None:
                 wall |= plane[0]
                 walls.append(plane[1])
     out.ravel()[at] = wall
     return out, walls
 
-def _plane(xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray, on: np.ndarray,
+def _angles(normals: np.ndarray) -> np.ndarray:
+    """(N,) the horizontal directions (rad, in [0, pi)) of (N, 3) normals, a plane's two sides alike."""
+    return np.mod(np.arctan2(normals[:, 1], normals[:, 0]), np.pi)
+
+
+def _plane(xy: np.ndarray, z: np.ndarray, normals: np.ndarray, known: np.ndarray, on: np.ndarray,
            p: Any) -> tuple[np.ndarray, np.ndarray] | None:
     """The vertical plane through the ``on`` samples when it is structure (larger than any object;
     else None): (V,) bool its samples (near it, along its extent, not facing across it), and the
     plane as (4,) normal angle (rad, in [0, pi)), offset along that normal and its extent along
-    the plane (m)."""
+    the plane (m). ``normals``: (V, 3) the samples' normals (their angles are taken where needed)."""
     pts = xy[on].astype(np.float64)
     if len(pts) < 4 * p.min_points:
         return None
@@ -228,18 +245,18 @@ def _plane(xy: np.ndarray, z: np.ndarray, theta: np.ndarray, known: np.ndarray, 
     _, vectors = np.linalg.eigh((pts - centre).T @ (pts - centre))  # the plane's normal, refined
     normal = vectors[:, 0]
     along = np.array([-normal[1], normal[0]])
-    span = np.percentile(pts @ along, [1, 99])
-    height = np.percentile(z[on], [1, 99])
+    span = percentiles((pts @ along)[:, None], (1, 99))[:, 0]
+    height = percentiles(z[on][:, None], (1, 99))[:, 0]
     if span[1] - span[0] < p.min_wall_span and height[1] - height[0] < p.min_wall_span:
         return None
     near = np.abs((xy - centre) @ normal) < p.wall_tol
     t = xy[near] @ along
     near[near] = (t >= span[0] - 0.05) & (t <= span[1] + 0.05)
     refined = np.mod(np.arctan2(normal[1], normal[0]), np.pi)
-    near[near] = ~known[near] | (angle_apart(theta[near], refined) < np.deg2rad(30))
+    near[near] = ~known[near] | (angle_apart(_angles(normals[near]), refined) < np.deg2rad(30))
     refined_normal = np.array([np.cos(refined), np.sin(refined)])
     along = np.array([-refined_normal[1], refined_normal[0]])
-    ends = np.percentile(pts @ along, [1, 99])
+    ends = percentiles((pts @ along)[:, None], (1, 99))[:, 0]
     return near, np.array([refined, float(centre @ refined_normal), ends[0], ends[1]])
 
 
@@ -254,7 +271,7 @@ def on_wall(points: np.ndarray, walls: np.ndarray, depth: float) -> bool:
     if not beside.any():
         return False
     gap = np.abs(points[:, :2] @ normals[:, beside] - walls[beside, 1])  # (N, W')
-    return bool((np.percentile(gap, 95, axis=0) <= depth).any())
+    return bool((percentiles(gap, (95,))[0] <= depth).any())
 
 
 def histogram_peaks(values: np.ndarray, bin_size: float, min_count: float) -> list[float]:

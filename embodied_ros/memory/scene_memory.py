@@ -67,7 +67,7 @@ from .scene_object import MemorySnapshot, SceneObject, UpdateResult
 from .settling import settle_tracks
 from .spatial_index import SpatialHashGrid
 from .structure import RoomStructure
-from .track import Track
+from .track import Track, confident
 from .unknown_objects import UnknownObjects
 from .visibility import Visibility
 
@@ -368,7 +368,7 @@ class SceneMemory:
             merges = self._unknown.take_in(found, perception, taken, created, updated, spared)
         structure_s = 0.0
         if self._structure is not None and self._discovery.surfaces is not None:
-            sure = [t for t in self._tracks.values() if t.confidence >= self.config.publish_confidence]
+            sure = confident(self._tracks.values(), self.config.publish_confidence)
             named = np.array([t.box for t in sure if t.class_name != UNKNOWN_CLASS]).reshape(-1, 9)
             self._structure.observe(self._discovery.surfaces, self._discovery.supports, self._floor.z, perception,
                                     named, np.array([t.box for t in sure]).reshape(-1, 9))

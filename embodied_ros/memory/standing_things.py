@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..frame import Frame
-from ..geometry.fitting import fit_upright_box
+from ..geometry.fitting import fit_upright_boxes
+from ..geometry.grouped import group_medians, medians
 from .depth_grid import DepthSamples, connected_groups, label_runs, piece_edges
 from .object_colour import to_lab
 from .room_surfaces import SupportMap, on_wall
@@ -76,7 +77,7 @@ def _seen_below(p: DiscoveryParams, piece: np.ndarray, rows: np.ndarray, cols: n
     touched = np.unique(cols[low][found])
     if len(touched) < p.min_contact * len(columns):
         return None
-    return float(np.median(np.concatenate(heights)))
+    return float(medians(np.concatenate(heights)))
 
 def _unseen_support(p: DiscoveryParams, supports: SupportMap, base: np.ndarray, rows: np.ndarray, cols: np.ndarray,
                     piece: np.ndarray, s: DepthSamples, levels: np.ndarray, floor_z: float | None,
@@ -111,64 +112,39 @@ def _unseen_support(p: DiscoveryParams, supports: SupportMap, base: np.ndarray, 
     level = bases[np.abs(bases[:, 2] - bottom) <= p.shared_base]
     spread = np.ptp(np.vstack([level[:, :2], base[:1, :2]]), axis=0).max() if len(level) else 0.0
     if len(level) >= p.shared_pieces and spread >= p.min_support_span:
-        return float(np.median(np.append(level[:, 2], bottom)))
+        return float(medians(np.append(level[:, 2], bottom)))
     return None
 
 
 def sample_spacing(pixel_stride: int, frame: Frame, s: DepthSamples, rr: np.ndarray, cc: np.ndarray) -> float:
     """The distance (m) between neighbouring samples at the depth of these."""
-    return float(np.median(s.depth[rr, cc])) * pixel_stride / frame.K[0, 0]
+    return float(medians(s.depth[rr, cc])) * pixel_stride / frame.K[0, 0]
 
 
 def standing_things(p: DiscoveryParams, supports: SupportMap, frame: Frame, s: DepthSamples, labels: np.ndarray,
                     n: int, hidden: np.ndarray, floor_z: float | None, walls: np.ndarray) -> list[tuple]:
     """The pieces that are things standing on a support: per thing (box, points, rows, columns, support
     height)."""
-    flat = labels.ravel()
-    counts = np.bincount(flat, minlength=n + 1)
-    ids = np.flatnonzero(counts >= p.min_points)
-    ids = ids[ids > 0]
-    if len(ids) == 0:
+    found = _pieces(p, s, labels, n, hidden)
+    if found is None:
         return []
-    lo, hi, order, first = label_runs(labels, n, s.points)
-    lo, hi = lo[ids], hi[ids]
-    starts, ends = first[ids], first[ids] + counts[ids]
-    pts = s.points.reshape(-1, 3)[order].astype(np.float64)
-    ext = hi - lo
-    keep = (ext.max(axis=1) <= 1.2 * p.max_size) & (ext[:, 2] >= p.min_height)
-    h, w = labels.shape
-    rows, cols = np.divmod(order, w)
-    lows = np.flatnonzero(keep)  # the lowest point of each piece that may stand on something
-    lowest = pts[[starts[j] + int(np.argmin(pts[starts[j]:ends[j], 2])) for j in lows]].reshape(-1, 3)
-    edge = piece_edges(labels).ravel()[order]
-    hidden = hidden.ravel()[order]
-    pieces = []
-    for j in np.flatnonzero(keep):
-        r, c = rows[starts[j]:ends[j]], cols[starts[j]:ends[j]]
-        if r.min() == 0 or c.min() == 0 or r.max() == h - 1 or c.max() == w - 1:
-            continue  # cut by the image's edge
-        piece = pts[starts[j]:ends[j]]
-        top = edge[starts[j]:ends[j]] & (piece[:, 2] >= hi[j, 2] - 0.25 * ext[j, 2])
-        if hidden[starts[j]:ends[j]][top].sum() > p.max_hidden_top * max(top.sum(), 1):
-            continue  # its top is hidden behind something nearer: cut, part of something larger
-        slack = p.contact_per_m2 * float(np.median(s.depth[r, c])) ** 2
-        pieces.append((piece, _base(piece, c, p.base_band), r, c, j, slack))
-    if not pieces:
-        return []
+    pieces, lowest, lows = found
     # Each piece's base must touch a support: one look-up for all of them.
     bases = np.concatenate([piece[1] for piece in pieces])
     owner = np.repeat(np.arange(len(pieces)), [len(piece[1]) for piece in pieces])
     slack = np.array([piece[5] for piece in pieces])
     bases[:, 2] += slack[owner]  # a surface up to contact_above + slack over the base: the window moves up
-    touching = supports.surface_near(bases, p.contact_below + slack.max(), p.contact_above)
+    cells, layers = supports.cells_near(bases, p.contact_below + slack.max(), p.contact_above)
+    touching = cells.any(axis=1)
     contact = np.bincount(owner, weights=touching, minlength=len(pieces)) / np.bincount(owner)
     levels = supports.levels(p.level_cells)
-    things = []
+    parts = []  # (points, rows, columns, support height) of each part above its support
     for j in range(len(pieces)):
         piece, base, r, c, label, slack = pieces[j]
         if contact[j] >= p.min_contact:
-            support_z = supports.height_under(bases[owner == j][touching[owner == j]],
-                                                   p.contact_below + slack, p.contact_above)
+            # supports.height_under(its touching bases, p.contact_below + slack, ...), from the cells found above
+            window = layers >= -int(np.ceil((p.contact_below + slack) / supports.layer))
+            support_z = supports.height_of(bases[owner == j], cells[owner == j] & window, layers)
         else:  # on a wall (a socket, a poster, a pocket): the wall under it is no surface it stands on
             fixture = on_wall(piece, walls, p.fixture_depth)
             support_z = None if fixture else _seen_below(p, piece, r, c, s, labels, slack)
@@ -181,14 +157,75 @@ def standing_things(p: DiscoveryParams, supports: SupportMap, frame: Frame, s: D
         for part in (sub for apart in connected_groups(r[above], c[above]) for sub in
                      split_by_colour(p, piece[above][apart], r[above][apart], c[above][apart], frame)):
             thing, rr, cc = piece[above][part], r[above][part], c[above][part]
-            if len(thing) < p.min_points:
-                continue
-            box = _rest_on(fit_upright_box(thing, pad=sample_spacing(p.pixel_stride, frame, s, rr, cc)), support_z)
-            size = box[3:6]
-            if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
-                continue  # too large, too flat, or a pole
-            things.append((box, thing, rr, cc, support_z))
+            if len(thing) >= p.min_points:
+                parts.append((thing, rr, cc, support_z))
+    if not parts:
+        return []
+    pad = np.array([[sample_spacing(p.pixel_stride, frame, s, rr, cc)] for _, rr, cc, _ in parts])
+    group = np.repeat(np.arange(len(parts)), [len(part[0]) for part in parts])
+    boxes = fit_upright_boxes(np.concatenate([part[0] for part in parts]), group, len(parts), pad=pad)
+    things = []
+    for box, (thing, rr, cc, support_z) in zip(boxes, parts, strict=True):
+        box = _rest_on(box, support_z)
+        size = box[3:6]
+        if size.max() > p.max_size or size[2] < p.min_height or size[2] > p.max_slenderness * size[0]:
+            continue  # too large, too flat, or a pole
+        things.append((box, thing, rr, cc, support_z))
     return things
+
+
+def _pieces(p: DiscoveryParams, s: DepthSamples, labels: np.ndarray, n: int, hidden: np.ndarray
+            ) -> tuple[list[tuple], np.ndarray, np.ndarray] | None:
+    """The pieces that may stand on something, all at once (array operations grouped by piece): not larger than
+    an object, inside the image, their top not hidden. Per piece (points, base, rows, columns, its index among the
+    pieces of ``min_points``, contact slack); and the lowest point of each piece of an object's size with the
+    index of its piece (``_unseen_support``'s other bases). None: no piece."""
+    counts = np.bincount(labels.ravel(), minlength=n + 1)
+    ids = np.flatnonzero(counts >= p.min_points)
+    ids = ids[ids > 0]
+    if len(ids) == 0:
+        return None
+    lo, hi, order, first = label_runs(labels, n, s.points)
+    ext = hi[ids] - lo[ids]
+    lows = np.flatnonzero((ext.max(axis=1) <= 1.2 * p.max_size) & (ext[:, 2] >= p.min_height))
+    if len(lows) == 0:
+        return None
+    # The samples of those pieces, piece after piece (each in label_runs' order), as flat indices ``at``.
+    sizes = counts[ids[lows]]
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    group = np.repeat(np.arange(len(lows)), sizes)
+    at = order[np.repeat(first[ids[lows]] - starts, sizes) + np.arange(len(group))]
+    pts = s.points.reshape(-1, 3)[at].astype(np.float64)
+    z = pts[:, 2]
+    by_height = np.lexsort((z, group))  # stable: a piece's first lowest sample first
+    lowest = pts[by_height[starts]]
+    h, w = labels.shape
+    rows, cols = np.divmod(at, w)
+    cut = ((np.minimum.reduceat(rows, starts) == 0) | (np.minimum.reduceat(cols, starts) == 0)
+           | (np.maximum.reduceat(rows, starts) == h - 1) | (np.maximum.reduceat(cols, starts) == w - 1))
+    top = piece_edges(labels).ravel()[at] & (z >= (hi[ids[lows], 2] - 0.25 * ext[lows, 2])[group])
+    hidden_top = np.add.reduceat(hidden.ravel()[at] & top, starts, dtype=np.int64)
+    covered = hidden_top > p.max_hidden_top * np.maximum(np.add.reduceat(top, starts, dtype=np.int64), 1)
+    # np.median of float32 depth (rounded from the exact float64 median: the same number)
+    depth = group_medians(s.depth.ravel()[at].astype(np.float64), group, len(lows)).astype(np.float32)
+    bottom = _bottoms(z, cols, group, len(lows))
+    in_base = z <= (bottom + p.base_band)[group]
+    pieces = []
+    for k in np.flatnonzero(~cut & ~covered):  # cut by the image's edge, or its top hidden: part of something larger
+        span = slice(starts[k], starts[k] + sizes[k])
+        base = pts[span][in_base[span]]  # its samples within base_band of its bottom, none below it
+        base[:, 2] = np.maximum(base[:, 2], bottom[k])
+        slack = p.contact_per_m2 * float(depth[k]) ** 2
+        pieces.append((pts[span], base, rows[span], cols[span], lows[k], slack))
+    return (pieces, lowest, lows) if pieces else None
+
+
+def _bottoms(z: np.ndarray, cols: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+    """(G,) each piece's ``_bottom``: the median height of its lowest sample in each image column."""
+    order = np.lexsort((z, cols, group))
+    g, c = group[order], cols[order]
+    firsts = order[np.concatenate([[True], (g[1:] != g[:-1]) | (c[1:] != c[:-1])])]
+    return group_medians(z[firsts], group[firsts], n_groups)
 
 
 def _lowest_in_columns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -203,15 +240,7 @@ def _bottom(piece: np.ndarray, cols: np.ndarray) -> float:
     samples are the noisiest (the mixed depth of its bottom edge and the surface behind it lies lower)."""
     order = np.lexsort((piece[:, 2], cols))
     firsts = order[np.concatenate([[True], cols[order][1:] != cols[order][:-1]])]
-    return float(np.median(piece[firsts, 2]))
-
-
-def _base(piece: np.ndarray, cols: np.ndarray, band: float) -> np.ndarray:
-    """(B, 3) a piece's base: its samples within ``band`` of its bottom (``_bottom``), none of them below it."""
-    bottom = _bottom(piece, cols)
-    base = piece[piece[:, 2] <= bottom + band].copy()
-    base[:, 2] = np.maximum(base[:, 2], bottom)
-    return base
+    return float(medians(piece[firsts, 2]))
 
 
 def _rest_on(box: np.ndarray, support_z: float) -> np.ndarray:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -267,3 +269,15 @@ class Track:
             BoxSettling.settled_at(o["box"]) if settling is None else BoxSettling.from_dict(settling),
             LookSupport() if support is None else LookSupport.from_dict(support),
         )
+
+
+def confident(tracks: Iterable[Track], least: float) -> list[Track]:
+    """The tracks of confidence at least ``least``, in order (``sure``)."""
+    return [t for t in tracks if sure(t, least)]
+
+
+def sure(track: Track, least: float) -> bool:
+    """Whether a track's confidence is at least ``least``. Its log-odds bound its confidence from above and cost
+    nothing to compare; its confidence (checks of its box and class) is asked only when they allow it."""
+    floor = math.log(least / (1.0 - least)) - 1e-6 if 0.0 < least < 1.0 else -math.inf
+    return track.log_odds >= floor and track.confidence >= least
