@@ -51,8 +51,10 @@ def _unknown(memory: SceneMemory) -> list:
 
 def test_a_magazine_on_a_table_is_an_object_and_the_table_grain_is_not() -> None:
     target = TABLE[:3] + [0.0, 0.0, 0.3]
+    # Five views, the middle one from straight in front: there the magazine's 1 cm layer ties the table's in the
+    # support's height histogram, and was once a support level of its own, too small to be one.
     frames = [render_frame(look_at(eye, target), [TABLE, MAGAZINE], wall_y=WALL_Y, index=k, colors=[grain, PURPLE])
-              for k, eye in enumerate(_eyes(4))]
+              for k, eye in enumerate(_eyes(5))]
     memory = SceneMemory()
     for frame in frames:
         found = ObjectDiscovery().discover(frame, floor_z=0.0)

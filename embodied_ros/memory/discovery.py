@@ -282,8 +282,10 @@ class ObjectDiscovery:
         hist = np.bincount(((heights - lo) / 0.01).astype(np.int64))
         band = hist + np.concatenate([hist[1:], [0]]) + np.concatenate([[0], hist[:-1]])
         dense = max(p.min_points, p.min_layer_share * n_valid)
+        # Local maxima of the band; of a plateau only its lowest bin (a magazine's layer 1 cm over the table's
+        # ties the table's band: one level for both, not a second one the magazine alone spans).
         peaks = np.flatnonzero((band >= dense) & (band >= np.concatenate([band[1:], [0]]))
-                               & (band >= np.concatenate([[0], band[:-1]])))
+                               & (band > np.concatenate([[0], band[:-1]])))
         if len(peaks) == 0:
             return out
         levels = (lo + (peaks + 0.5) * 0.01).astype(np.float32)
