@@ -371,3 +371,25 @@ def test_the_detector_failing_on_one_frame(ros: Any) -> None:
     assert _diagnosed(ros, node, expect).count(expect) == 1 and _said(ros, node, expect) == 1
     _alive(ros, node, publisher, ros.frames[2])
     assert node.worker.stats.processed == 2
+
+
+def test_a_pair_that_fails_inside_the_node_is_a_fault_and_later_pairs_go_on(ros: Any) -> None:
+    """An error while a colour/depth pair is taken in (here the pose lookup, which once raced with arriving poses)
+    is said and counted; it neither ends the node's spinning nor, with message_filters, leaves its lock held."""
+    node, publisher = _node(ros, "pairfault")
+    _feed(node, publisher, ros.frames[0])
+    lookup, calls = node.poses.lookup, []
+
+    def fails_once(*args: Any) -> Any:  # the one fault injected here
+        calls.append(args)
+        if len(calls) == 1:
+            raise AssertionError("a lookup saw the samples half-updated")
+        return lookup(*args)
+
+    node.poses.lookup = fails_once
+    publisher.publish(ros.frames[1], settle=0.1)
+    expect = "a colour/depth pair failed: AssertionError"
+    assert wait_until(lambda: expect in node.last_problem, 20), node.last_problem
+    assert _diagnosed(ros, node, expect).count(expect) == 1
+    _alive(ros, node, publisher, ros.frames[2])
+    assert node.worker.stats.processed == 2

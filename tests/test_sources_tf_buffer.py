@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -79,3 +82,55 @@ def test_reparenting_replaces_the_edge():
     np.testing.assert_allclose(buf.lookup("map", "base", 0)[:3, 3], [5, 0, 0])
     with pytest.raises(LookupError):
         buf.lookup("odom", "base", 0)
+
+
+def test_lookups_while_poses_arrive_on_another_thread():
+    """The node adds poses on one executor thread while another looks up an image's pose (a 30 Hz stream froze its
+    input when a lookup saw the samples half-updated: the exception left message_filters' lock held)."""
+    buf = TransformBuffer(extrapolation_ns=10**9)
+    buf.add("world", "cam", 0, _T([0, 0, 0], [0, 0, 0]))
+    buf.add("world", "cam", 1000, _T([0, 0, 1e-4], [1e-3, 0, 0]))
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def add() -> None:
+        for i in range(2, 4000):
+            buf.add("world", "cam", i * 1000, _T([0, 0, 1e-4 * i], [1e-3 * i, 0, 0]))
+        done.set()
+
+    def look() -> None:
+        try:
+            while not done.is_set():
+                T = buf.lookup("world", "cam", 500)
+                np.testing.assert_allclose(T[:3, 3], [5e-4, 0, 0], atol=1e-9)
+        except BaseException as err:  # noqa: BLE001 - reported by the test below
+            errors.append(err)
+            done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often: the race shows within a few thousand samples
+    try:
+        threads = [threading.Thread(target=add), threading.Thread(target=look)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors, f"a lookup failed while poses arrived: {errors[0]!r}"
+
+
+def test_a_live_buffer_keeps_its_cache_time_of_samples():
+    """A node's buffer keeps the last cache_ns of poses (tf2 keeps 10 s): an hour at 30 Hz would otherwise be kept,
+    and sorted again on every lookup after a new sample. A recording's buffer keeps everything."""
+    live, recording = TransformBuffer(cache_ns=10**9), TransformBuffer()
+    for i in range(1000):  # 10 s at 100 Hz
+        for buf in (live, recording):
+            buf.add("world", "cam", i * 10**7, _T([0, 0, 0], [i, 0, 0]))
+    assert len(live._dynamic["cam"].stamps) <= 100 + 64
+    assert len(recording._dynamic["cam"].stamps) == 1000
+    for i in (905, 950, 999):  # the last second
+        np.testing.assert_allclose(live.lookup("world", "cam", i * 10**7)[0, 3], i)
+    np.testing.assert_allclose(recording.lookup("world", "cam", 5 * 10**7)[0, 3], 5)
+    with pytest.raises(LookupError, match="recorded from"):
+        live.lookup("world", "cam", 5 * 10**7)

@@ -38,6 +38,7 @@ from .config import NodeConfig
 
 PAIRING_QUEUE = 8  # unpaired messages kept per side; the driver publishes both within a few ms
 _POSE_CHILD = "__pose_topic_camera__"
+_POSE_CACHE_NS = 10 * 10**9  # poses kept for lookups, as tf2's Buffer keeps 10 s
 
 
 def is_compressed(topic: str, flag: bool, suffix: str) -> bool:
@@ -111,7 +112,8 @@ class PoseLookup:
         self.on_new_pose: Any = None  # called after each new sample (the node retries pairs that wait for one)
         self._node, self._subscription = node, None
         self._tf2: Any = None
-        self._buffer = TransformBuffer(extrapolation_ns=int(config.pose_tolerance * 1e9) if config.pose_topic else 0)
+        self._buffer = TransformBuffer(extrapolation_ns=int(config.pose_tolerance * 1e9) if config.pose_topic else 0,
+                                       cache_ns=_POSE_CACHE_NS)
         self._pose_frame = ""
         if config.pose_topic:
             self.mode = f"{config.pose_type} on {config.pose_topic}"

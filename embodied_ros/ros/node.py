@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections import deque
 from typing import Any
 
@@ -174,6 +175,15 @@ class EmbodiedPerceptionNode(Node):
             self._on_pair(*pair)
 
     def _on_pair(self, color: Any, depth: Any) -> None:
+        # message_filters' TimeSynchronizer calls this holding its lock and does not release it when the call
+        # raises: one exception would stop every later pair. So a pair that fails is a fault, told and counted.
+        try:
+            self._take_pair(color, depth)
+        except Exception as err:  # noqa: BLE001 - see above
+            self.get_logger().error(f"a colour/depth pair failed:\n{traceback.format_exc()}")
+            self._bad_input(f"a colour/depth pair failed: {type(err).__name__}: {err}")
+
+    def _take_pair(self, color: Any, depth: Any) -> None:
         if not self.ready.is_set():
             self._bad_input("the network is still loading")
             return

@@ -6,10 +6,15 @@ Dynamic edges are interpolated between the two samples around the query time (li
 translation, slerp rotation); outside a series' time span a lookup fails unless it lies within
 ``extrapolation_ns`` of the first/last sample, which is then used as is.
 Frame ids are compared without a leading "/" (tf2 strips it too).
+
+A live node adds poses on one executor thread while another looks up an image's pose, so every call holds the
+buffer's lock (as tf2's Buffer does); a live buffer keeps ``cache_ns`` of each dynamic edge (tf2 keeps 10 s),
+a recording's buffer everything.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +75,15 @@ class _DynamicEdge:
     def span(self) -> tuple[int, int]:
         return min(self.stamps), max(self.stamps)
 
+    def forget_before(self, stamp_ns: int) -> None:
+        """Drop the samples older than ``stamp_ns``, the newest always kept."""
+        keep = [i for i, s in enumerate(self.stamps) if s >= stamp_ns]
+        if len(keep) < len(self.stamps):
+            keep = keep or [int(np.argmax(self.stamps))]
+            self.stamps = [self.stamps[i] for i in keep]
+            self.transforms = [self.transforms[i] for i in keep]
+            self._t = None
+
 
 class TransformBuffer:
     """Transforms between named frames over time.
@@ -77,12 +91,17 @@ class TransformBuffer:
     Args:
         extrapolation_ns: how far before the first or after the last sample of a dynamic edge
             a lookup may still use that sample (0 = tf2's strict behaviour).
+        cache_ns: a dynamic edge keeps the samples this much older than its newest, all when None (a
+            recording); a live stream's buffer would otherwise grow, and each lookup after a new sample sorts
+            them all again.
     """
 
-    def __init__(self, extrapolation_ns: int = 0) -> None:
+    def __init__(self, extrapolation_ns: int = 0, cache_ns: int | None = None) -> None:
         self.extrapolation_ns = int(extrapolation_ns)
+        self.cache_ns = cache_ns
         self._static: dict[str, tuple[str, np.ndarray]] = {}
         self._dynamic: dict[str, _DynamicEdge] = {}
+        self._lock = threading.Lock()
 
     def add(self, parent: str, child: str, stamp_ns: int, T_parent_child: np.ndarray, static: bool = False) -> None:
         """Record the pose of ``child`` in ``parent`` (4x4, child-to-parent) at ``stamp_ns``.
@@ -92,6 +111,10 @@ class TransformBuffer:
         """
         parent, child = normalise_frame_id(parent), normalise_frame_id(child)
         T = np.asarray(T_parent_child, dtype=np.float64).reshape(4, 4)
+        with self._lock:
+            self._add(parent, child, int(stamp_ns), T, static)
+
+    def _add(self, parent: str, child: str, stamp_ns: int, T: np.ndarray, static: bool) -> None:
         if static:
             self._static[child] = (parent, T)
             self._dynamic.pop(child, None)
@@ -100,13 +123,19 @@ class TransformBuffer:
         if edge is None or edge.parent != parent:
             edge = self._dynamic[child] = _DynamicEdge(parent)
             self._static.pop(child, None)
-        edge.stamps.append(int(stamp_ns))
+        edge.stamps.append(stamp_ns)
         edge.transforms.append(T)
         edge._t = None  # new sample: re-sort on the next lookup
+        if self.cache_ns is not None and len(edge.stamps) % 64 == 0:  # now and then: a pass over the samples
+            edge.forget_before(max(edge.stamps) - self.cache_ns)
 
     @property
     def frames(self) -> set[str]:
         """Every frame id that appears as a parent or a child."""
+        with self._lock:
+            return self._frames()
+
+    def _frames(self) -> set[str]:
         names = set(self._static) | set(self._dynamic)
         names |= {p for p, _ in self._static.values()} | {e.parent for e in self._dynamic.values()}
         return names
@@ -148,7 +177,11 @@ class TransformBuffer:
                 edge on the way has no sample near ``stamp_ns``.
         """
         target, source = normalise_frame_id(target), normalise_frame_id(source)
-        known = self.frames
+        with self._lock:
+            return self._lookup(target, source, stamp_ns)
+
+    def _lookup(self, target: str, source: str, stamp_ns: int) -> np.ndarray:
+        known = self._frames()
         for name in (target, source):
             if name not in known:
                 listed = ", ".join(sorted(known)) or "none"
